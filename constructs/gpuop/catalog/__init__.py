@@ -1,0 +1,115 @@
+"""The catalogs: facts about stack releases, GPUs and drivers, kept as data (data/*.yaml).
+
+Each data file names its sources. This module only reads them into frozen models; the rules that
+use them live in the validate stage. `digest()` identifies the catalog content for caches and
+chart versions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+DATA = Path(__file__).parent / "data"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ImageRef(_Frozen):
+    image: str
+    version: str
+
+
+class OsEntry(_Frozen):
+    tag: str
+    platform: str
+    kubernetes: tuple[str, ...] = ()
+    openshift: tuple[str, ...] = ()
+
+
+class Matrix(_Frozen):
+    kubernetes: tuple[str, ...]
+    openshift: tuple[str, ...]
+    containerRuntimes: tuple[str, ...]
+    openshiftKubernetes: dict[str, str]
+    os: dict[str, OsEntry]
+
+
+class RuntimeFiles(_Frozen):
+    config: str
+    configEnv: str
+    dropIn: str | None = None
+    socket: str | None = None
+    socketEnv: str | None = None
+
+
+class Release(_Frozen):
+    name: str
+    operatorVersion: str
+    registry: str
+    source: str
+    components: dict[str, ImageRef]
+    runtimes: dict[str, RuntimeFiles]
+    matrix: Matrix
+
+
+class Gpu(_Frozen):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    name: str
+    architecture: str
+    memoryGiB: float | None = None
+    pciDeviceIds: tuple[str, ...] = ()
+    migCapable: bool = False
+
+
+class DriverBranch(_Frozen):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    branch: str
+    latest: str
+    versions: tuple[str, ...] = ()
+    architectures: tuple[str, ...] = ()
+
+
+class Catalog(_Frozen):
+    releases: tuple[Release, ...]
+    gpus: dict[str, Gpu]
+    drivers: tuple[DriverBranch, ...] = Field(default=())
+    digest: str
+
+    def release(self, name: str | None) -> Release | None:
+        if name is None:
+            return self.releases[-1]
+        return next((r for r in self.releases if r.name == name), None)
+
+    def branch(self, version: str) -> DriverBranch | None:
+        return next((b for b in self.drivers if b.branch == version.split(".")[0]), None)
+
+
+def _read(name: str) -> tuple[dict, bytes]:
+    raw = (DATA / name).read_bytes()
+    return yaml.load(raw, Loader=yaml.CSafeLoader), raw
+
+
+@lru_cache(maxsize=1)
+def load() -> Catalog:
+    h = hashlib.sha256()
+    rel, raw = _read("releases.yaml")
+    h.update(raw)
+    gpus: dict[str, Gpu] = {}
+    drivers: tuple[DriverBranch, ...] = ()
+    if (DATA / "gpus.yaml").exists():
+        doc, raw = _read("gpus.yaml")
+        h.update(raw)
+        gpus = {g["name"]: Gpu(**g) for g in doc["gpus"]}
+    if (DATA / "drivers.yaml").exists():
+        doc, raw = _read("drivers.yaml")
+        h.update(raw)
+        drivers = tuple(DriverBranch(**b) for b in doc["branches"])
+    releases = tuple(sorted((Release(**r) for r in rel["releases"]), key=lambda r: tuple(map(int, r.name.split(".")))))
+    return Catalog(releases=releases, gpus=gpus, drivers=drivers, digest=h.hexdigest())

@@ -1,0 +1,1 @@
+"""Offline validation of compiled Kubernetes objects (built-in kinds and CRD-backed kinds)."""

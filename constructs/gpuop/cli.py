@@ -1,0 +1,117 @@
+"""The command line: argparse, and the one error boundary.
+
+Exit codes: 0 ok, 2 bad input (every problem printed as FILE:LINE:COL: field.path: message), 1 a bug
+in gpuop ("please report"; the traceback only with -v). Nothing below this module parses arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from pathlib import Path
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+from . import __version__  # noqa: E402
+from .errors import UserError  # noqa: E402
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gpuop", description="Compile GPU cluster profiles into Helm charts, "
+                                "Kustomize overlays, Argo CD and Flux objects.")
+    p.add_argument("--version", action="version", version=f"gpuop {__version__}")
+    p.add_argument("-v", "--verbose", action="store_true", help="show tracebacks of internal errors")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("synth", help="compile profiles into the output folder")
+    s.add_argument("paths", nargs="*", type=Path, help="profile files or folders (default: profiles)")
+    s.add_argument("-o", "--output", type=Path, default=Path("dist"), help="output folder (default: dist)")
+    s.add_argument("--settings", type=Path, default=Path("gpuop.yaml"), help="settings file (default: gpuop.yaml)")
+    v = sub.add_parser("validate", help="check profiles and settings; write nothing")
+    v.add_argument("paths", nargs="*", type=Path)
+    v.add_argument("--settings", type=Path, default=Path("gpuop.yaml"))
+    sc = sub.add_parser("schema", help="write the JSON Schemas of profiles and chart values")
+    sc.add_argument("-o", "--output", type=Path, default=Path("schemas"))
+    return p
+
+
+def _paths(args) -> list[Path]:
+    return args.paths or [Path("profiles")]
+
+
+def cmd_synth(args) -> int:
+    from .pipeline import compile_profiles
+    from .settings import load_settings
+    from .write import read_lock, write_tree
+
+    settings = load_settings(args.settings)
+    result = compile_profiles(_paths(args), settings, read_lock(args.output))
+    for w in result.warnings:
+        print(w, file=sys.stderr)
+    write_tree(args.output, result.files)
+    print(f"gpuop: compiled {len(result.plans)} cluster(s) into {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from .errors import Issue
+    from .pipeline import plan_all
+    from .settings import load_settings
+
+    issues: list[Issue] = []
+    try:
+        load_settings(args.settings)
+    except UserError as exc:
+        issues += exc.issues
+    try:
+        plans, warnings = plan_all(_paths(args))
+    except UserError as exc:
+        issues += exc.issues
+        plans, warnings = [], []
+    if issues:
+        raise UserError(issues)
+    for w in warnings:
+        print(w, file=sys.stderr)
+    print(f"gpuop: {len(plans)} profile(s) valid", file=sys.stderr)
+    return 0
+
+
+def cmd_schema(args) -> int:
+    from .profile.models import profile_json_schema
+    from .values import values_schema
+    from .yamlio import dump_json
+
+    args.output.mkdir(parents=True, exist_ok=True)
+    (args.output / "profile.schema.json").write_text(dump_json(profile_json_schema()))
+    (args.output / "values.schema.json").write_text(dump_json(values_schema()))
+    print(f"gpuop: wrote {args.output}/profile.schema.json and values.schema.json", file=sys.stderr)
+    return 0
+
+
+COMMANDS = {"synth": cmd_synth, "validate": cmd_validate, "schema": cmd_schema}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except UserError as exc:
+        for issue in exc.issues:
+            print(issue, file=sys.stderr)
+        n = len(exc.issues)
+        print(f"gpuop: {n} error{'s' if n != 1 else ''}; nothing written", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # the bug boundary
+        if args.verbose:
+            traceback.print_exc()
+        print(f"gpuop: internal error: {type(exc).__name__}: {exc}\n"
+              "This is a bug in gpuop; please report it with the command and profiles that caused it"
+              + ("" if args.verbose else " (run with -v for the traceback)") + ".", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""What every component shares: the construct base class and small builders for pod specs.
+
+A component is a cdk8s `Construct` (`Component(scope, id, props)`) whose props are one frozen
+pydantic model. `render(props)` is a pure function returning the component's objects as plain dicts
+(bodies stay in Python: one cdk8s `ApiObject` call and one JSON patch per object, ≈3 bridge calls);
+`from_plan(plan)` derives the props from a `StackPlan`, or None when the component is off.
+Construct ids are `<Kind>-<name>`: stable, since renaming one is a breaking change.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import ClassVar
+
+import cdk8s
+from constructs import Construct
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..slots import fill, slot
+
+GPU_PRIORITY = "priorityClassName"
+
+
+class Props(BaseModel):
+    """Base of every component's props: frozen, unknown fields refused."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    namespace: str = Field("gpu-operator", description="Namespace of the namespaced objects. Omitted: gpu-operator.")
+
+
+class Component(Construct):
+    """A GPU Operator state as a construct. Subclasses set `name`, `values_key`, `Props` and `render`."""
+
+    name: ClassVar[str]                 # stable component id (file prefix in charts)
+    values_key: ClassVar[str | None]    # key under which Helm values enable/configure it (None: always on)
+    props_type: ClassVar[type[Props]]
+
+    def __init__(self, scope: Construct, id: str, props: Props):
+        super().__init__(scope, id)
+        self.props = props
+        fill_json = self.node.try_get_context("gpuop:fill-values")
+        values = json.loads(fill_json) if fill_json else None
+        for body in self.render(props):
+            emit(self, fill(body, values) if values is not None else body)
+
+    @classmethod
+    def render(cls, props: Props) -> list[dict]:
+        raise NotImplementedError
+
+    @classmethod
+    def from_plan(cls, plan) -> Props | None:
+        raise NotImplementedError
+
+
+def emit(scope: Construct, body: dict) -> cdk8s.ApiObject:
+    """One plain-dict object -> one cdk8s ApiObject (metadata in the constructor, the rest as one patch)."""
+    meta = body["metadata"]
+    obj = cdk8s.ApiObject(
+        scope, f"{body['kind']}-{meta['name']}",
+        api_version=body["apiVersion"], kind=body["kind"],
+        metadata=cdk8s.ApiObjectMetadata(
+            name=meta["name"], namespace=meta.get("namespace"),
+            labels=meta.get("labels"), annotations=meta.get("annotations")))
+    rest = [cdk8s.JsonPatch.add(f"/{k}", v) for k, v in body.items() if k not in ("apiVersion", "kind", "metadata")]
+    if rest:
+        obj.add_json_patch(*rest)
+    return obj
+
+
+# ---- builders for the shapes every operand repeats -------------------------------------------------
+
+def meta(name: str, namespace: str | None = None, labels: dict | None = None, annotations: dict | None = None) -> dict:
+    m: dict = {"name": name}
+    if namespace:
+        m["namespace"] = namespace
+    if labels:
+        m["labels"] = labels
+    if annotations:
+        m["annotations"] = annotations
+    return m
+
+
+SCC_RULE = {"apiGroups": ["security.openshift.io"], "resources": ["securitycontextconstraints"],
+            "verbs": ["use"], "resourceNames": ["privileged"]}
+
+
+def rbac(name: str, namespace: str, role_rules: list[dict], cluster_rules: list[dict] | None = None) -> list[dict]:
+    """ServiceAccount, Role, RoleBinding (and ClusterRole, ClusterRoleBinding) all named `name`, as the
+    Operator's 0100-0310 assets of each state."""
+    subject = [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]
+    objs = [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(name, namespace)},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta(name, namespace),
+         "rules": role_rules},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta(name, namespace),
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}, "subjects": subject},
+    ]
+    if cluster_rules:
+        objs += [
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": meta(name),
+             "rules": cluster_rules},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": meta(name),
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+             "subjects": subject},
+        ]
+    return objs
+
+
+def host_path(name: str, path: str, type_: str | None = None) -> dict:
+    hp: dict = {"path": path}
+    if type_:
+        hp["type"] = type_
+    return {"name": name, "hostPath": hp}
+
+
+def mount(name: str, path: str, *, propagation: str | None = None, read_only: bool = False,
+          sub_path: str | None = None) -> dict:
+    m: dict = {"name": name, "mountPath": path}
+    if propagation:
+        m["mountPropagation"] = propagation
+    if read_only:
+        m["readOnly"] = True
+    if sub_path:
+        m["subPath"] = sub_path
+    return m
+
+
+def env(name: str, value: str | None = None, field_path: str | None = None) -> dict:
+    if field_path:
+        return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": field_path}}}
+    return {"name": name, "value": value}
+
+
+def resources_slot(values_key: str) -> str:
+    return slot(f"{values_key}.resources")
+
+
+def daemonset(name: str, namespace: str, *, app: str, labels: dict, annotations: dict | None,
+              pod_spec: dict, pod_annotations: dict | None = None, update_strategy: dict | None = None) -> dict:
+    """A GPU DaemonSet with the fields every operand shares: selector on `app`, the deploy-label node
+    selector is in pod_spec, tolerations / priority class / pull secrets as value slots."""
+    spec = {
+        "tolerations": slot("tolerations"),
+        "priorityClassName": slot("priorityClassName"),
+        "imagePullSecrets": slot("imagePullSecrets"),
+        **pod_spec,
+    }
+    template_meta: dict = {"labels": labels}
+    if pod_annotations:
+        template_meta["annotations"] = pod_annotations
+    body = {
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": meta(name, namespace, labels, annotations),
+        "spec": {"selector": {"matchLabels": {"app": app}}, "template": {"metadata": template_meta, "spec": spec}},
+    }
+    if update_strategy:
+        body["spec"]["updateStrategy"] = update_strategy
+    return body
+
+
+def validation_init(component: str, image: str, mounts: list[dict], *, wait_for: str | None = None,
+                    extra_env: list[dict] | None = None) -> dict:
+    """A `<component>-validation` init container on the validator image (runAsUser 0, privileged), as
+    the Operator's transformValidationInitContainer renders it."""
+    c: dict = {"name": f"{component}-validation", "image": image, "imagePullPolicy": slot("imagePullPolicy"),
+               "command": ["sh", "-c"], "securityContext": {"privileged": True, "runAsUser": 0}}
+    if wait_for:
+        c["args"] = [f"until [ -f /run/nvidia/validations/{wait_for}-ready ]; do echo waiting for nvidia "
+                     "container stack to be setup; sleep 5; done"]
+    else:
+        c["args"] = ["nvidia-validator"]
+        c["env"] = [env("WITH_WAIT", "true"), env("COMPONENT", component),
+                    env("OPERATOR_NAMESPACE", field_path="metadata.namespace")] + (extra_env or [])
+        c["securityContext"]["seLinuxOptions"] = {"level": "s0"}
+    c["volumeMounts"] = mounts
+    return c

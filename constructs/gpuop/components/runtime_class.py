@@ -1,0 +1,33 @@
+"""RuntimeClasses `nvidia`, `nvidia-cdi` and `nvidia-legacy`; as the Operator's state pre-requisites.
+
+The container toolkit registers these handlers in the container runtime; GPU pods (and gpuop's own
+operands) select `nvidia` with runtimeClassName. With CDI on (the v26.7 default) the Operator also
+creates `nvidia-cdi` and `nvidia-legacy`.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from .base import Component, Props, meta
+
+
+class RuntimeClassProps(Props):
+    cdi: bool = Field(True, description="Also create nvidia-cdi and nvidia-legacy. Omitted: true (v26.7 default).")
+
+
+class RuntimeClasses(Component):
+    name = "runtime-class"
+    values_key = None
+    props_type = RuntimeClassProps
+
+    @classmethod
+    def from_plan(cls, plan) -> RuntimeClassProps | None:
+        return RuntimeClassProps(namespace=plan.namespace) if plan.toolkit else None
+
+    @classmethod
+    def render(cls, props: RuntimeClassProps) -> list[dict]:
+        handlers = ["nvidia"] + (["nvidia-cdi", "nvidia-legacy"] if props.cdi else [])
+        return [{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                 "metadata": meta(h, labels={"app.kubernetes.io/component": "gpu-operator"}), "handler": h}
+                for h in handlers]

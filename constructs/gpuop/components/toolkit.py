@@ -1,0 +1,135 @@
+"""Container toolkit: ServiceAccount/Role/RoleBinding `nvidia-container-toolkit`, ConfigMap
+`nvidia-container-toolkit-entrypoint`, DaemonSet `nvidia-container-toolkit-daemonset`; as the
+Operator's state-container-toolkit after TransformToolkit and transformForRuntime (v26.7).
+
+The runtime's config file, drop-in and socket directories are mounted under /runtime/... exactly as
+the Operator does; which files a runtime uses comes from the stack release catalog. CDI is on (the
+v26.7 default), so the `nvidia` runtime is not made the node's default.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from pathlib import Path
+
+from pydantic import Field
+
+from ..catalog import RuntimeFiles
+from ..slots import slot
+from .base import SCC_RULE, Component, Props, daemonset, env, host_path, meta, mount, rbac, resources_slot, validation_init
+
+NAME = "nvidia-container-toolkit"
+DS_NAME = "nvidia-container-toolkit-daemonset"
+ENTRYPOINT = (Path(__file__).parent / "scripts" / "toolkit-entrypoint.sh").read_text()
+CONFIG_DIR, DROP_IN_DIR, SOCKET_DIR = "/runtime/config-dir/", "/runtime/config-dir.d/", "/runtime/sock-dir/"
+
+
+class ToolkitProps(Props):
+    image: str = Field(description="container-toolkit image. Required.")
+    validator_image: str = Field(description="Validator image for the driver-validation init container. Required.")
+    runtime: str = Field("containerd", description="containerd, crio or docker. Omitted: containerd.")
+    runtime_files: RuntimeFiles = Field(description="The runtime's config/drop-in/socket host paths. Required.")
+    runtime_class: str = Field("nvidia", description="Runtime handler registered in containerd. Omitted: nvidia.")
+
+
+def _runtime_wiring(p: ToolkitProps) -> tuple[list[dict], list[dict], list[dict]]:
+    """(env, mounts, volumes) for the runtime, as transformForRuntime."""
+    f, rt = p.runtime_files, p.runtime
+    e = [env("RUNTIME", rt)]
+    if rt == "containerd":
+        e.append(env("CONTAINERD_RUNTIME_CLASS", p.runtime_class))
+    target = CONFIG_DIR + posixpath.basename(f.config)
+    e += [env("RUNTIME_CONFIG", target), env(f.configEnv, target)]
+    mounts = [mount(f"{rt}-config", CONFIG_DIR)]
+    vols = [host_path(f"{rt}-config", posixpath.dirname(f.config), "DirectoryOrCreate")]
+    if f.dropIn:
+        e += [env("RUNTIME_DROP_IN_CONFIG", DROP_IN_DIR + posixpath.basename(f.dropIn)),
+              env("RUNTIME_DROP_IN_CONFIG_HOST_PATH", f.dropIn)]
+        mounts.append(mount(f"{rt}-drop-in-config", DROP_IN_DIR))
+        vols.append(host_path(f"{rt}-drop-in-config", posixpath.dirname(f.dropIn), "DirectoryOrCreate"))
+    if f.socket:
+        target = SOCKET_DIR + posixpath.basename(f.socket)
+        e += [env("RUNTIME_SOCKET", target), env(f.socketEnv, target)]
+        mounts.append(mount(f"{rt}-socket", SOCKET_DIR))
+        vols.append(host_path(f"{rt}-socket", posixpath.dirname(f.socket)))
+    return e, mounts, vols
+
+
+class ContainerToolkit(Component):
+    name = "toolkit"
+    values_key = "toolkit"
+    props_type = ToolkitProps
+
+    @classmethod
+    def from_plan(cls, plan) -> ToolkitProps | None:
+        if not plan.toolkit:
+            return None
+        return ToolkitProps(namespace=plan.namespace, image=plan.image("toolkit").ref,
+                            validator_image=plan.image("validator").ref, runtime=plan.runtime,
+                            runtime_files=plan.runtime_files)
+
+    @classmethod
+    def render(cls, p: ToolkitProps) -> list[dict]:
+        rt_env, rt_mounts, rt_vols = _runtime_wiring(p)
+        container = {
+            "name": "nvidia-container-toolkit-ctr", "image": p.image, "imagePullPolicy": slot("imagePullPolicy"),
+            "command": ["/bin/sh", "-c"], "args": ["/bin/entrypoint.sh"],
+            "env": [
+                env("ROOT", "/usr/local/nvidia"),
+                env("NVIDIA_CONTAINER_RUNTIME_MODES_CDI_DEFAULT_KIND", "management.nvidia.com/gpu"),
+                env("NVIDIA_VISIBLE_DEVICES", "void"),
+                env("TOOLKIT_PID_FILE", "/run/nvidia/toolkit/toolkit.pid"),
+                env("NRI_NAMESPACE", field_path="metadata.namespace"),
+                env("CDI_ENABLED", "true"),
+                env("NVIDIA_RUNTIME_SET_AS_DEFAULT", "false"),
+                env("NVIDIA_CONTAINER_RUNTIME_MODE", "cdi"),
+                env("CRIO_CONFIG_MODE", "config"),
+            ] + rt_env,
+            "resources": resources_slot("toolkit"),
+            "securityContext": {"privileged": True, "seLinuxOptions": {"level": "s0"}},
+            "volumeMounts": [
+                mount("nvidia-container-toolkit-entrypoint", "/bin/entrypoint.sh", read_only=True,
+                      sub_path="entrypoint.sh"),
+                mount("toolkit-root", "/run/nvidia/toolkit"),
+                mount("run-nvidia-validations", "/run/nvidia/validations"),
+                mount("toolkit-install-dir", "/usr/local/nvidia"),
+                mount("crio-hooks", "/usr/share/containers/oci/hooks.d"),
+                mount("driver-install-dir", "/driver-root", propagation="HostToContainer"),
+                mount("host-root", "/host", propagation="HostToContainer", read_only=True),
+                mount("cdi-root", "/var/run/cdi"),
+            ] + rt_mounts,
+        }
+        init = validation_init("driver", p.validator_image, [
+            mount("driver-install-dir", "/run/nvidia/driver", propagation="HostToContainer"),
+            mount("run-nvidia-validations", "/run/nvidia/validations", propagation="Bidirectional"),
+            mount("host-root", "/host", propagation="HostToContainer", read_only=True),
+            mount("host-dev-char", "/host-dev-char"),
+        ])
+        pod_spec = {
+            "nodeSelector": {"nvidia.com/gpu.deploy.container-toolkit": "true"},
+            "serviceAccountName": NAME,
+            "hostPID": True,
+            "initContainers": [init],
+            "containers": [container],
+            "volumes": [
+                {"name": "nvidia-container-toolkit-entrypoint",
+                 "configMap": {"name": "nvidia-container-toolkit-entrypoint", "defaultMode": 448}},
+                host_path("toolkit-root", "/run/nvidia/toolkit", "DirectoryOrCreate"),
+                host_path("run-nvidia-validations", "/run/nvidia/validations", "DirectoryOrCreate"),
+                host_path("driver-install-dir", "/run/nvidia/driver", "DirectoryOrCreate"),
+                host_path("host-root", "/"),
+                host_path("toolkit-install-dir", "/usr/local/nvidia"),
+                host_path("crio-hooks", "/run/containers/oci/hooks.d"),
+                host_path("host-dev-char", "/dev/char"),
+                host_path("cdi-root", "/var/run/cdi", "DirectoryOrCreate"),
+            ] + rt_vols,
+        }
+        labels = {"app": DS_NAME}
+        rules = [SCC_RULE, {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["list"]}]
+        return rbac(NAME, p.namespace, rules) + [
+            {"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": meta("nvidia-container-toolkit-entrypoint", p.namespace, labels),
+             "data": {"entrypoint.sh": ENTRYPOINT}},
+            daemonset(DS_NAME, p.namespace, app=DS_NAME, labels=labels,
+                      annotations={"openshift.io/scc": "hostmount-anyuid"}, pod_spec=pod_spec),
+        ]

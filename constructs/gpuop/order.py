@@ -1,0 +1,28 @@
+"""Deterministic object order: the kind-rank table, then namespace, then name.
+
+The table is Helm's install order (pkg/release/util/kind_sorter.go), which is also the order a
+person reads a stack in: Namespace first, identities and RBAC, configuration, then workloads. Kinds
+not in the table (custom resources, RuntimeClass) come after it, by kind name.
+"""
+
+from __future__ import annotations
+
+KIND_RANK = (
+    "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodSecurityPolicy", "PodDisruptionBudget",
+    "ServiceAccount", "Secret", "ConfigMap", "StorageClass", "PersistentVolume", "PersistentVolumeClaim",
+    "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service",
+    "DaemonSet", "Pod", "ReplicationController", "ReplicaSet", "Deployment", "HorizontalPodAutoscaler",
+    "StatefulSet", "Job", "CronJob", "IngressClass", "Ingress", "APIService",
+)
+_RANK = {kind: i for i, kind in enumerate(KIND_RANK)}
+
+
+def sort_key(obj: dict) -> tuple:
+    kind = obj["kind"]
+    meta = obj.get("metadata", {})
+    return (_RANK.get(kind, len(KIND_RANK)), kind, meta.get("namespace", ""), meta["name"])
+
+
+def file_name(obj: dict) -> str:
+    """Stable file name of one object: `<kind>-<name>.yaml`, lower case."""
+    return f"{obj['kind'].lower()}-{obj['metadata']['name']}.yaml"

@@ -1,0 +1,1 @@
+"""Cluster profiles: the declarative input (models) and how it is read (load)."""

@@ -1,0 +1,168 @@
+"""The cluster profile contract (gpuop/v1alpha1, kind ClusterProfile) as frozen pydantic models.
+
+Unknown fields are refused everywhere (`extra="forbid"`); every field's description says what
+happens when it is omitted. The JSON Schema in schemas/profile.schema.json is generated from these
+models (`gpuop schema`), and a test fails when it is stale. Facts that depend on the catalogs (which
+OS, GPU model or driver version exists) are checked in the validate stage, not here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                       r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+
+
+def _dns_label(max_len: int):
+    def check(v: str) -> str:
+        if len(v) > max_len or not DNS_LABEL.match(v):
+            raise ValueError(f"{v!r} is not a DNS-1123 label: lowercase letters, digits and '-', "
+                             f"starting and ending with a letter or digit, at most {max_len} characters")
+        return v
+    return check
+
+
+def _labels(v: dict[str, str]) -> dict[str, str]:
+    for key, value in v.items():
+        prefix, _, name = key.rpartition("/")
+        if not LABEL_KEY.match(key) or len(name) > 63 or len(prefix) > 253:
+            raise ValueError(f"{key!r} is not a valid label key (optional DNS prefix '/', then a name of "
+                             "at most 63 characters: letters, digits, '-', '_', '.')")
+        if len(value) > 63 or not LABEL_VALUE.match(value):
+            raise ValueError(f"label {key!r}: value {value!r} is not a valid label value (at most 63 "
+                             "characters: letters, digits, '-', '_', '.', starting and ending alphanumeric)")
+    return v
+
+
+ClusterName = Annotated[str, AfterValidator(_dns_label(53)), Field(
+    description="DNS-1123 label, at most 53 characters (Helm's release-name limit). Names the Helm chart, "
+                "the release and the folder dist/<name>/. Required.")]
+PoolName = Annotated[str, AfterValidator(_dns_label(40))]
+Labels = Annotated[dict[str, str], AfterValidator(_labels)]
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Metadata(Model):
+    name: ClusterName
+    labels: Labels = Field(default_factory=dict, description=(
+        "Free labels describing the cluster (region, environment); copied onto the Argo CD Application "
+        "and Flux objects. Omitted: none."))
+
+
+class Platform(Model):
+    type: Literal["kubernetes", "openshift"] = Field(description="The distribution. Required.")
+    version: str = Field(pattern=r"^\d+\.\d+$", description=(
+        "Minor version, e.g. \"1.33\" for Kubernetes or \"4.19\" for OpenShift; pins the chart's "
+        "kubeVersion and the schemas objects are validated against. Required."))
+
+
+class Toleration(Model):
+    key: str | None = Field(None, description="Taint key; omitted with operator Exists matches every taint.")
+    operator: Literal["Exists", "Equal"] = Field("Equal", description="Omitted: Equal.")
+    value: str | None = Field(None, description="Taint value for operator Equal. Omitted: empty.")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(
+        None, description="Omitted: matches every effect.")
+    tolerationSeconds: int | None = Field(None, ge=0, description="Only with NoExecute. Omitted: forever.")
+
+
+Quantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti)?$")]
+
+
+class ResourceList(Model):
+    cpu: Quantity | None = Field(None, description="CPU quantity, e.g. 200m. Omitted: not set.")
+    memory: Quantity | None = Field(None, description="Memory quantity, e.g. 256Mi. Omitted: not set.")
+
+
+class Resources(Model):
+    requests: ResourceList | None = Field(None, description="Omitted: no requests.")
+    limits: ResourceList | None = Field(None, description="Omitted: no limits.")
+
+
+class ComponentSettings(Model):
+    enabled: bool = Field(True, description="Omitted: true. False removes every object of the component.")
+    version: str | None = Field(None, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$", description=(
+        "Image tag override. Omitted: the stack release's version for this component."))
+    resources: Resources | None = Field(None, description="Omitted: no requests or limits (as upstream).")
+
+
+class Driver(ComponentSettings):
+    version: str | None = Field(None, pattern=r"^\d{3}(\.\d+){0,2}$", description=(
+        "Driver version (\"580.173.02\") or branch (\"580\", resolved to the catalog's newest in that "
+        "branch). Omitted: the stack release's default driver."))
+    kernelModuleType: Literal["auto", "open", "proprietary"] = Field("auto", description=(
+        "Which kernel modules the driver container builds. Omitted: auto (the driver picks by GPU)."))
+
+
+class Images(Model):
+    registry: str | None = Field(None, pattern=r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", description=(
+        "Registry mirror that replaces the stack release's registry (nvcr.io/nvidia) for every image. "
+        "Omitted: the release's registry."))
+    pullSecrets: list[Annotated[str, AfterValidator(_dns_label(253))]] = Field(
+        default_factory=list, description="Secret names set as imagePullSecrets on every pod. Omitted: none.")
+    pullPolicy: Literal["Always", "IfNotPresent", "Never"] = Field(
+        "IfNotPresent", description="Omitted: IfNotPresent (as upstream).")
+
+
+class DaemonSets(Model):
+    tolerations: list[Toleration] | None = Field(None, description=(
+        "Tolerations for every GPU DaemonSet; replaces, not merges. Omitted: nvidia.com/gpu Exists "
+        "NoSchedule (as upstream)."))
+    priorityClassName: str = Field("system-node-critical", description="Omitted: system-node-critical.")
+
+
+class Mig(Model):
+    strategy: Literal["none", "single", "mixed"] = Field("single", description=(
+        "How MIG devices are advertised. Omitted: single (the Operator's Helm default)."))
+    layout: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict, description=(
+        "MIG profile -> instance count per GPU, e.g. {\"3g.40gb\": 1, \"1g.10gb\": 2}. Omitted: MIG off."))
+
+
+class NodePool(Model):
+    name: PoolName = Field(description="DNS-1123 label, unique in the profile. Required.")
+    gpu: str = Field(description="GPU model, a canonical name of the GPU catalog (`gpuop mig gpus`). Required.")
+    nodeSelector: Labels = Field(default_factory=dict, description=(
+        "Labels that select this pool's nodes. Omitted: the pool is told apart by its GPU model only."))
+    mig: Mig | None = Field(None, description="Omitted: MIG disabled on this pool.")
+
+
+class ClusterSpec(Model):
+    platform: Platform
+    os: str = Field(description="Node OS with version, e.g. ubuntu24.04, rhel9.6 or rhcos4.19; must be in "
+                                "the stack release's support matrix. Required.")
+    containerRuntime: Literal["containerd", "crio", "docker"] | None = Field(None, description=(
+        "Omitted: crio on OpenShift, containerd elsewhere."))
+    namespace: Annotated[str, AfterValidator(_dns_label(63))] | None = Field(None, description=(
+        "Where the stack is installed. Omitted: nvidia-gpu-operator on OpenShift, gpu-operator elsewhere."))
+    release: str | None = Field(None, description=(
+        "Stack release (component versions) from the catalog, e.g. \"26.7\". Omitted: the newest."))
+    driver: Driver = Field(default_factory=Driver, description="Omitted: enabled, release default version.")
+    toolkit: ComponentSettings = Field(default_factory=ComponentSettings, description="Omitted: enabled.")
+    devicePlugin: ComponentSettings = Field(default_factory=ComponentSettings, description="Omitted: enabled.")
+    images: Images = Field(default_factory=Images, description="Omitted: release registry, no pull secrets.")
+    daemonsets: DaemonSets = Field(default_factory=DaemonSets, description="Omitted: upstream defaults.")
+    nodePools: list[NodePool] = Field(min_length=1, description="At least one GPU node pool. Required.")
+
+
+class ClusterProfile(Model):
+    apiVersion: Literal["gpuop/v1alpha1"]
+    kind: Literal["ClusterProfile"]
+    metadata: Metadata
+    spec: ClusterSpec
+
+
+def profile_json_schema() -> dict:
+    schema = ClusterProfile.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["properties"]["extends"] = {
+        "type": "string", "description": "Relative path of a parent profile, deep-merged under this one "
+        "(child wins; lists replace). Omitted: none."}
+    return schema

@@ -1,0 +1,76 @@
+"""Project settings (gpuop.yaml beside profiles/): where dist/ lives in git, for Argo CD and Flux.
+
+```yaml
+apiVersion: gpuop/v1alpha1
+kind: Settings
+gitops:
+  repoURL: https://git.example.com/platform/gpu-clusters.git   # required
+  revision: main            # branch the engines follow. Omitted: main
+  path: dist                # dist/ inside the repository. Omitted: dist
+  argocd: {namespace: argocd, project: default, server: https://kubernetes.default.svc}
+  flux: {namespace: flux-system, interval: 10m}
+```
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import Issue, UserError
+from .profile.load import Positions, _plain, display
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ArgoSettings(_M):
+    namespace: str = Field("argocd", description="Where Argo CD runs. Omitted: argocd.")
+    project: str = Field("default", description="AppProject of the Applications. Omitted: default.")
+    server: str = Field("https://kubernetes.default.svc", description=(
+        "Destination API server. Omitted: the cluster Argo CD runs in (one Argo CD per GPU cluster)."))
+
+
+class FluxSettings(_M):
+    namespace: str = Field("flux-system", description="Where Flux runs. Omitted: flux-system.")
+    interval: str = Field("10m", pattern=r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$", description="Omitted: 10m.")
+
+
+class GitOps(_M):
+    repoURL: str = Field(min_length=1, description="Git repository holding dist/. Required.")
+    revision: str = Field("main", description="Branch or tag the engines follow. Omitted: main.")
+    path: str = Field("dist", pattern=r"^[A-Za-z0-9._/-]+$", description="dist/ inside the repo. Omitted: dist.")
+    argocd: ArgoSettings = Field(default_factory=ArgoSettings)
+    flux: FluxSettings = Field(default_factory=FluxSettings)
+
+
+class Settings(_M):
+    apiVersion: Literal["gpuop/v1alpha1"]
+    kind: Literal["Settings"]
+    gitops: GitOps
+
+
+def load_settings(path: Path) -> Settings:
+    from ruamel.yaml import YAML
+
+    from .validate import _message
+
+    if not path.is_file():
+        raise UserError(Issue(display(path), 0, 0, "", "settings file not found: gpuop needs gitops.repoURL "
+                              "(where dist/ lives in git); create gpuop.yaml or pass --settings FILE"))
+    from pydantic import ValidationError
+    from ruamel.yaml.error import YAMLError
+
+    table: dict = {}
+    try:
+        data = _plain(YAML(typ="rt").load(path.read_text()), display(path), (), table)
+    except YAMLError as exc:
+        raise UserError(Issue(display(path), 0, 0, "", f"malformed YAML: {' '.join(str(exc).split())}"))
+    pos = Positions(display(path), table)
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise UserError([pos.issue(tuple(e["loc"]), _message(e, Settings)) for e in exc.errors()])
