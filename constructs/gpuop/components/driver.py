@@ -72,7 +72,8 @@ def _manager(p: DriverProps) -> dict:
 
 
 def _driver_ctr(p: DriverProps) -> dict:
-    e = [env("NODE_NAME", field_path="spec.nodeName"), env("NODE_IP", field_path="status.hostIP"),
+    e = [env("NVIDIA_VISIBLE_DEVICES", "void"),
+         env("NODE_NAME", field_path="spec.nodeName"), env("NODE_IP", field_path="status.hostIP"),
          env("KERNEL_MODULE_TYPE", p.kernel_module_type)]
     if p.kernel_module_type == "open":
         e.append(env("OPEN_KERNEL_MODULES_ENABLED", "true"))
@@ -90,8 +91,8 @@ def _driver_ctr(p: DriverProps) -> dict:
             mount("host-os-release", "/host-etc/os-release", read_only=True),
             mount("mlnx-ofed-usr-src", "/run/mellanox/drivers/usr/src", propagation="HostToContainer"),
             mount("run-mellanox-drivers", "/run/mellanox/drivers", propagation="HostToContainer"),
-            mount("host-sys-devices-system", "/sys/devices/system"),
             mount("firmware-search-path", "/sys/module/firmware_class/parameters/path"),
+            mount("host-sys-devices-system", "/sys/devices/system"),
             mount("nv-firmware", "/lib/firmware"),
             mount("driver-startup-probe-script", "/usr/local/bin/startup-probe.sh", sub_path="startup-probe.sh"),
         ],

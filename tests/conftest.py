@@ -1,0 +1,70 @@
+"""Shared fixtures: the repository, the reference data in ../shared/refs, and one compile of the
+bundled profiles per test session (in a temporary folder, never the committed dist/)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+REPO = Path(__file__).resolve().parents[1]
+REFS = REPO.parent / "shared" / "refs"
+CRDS = REFS / "crds"
+ASSETS = REFS / "gpu-operator" / "assets"
+
+
+def run_gpuop(*args: str, cwd: Path, check: bool = False) -> subprocess.CompletedProcess:
+    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+    proc = subprocess.run([sys.executable, "-m", "gpuop.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"gpuop {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def workdir(tmp_path_factory) -> Path:
+    """A copy of the project inputs (profiles/, gpuop.yaml) to compile from."""
+    w = tmp_path_factory.mktemp("work")
+    shutil.copytree(REPO / "profiles", w / "profiles")
+    shutil.copy(REPO / "gpuop.yaml", w / "gpuop.yaml")
+    return w
+
+
+@pytest.fixture(scope="session")
+def dist(workdir) -> Path:
+    run_gpuop("synth", "profiles", "-o", "dist", cwd=workdir, check=True)
+    return workdir / "dist"
+
+
+@pytest.fixture(scope="session")
+def index(dist) -> dict:
+    return json.loads((dist / "index.json").read_text())
+
+
+def load_dir(folder: Path) -> list[dict]:
+    """Every YAML object in a folder, kustomization.yaml excepted."""
+    from gpuop.yamlio import load_all
+
+    objs = []
+    for f in sorted(folder.glob("*.yaml")):
+        if f.name != "kustomization.yaml":
+            objs += load_all(f.read_text())
+    return objs
+
+
+def key(obj: dict) -> tuple:
+    return (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+
+
+def by_key(objs: list[dict]) -> dict:
+    out = {key(o): o for o in objs}
+    assert len(out) == len(objs), "duplicate objects"
+    return out

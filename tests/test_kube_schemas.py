@@ -1,0 +1,36 @@
+"""Every core object validates against the Kubernetes schemas of its cluster's version, strictly
+(unknown fields such as `hostPid` are errors), with kubernetes-validate's own schemas."""
+
+from __future__ import annotations
+
+import kubernetes_validate
+
+from gpuop.checks.kubeschema import KubeValidator
+
+from conftest import load_dir
+
+
+def test_every_object_passes_strict_kubernetes_schemas(dist, index):
+    checked = 0
+    for entry in index["clusters"]:
+        v = KubeValidator(entry["kubeVersion"])
+        for obj in load_dir(dist / entry["manifests"]):
+            assert v.errors(obj) == [], (entry["name"], obj["kind"], obj["metadata"]["name"], v.errors(obj))
+            checked += 1
+    assert checked >= 40
+
+
+def test_daemonsets_pass_kubernetes_validate_itself(dist, index):
+    """Spot check with the library's own entry point (20 ms per object, so DaemonSets only)."""
+    entry = index["clusters"][0]
+    daemonsets = [o for o in load_dir(dist / entry["manifests"]) if o["kind"] == "DaemonSet"]
+    assert len(daemonsets) == 3
+    for ds in daemonsets:
+        kubernetes_validate.validate(ds, f"{entry['kubeVersion']}.0", strict=True)
+
+
+def test_validator_would_catch_a_typo_in_our_output(dist, index):
+    entry = index["clusters"][0]
+    ds = next(o for o in load_dir(dist / entry["manifests"]) if o["kind"] == "DaemonSet")
+    ds["spec"]["template"]["spec"]["hostPid"] = True
+    assert KubeValidator(entry["kubeVersion"]).errors(ds)

@@ -1,0 +1,92 @@
+"""What synth writes: index.json, determinism, the committed dist/ and schemas/ being current, chart
+versions that change exactly with content, and the atomic write."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+from gpuop.yamlio import load
+
+from conftest import REPO, run_gpuop
+
+
+def tree(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_index_lists_every_cluster_with_its_paths(dist, index):
+    assert [c["name"] for c in index["clusters"]] == ["lab-west", "prod-east"]
+    for c in index["clusters"]:
+        for k in ("name", "chart", "chartVersion", "digest", "manifests", "overlay", "argocd", "flux",
+                  "releaseName", "namespace"):
+            assert c[k], k
+        for k in ("chart", "manifests", "overlay", "argocd", "flux"):
+            assert (dist / c[k]).is_dir(), c[k]
+        assert c["namespace"] == "gpu-operator"
+
+
+def test_same_profiles_compile_to_identical_bytes(workdir, dist, tmp_path):
+    run_gpuop("synth", "profiles", "-o", str(tmp_path / "again"), cwd=workdir, check=True)
+    assert tree(tmp_path / "again") == tree(dist)
+
+
+def test_committed_dist_and_schemas_are_current(dist):
+    """dist/ and schemas/ in git are what the bundled profiles compile to today."""
+    assert tree(REPO / "dist") == tree(dist), "run `make run` and commit dist/"
+    from gpuop.profile.models import profile_json_schema
+    from gpuop.values import values_schema
+    from gpuop.yamlio import dump_json
+
+    assert (REPO / "schemas" / "profile.schema.json").read_text() == dump_json(profile_json_schema()), \
+        "schemas/ is stale: run `make schema`"
+    assert (REPO / "schemas" / "values.schema.json").read_text() == dump_json(values_schema())
+    for chart in dist.glob("*/chart"):
+        assert json.loads((chart / "values.schema.json").read_text()) == values_schema()
+
+
+def _version(out: Path, cluster: str) -> str:
+    return load((out / cluster / "chart" / "Chart.yaml").read_text())["version"]
+
+
+def test_chart_version_changes_exactly_with_content(workdir, tmp_path):
+    w = tmp_path / "w"
+    shutil.copytree(workdir / "profiles", w / "profiles")
+    shutil.copy(workdir / "gpuop.yaml", w / "gpuop.yaml")
+    run_gpuop("synth", "-o", "out", cwd=w, check=True)
+    assert _version(w / "out", "prod-east") == "0.1.0"
+    run_gpuop("synth", "-o", "out", cwd=w, check=True)          # nothing changed
+    assert _version(w / "out", "prod-east") == "0.1.0"
+    p = w / "profiles" / "prod-east.yaml"
+    p.write_text(p.read_text().replace("containerRuntime: containerd",
+                                       "containerRuntime: containerd\n  daemonsets: {priorityClassName: gpu-high}"))
+    run_gpuop("synth", "-o", "out", cwd=w, check=True)          # content change -> patch
+    assert _version(w / "out", "prod-east") == "0.1.1"
+    assert _version(w / "out", "lab-west") == "0.1.0"            # untouched cluster keeps its version
+    p.write_text(p.read_text().replace("extends: _base.yaml", "extends: _base.yaml\n# comment only"))
+    run_gpuop("synth", "-o", "out", cwd=w, check=True)          # comment: same content, same version
+    assert _version(w / "out", "prod-east") == "0.1.1"
+    p.write_text(p.read_text().replace("containerRuntime: containerd",
+                                       "containerRuntime: containerd\n  driver: {version: \"595.91.07\"}"))
+    run_gpuop("synth", "-o", "out", cwd=w, check=True)          # driver branch change -> minor
+    assert _version(w / "out", "prod-east") == "0.2.0"
+    lock = json.loads((w / "out" / "versions.lock.json").read_text())
+    assert lock["clusters"]["prod-east"]["version"] == "0.2.0"
+
+
+def test_failed_compile_leaves_output_untouched(workdir, tmp_path):
+    w = tmp_path / "w"
+    shutil.copytree(workdir / "profiles", w / "profiles")
+    shutil.copy(workdir / "gpuop.yaml", w / "gpuop.yaml")
+    run_gpuop("synth", "-o", "out", cwd=w, check=True)
+    before = tree(w / "out")
+    (w / "profiles" / "broken.yaml").write_text("apiVersion: gpuop/v1alpha1\nkind: ClusterProfile\nmetadata: {name: x}\n"
+                                                "spec: {platform: {type: kubernetes, version: '1.33'}, os: ubuntu24.04,"
+                                                " nodePools: [{name: a, gpu: H100-SXM5-80GB, colour: red}]}\n")
+    proc = run_gpuop("synth", "-o", "out", cwd=w)
+    assert proc.returncode == 2
+    assert tree(w / "out") == before
+    assert not [p for p in w.iterdir() if p.name.startswith(".out.")], "temporary folders left behind"
