@@ -30,8 +30,12 @@ def test_index_lists_every_cluster_with_its_paths(dist, index):
 
 
 def test_same_profiles_compile_to_identical_bytes(workdir, dist, tmp_path):
-    run_gpuop("synth", "profiles", "-o", str(tmp_path / "again"), cwd=workdir, check=True)
-    assert tree(tmp_path / "again") == tree(dist)
+    run_gpuop("synth", "profiles", "-o", str(tmp_path / "a"), cwd=workdir, check=True)
+    run_gpuop("synth", "profiles", "-o", str(tmp_path / "b"), cwd=workdir, check=True)
+    assert tree(tmp_path / "a") == tree(tmp_path / "b")
+    shutil.copytree(dist, tmp_path / "c")
+    run_gpuop("synth", "profiles", "-o", str(tmp_path / "c"), cwd=workdir, check=True)
+    assert tree(tmp_path / "c") == tree(dist)
 
 
 def test_committed_dist_and_schemas_are_current(dist):
