@@ -79,22 +79,19 @@ def generate(n: int, folder: Path, seed: int) -> None:
 
 def run_child(cmd: list[str]) -> tuple[float, float, str]:
     """Run cmd in a fresh process; return (wall s, ru_maxrss MB of that child via os.wait4, stdout)."""
-    env = dict(os.environ, JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="20")
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t = time.perf_counter()
-        p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=err, text=True)
+        p = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=err, text=True,
+                             env=dict(os.environ, JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="20"))
         _, status, usage = os.wait4(p.pid, 0)
-        wall = time.perf_counter() - t
-        p.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0), err.seek(0)
+        wall, p.returncode, _, _ = time.perf_counter() - t, os.waitstatus_to_exitcode(status), out.seek(0), err.seek(0)
         if p.returncode:
             sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{err.read()}")
         return wall, usage.ru_maxrss / 1024, out.read()
 
 
-def vmhwm_mb(pid: int) -> float:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(status.split("VmHWM:")[1].split()[0]) / 1024
+def vmhwm_mb(pid: int) -> float:  # the kernel's peak resident set size of a live process
+    return int(Path(f"/proc/{pid}/status").read_text().split("VmHWM:")[1].split()[0]) / 1024
 
 
 def descendants(pid: int) -> list[int]:
@@ -103,10 +100,8 @@ def descendants(pid: int) -> list[int]:
 
 
 def stage_child(profiles: Path, out: Path) -> None:
-    times, t = {}, [time.perf_counter()]
-
-    def lap(name):
-        times[name], t[0] = time.perf_counter() - t[0], time.perf_counter()
+    marks = [("start", time.perf_counter())]
+    lap = lambda name: marks.append((name, time.perf_counter()))  # noqa: E731
     from gpuop.pipeline import plan_all
     from gpuop.settings import load_settings
     settings = load_settings(ROOT / "gpuop.yaml"); lap("import gpuop + settings (no cdk8s)")
@@ -119,6 +114,7 @@ def stage_child(profiles: Path, out: Path) -> None:
     files = package(stacks, settings, {}); lap("package")
     write_tree(out, dict(sorted(files.items()))); lap("write")
     node = {Path(Path(f"/proc/{d}/cmdline").read_text().split("\0")[-2]).name: vmhwm_mb(d) for d in descendants(os.getpid())}
+    times = {name: t - marks[i][1] for i, (name, t) in enumerate(marks[1:])}
     print(json.dumps({"stages_s": times, "cdk8s_charts": synth.cdk8s_charts,
                       "python_peak_rss_mb": vmhwm_mb(os.getpid()), "node_peak_rss_mb": node}))
 

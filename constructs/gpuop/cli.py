@@ -31,6 +31,9 @@ def _parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="check profiles and settings; write nothing")
     v.add_argument("paths", nargs="*", type=Path)
     v.add_argument("--settings", type=Path, default=Path("gpuop.yaml"))
+    from .mig import cli as mig_cli
+
+    mig_cli.add_arguments(sub.add_parser("mig", help="MIG geometry: list GPUs, check and draw layouts"))
     sc = sub.add_parser("schema", help="write the JSON Schemas of profiles and chart values")
     sc.add_argument("-o", "--output", type=Path, default=Path("schemas"))
     return p
@@ -89,7 +92,13 @@ def cmd_schema(args) -> int:
     return 0
 
 
-COMMANDS = {"synth": cmd_synth, "validate": cmd_validate, "schema": cmd_schema}
+def cmd_mig(args) -> int:
+    from .mig import cli as mig_cli
+
+    return mig_cli.run(args)
+
+
+COMMANDS = {"synth": cmd_synth, "validate": cmd_validate, "schema": cmd_schema, "mig": cmd_mig}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ValidationError
 
 from . import catalog as catalog_mod
+from . import compat as compat_rules
+from .mig import rules as mig_rules
 from .errors import Issue, UserError
 from .profile.load import LoadedProfile
 from .profile.models import ClusterProfile
@@ -129,6 +131,10 @@ def check_rules(loaded: LoadedProfile, p: ClusterProfile, cat: catalog_mod.Catal
         elif gpu is not None and pool.mig and pool.mig.layout and not gpu.migCapable:
             errors.append(at(("spec", "nodePools", i, "mig", "layout"), f"{pool.gpu} is not MIG-capable; "
                              "remove the layout (MIG-capable models: `gpuop mig gpus`)"))
+    for rules in (compat_rules, mig_rules):
+        e, w = rules.check(loaded, p, cat)
+        errors += e
+        warnings += w
     return errors, warnings
 
 

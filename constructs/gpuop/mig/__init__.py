@@ -1,0 +1,1 @@
+"""MIG: the geometry catalog, the placement checker, and the pictures (terminal and SVG)."""
