@@ -28,6 +28,15 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("paths", nargs="*", type=Path, help="profile files or folders (default: profiles)")
     s.add_argument("-o", "--output", type=Path, default=Path("dist"), help="output folder (default: dist)")
     s.add_argument("--settings", type=Path, default=Path("gpuop.yaml"), help="settings file (default: gpuop.yaml)")
+    s.add_argument("-j", "--jobs", type=_jobs, default=0, help="worker processes (default: auto, by fleet size)")
+    s.add_argument("--cache", type=Path, default=Path(".gpuop-cache"),
+                   help="build cache folder (default: .gpuop-cache); unchanged clusters are reused from it")
+    s.add_argument("--no-cache", action="store_true", help="build every cluster; neither read nor write the cache")
+    s.add_argument("--shard", type=_shard, help="K/N: build only shard K of N (merge shards with `gpuop merge`)")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar (it shows only on a terminal)")
+    m = sub.add_parser("merge", help="merge the output folders of `synth --shard` runs into one")
+    m.add_argument("shards", nargs="+", type=Path)
+    m.add_argument("-o", "--output", type=Path, default=Path("dist"))
     v = sub.add_parser("validate", help="check profiles and settings; write nothing")
     v.add_argument("paths", nargs="*", type=Path)
     v.add_argument("--settings", type=Path, default=Path("gpuop.yaml"))
@@ -37,6 +46,21 @@ def _parser() -> argparse.ArgumentParser:
     sc = sub.add_parser("schema", help="write the JSON Schemas of profiles and chart values")
     sc.add_argument("-o", "--output", type=Path, default=Path("schemas"))
     return p
+
+
+def _jobs(text: str) -> int:
+    if text == "auto":
+        return 0
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a positive number or auto")
+    return int(text)
+
+
+def _shard(text: str) -> tuple[int, int]:
+    k, _, n = text.partition("/")
+    if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise argparse.ArgumentTypeError(f"{text!r}: K/N with 1 <= K <= N, e.g. 2/4")
+    return int(k), int(n)
 
 
 def _paths(args) -> list[Path]:
@@ -49,11 +73,25 @@ def cmd_synth(args) -> int:
     from .write import read_lock, write_tree
 
     settings = load_settings(args.settings)
-    result = compile_profiles(_paths(args), settings, read_lock(args.output))
+    result = compile_profiles(_paths(args), settings, read_lock(args.output), jobs=args.jobs,
+                              cache_dir=None if args.no_cache else args.cache, shard=args.shard,
+                              progress=not args.no_progress)
     for w in result.warnings:
         print(w, file=sys.stderr)
     write_tree(args.output, result.files)
-    print(f"gpuop: compiled {len(result.plans)} cluster(s) into {args.output}", file=sys.stderr)
+    shard = f" (shard {args.shard[0]}/{args.shard[1]})" if args.shard else ""
+    print(f"gpuop: compiled {len(result.names)} cluster(s){shard} into {args.output} "
+          f"({result.built} built, {len(result.names) - result.built} unchanged)", file=sys.stderr)
+    return 0
+
+
+def cmd_merge(args) -> int:
+    from .merge import merge_shards
+    from .write import write_tree
+
+    files = merge_shards(args.shards)
+    write_tree(args.output, files)
+    print(f"gpuop: merged {len(args.shards)} shard(s) into {args.output}", file=sys.stderr)
     return 0
 
 
@@ -98,7 +136,8 @@ def cmd_mig(args) -> int:
     return mig_cli.run(args)
 
 
-COMMANDS = {"synth": cmd_synth, "validate": cmd_validate, "schema": cmd_schema, "mig": cmd_mig}
+COMMANDS = {"synth": cmd_synth, "validate": cmd_validate, "schema": cmd_schema, "mig": cmd_mig,
+            "merge": cmd_merge}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,63 +1,220 @@
 """The one-way pipeline, end to end: load -> validate -> plan -> synthesize -> package -> write.
 
-Each stage is its own module and hands immutable values forward; this module only sequences them
-and gathers every user error of every profile before stopping, so one run reports all problems.
+Each stage is its own module and hands immutable values forward; this module sequences them, gathers
+every user error of every profile before stopping, and adds what fleets need: the build cache
+(unchanged clusters are not rebuilt), a pool of worker processes (`jobs`), shards (`shard=(k, n)`
+builds only the clusters whose name hashes to shard k of n) and a progress bar.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import os
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from . import catalog as catalog_mod
+from .cache import BuildCache, code_digest
 from .errors import Issue, UserError
 from .plan import StackPlan, build_plan
-from .profile.load import discover, display, load_profile
+from .profile.load import discover, display, load_profile, merge
 from .validate import validate
 
 
 @dataclass(frozen=True)
 class CompileResult:
-    plans: tuple[StackPlan, ...]
+    names: tuple[str, ...]
     warnings: tuple[Issue, ...]
-    files: tuple[tuple[str, bytes], ...]   # relative path -> content, the whole output tree
+    files: dict = field(repr=False)        # relative path -> text, the whole output tree
+    built: int = 0                         # clusters built this run (the rest came from the cache)
+
+
+def _plan_one(f: Path, cat) -> tuple[StackPlan | None, list[Issue], list[Issue]]:
+    try:
+        valid = validate(load_profile(f), cat)
+    except UserError as exc:
+        return None, exc.issues, []
+    return build_plan(valid, cat), [], list(valid.warnings)
 
 
 def plan_all(paths: list[Path]) -> tuple[list[StackPlan], list[Issue]]:
+    """Load, validate and plan every profile (no cache); all errors of all profiles at once."""
     cat = catalog_mod.load()
-    files = discover(paths)
-    issues: list[Issue] = []
-    warnings: list[Issue] = []
-    plans: list[StackPlan] = []
-    if not files:
-        raise UserError(Issue(", ".join(str(p) for p in paths) or ".", 0, 0, "", "no profile files found"))
-    owners: dict[str, str] = {}
+    files = _files(paths)
+    plans, issues, warnings = [], [], []
     for f in files:
-        try:
-            valid = validate(load_profile(f), cat)
-        except UserError as exc:
-            issues.extend(exc.issues)
-            continue
-        warnings.extend(valid.warnings)
-        plan = build_plan(valid, cat)
-        if plan.name in owners:
-            issues.append(valid.loaded.positions.issue(("metadata", "name"), f"cluster name {plan.name!r} is "
-                          f"already used by {owners[plan.name]}; names must be unique across profiles"))
-            continue
-        owners[plan.name] = display(f)
-        plans.append(plan)
+        plan, errs, warns = _plan_one(f, cat)
+        issues += errs
+        warnings += warns
+        if plan:
+            plans.append((f, plan))
+    issues += _duplicate_names([(f, p.name) for f, p in plans])
     if issues:
         raise UserError(issues)
-    plans.sort(key=lambda p: p.name)
-    return plans, warnings
+    return sorted((p for _, p in plans), key=lambda p: p.name), warnings
 
 
-def compile_profiles(paths: list[Path], settings, previous_lock: dict | None) -> CompileResult:
-    from .outputs import package
+def _files(paths: list[Path]) -> list[Path]:
+    files = discover(paths)
+    if not files:
+        raise UserError(Issue(", ".join(str(p) for p in paths) or ".", 0, 0, "", "no profile files found"))
+    return files
+
+
+def _duplicate_names(named: list[tuple[Path, str]]) -> list[Issue]:
+    issues, owners = [], {}
+    for f, name in named:
+        if name in owners:
+            pos = load_profile(f).positions
+            issues.append(pos.issue(("metadata", "name"), f"cluster name {name!r} is already used by "
+                                    f"{display(owners[name])}; names must be unique across profiles"))
+        else:
+            owners[name] = f
+    return issues
+
+
+def quick_key(f: Path, salt: str) -> tuple[str, str] | None:
+    """(cache key, cluster name) from the bytes of a profile and its parents, without validation;
+    None when anything is unusual (the full path then reports it)."""
+    h = hashlib.sha256(salt.encode())
+    doc: dict = {}
+    seen: list[Path] = []
+    path = f
+    try:
+        while True:
+            raw = path.read_bytes()
+            h.update(raw)
+            d = yaml.load(raw, Loader=yaml.CSafeLoader)
+            seen.append(path.resolve())
+            ref = d.pop("extends", None)
+            doc = merge(d, doc)
+            if ref is None:
+                break
+            path = path.parent / ref
+            if path.resolve() in seen:
+                return None
+        name = doc["metadata"]["name"]
+        return (h.hexdigest(), name) if isinstance(name, str) else None
+    except Exception:  # malformed in any way: let the validating path say what is wrong
+        return None
+
+
+def compile_profiles(paths: list[Path], settings, previous_lock: dict | None, *, jobs: int | None = 1,
+                     cache_dir: Path | None = None, shard: tuple[int, int] | None = None,
+                     progress: bool = False) -> CompileResult:
+    from .outputs import ClusterBuild, assemble
+
+    cat = catalog_mod.load()
+    cache = BuildCache(cache_dir)
+    salt = "|".join((cat.digest, code_digest(), settings.model_dump_json()))
+    builds: dict[str, ClusterBuild] = {}
+    warnings: list[Issue] = []
+    todo: list[tuple[Path, str | None]] = []
+    named: list[tuple[Path, str]] = []
+    for f in _files(paths):
+        q = quick_key(f, salt) if cache.root else None
+        hit = cache.get(q[0]) if q else None
+        if hit:
+            named.append((f, q[1]))
+            if _in_shard(q[1], shard):
+                builds[q[1]] = ClusterBuild(**hit["build"])
+                warnings += [Issue(**w) for w in hit["warnings"]]
+        else:
+            todo.append((f, q[0] if q else None))
+    plans, issues = [], []
+    for f, key in todo:
+        plan, errs, warns = _plan_one(f, cat)
+        issues += errs
+        if plan:
+            named.append((f, plan.name))
+            if _in_shard(plan.name, shard):
+                plans.append((plan, key, warns))
+                warnings += warns
+    issues += _duplicate_names(named)
+    if issues:
+        raise UserError(issues)
+    for plan_key_warns, build in zip(plans, _build_many([p for p, _, _ in plans], settings, jobs, progress)):
+        plan, key, warns = plan_key_warns
+        builds[plan.name] = build
+        if key:
+            cache.put(key, {"build": build.__dict__, "warnings": [w.__dict__ for w in warns]})
+    files = assemble(list(builds.values()), previous_lock or {})
+    return CompileResult(tuple(sorted(builds)), tuple(sorted(warnings)), files, built=len(plans))
+
+
+def _in_shard(name: str, shard: tuple[int, int] | None) -> bool:
+    if shard is None:
+        return True
+    k, n = shard
+    return int(hashlib.sha256(name.encode()).hexdigest()[:8], 16) % n == k - 1
+
+
+# ---- building: synthesize + package, serially or in a pool of spawned workers ----------------------
+
+_worker_synth = None
+
+
+def _build_chunk(args) -> list:
+    global _worker_synth
+    plans, settings = args
+    from .outputs import build_cluster
     from .synth import Synthesizer
 
-    plans, warnings = plan_all(paths)
-    synth = Synthesizer()
-    stacks = [synth.synthesize(p) for p in plans]
-    files = package(stacks, settings, previous_lock or {})
-    return CompileResult(tuple(plans), tuple(warnings), tuple(sorted(files.items())))
+    if _worker_synth is None:
+        _worker_synth = Synthesizer()
+    return [build_cluster(_worker_synth.synthesize(p), settings) for p in plans]
+
+
+def auto_jobs(n_clusters: int) -> int:
+    """One process for small runs (a worker costs ~1.5 s to start cdk8s); the cores for fleets."""
+    return 1 if n_clusters < 64 else max(1, min(os.cpu_count() or 1, 8))
+
+
+def _build_many(plans: list[StackPlan], settings, jobs: int | None, progress: bool) -> list:
+    if not plans:
+        return []
+    jobs = auto_jobs(len(plans)) if not jobs else jobs
+    bar = _bar(len(plans), progress)
+    if jobs == 1:
+        out = []
+        for p in plans:
+            out += _build_chunk(([p], settings))
+            bar.update(1)
+        bar.close()
+        return out
+    import multiprocessing
+
+    size = max(1, min(32, len(plans) // (jobs * 4) or 1))
+    chunks = [plans[i:i + size] for i in range(0, len(plans), size)]
+    ctx = multiprocessing.get_context("spawn")   # never fork: cdk8s/jsii and Helm's Go runtime hang in a forked child
+    pool = ctx.Pool(jobs)
+    try:
+        out = []
+        for result in pool.imap(_build_chunk, [(c, settings) for c in chunks]):
+            out += result
+            bar.update(len(result))
+    finally:
+        pool.close()
+        pool.join()
+        bar.close()
+    return out
+
+
+class _NoBar:
+    def update(self, n):
+        pass
+
+    def close(self):
+        pass
+
+
+def _bar(total: int, progress: bool):
+    if not progress or not sys.stderr.isatty() or os.environ.get("CI"):
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="cluster", file=sys.stderr, leave=False)
+

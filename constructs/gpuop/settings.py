@@ -20,7 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import Issue, UserError
-from .profile.load import Positions, _plain, display
+from .profile.load import Positions, display
 
 
 class _M(BaseModel):
@@ -54,23 +54,26 @@ class Settings(_M):
 
 
 def load_settings(path: Path) -> Settings:
-    from ruamel.yaml import YAML
-
-    from .validate import _message
-
-    if not path.is_file():
-        raise UserError(Issue(display(path), 0, 0, "", "settings file not found: gpuop needs gitops.repoURL "
-                              "(where dist/ lives in git); create gpuop.yaml or pass --settings FILE"))
     from pydantic import ValidationError
-    from ruamel.yaml.error import YAMLError
 
-    table: dict = {}
+    from .profile.load import read_document
+    from .validate import model_issues
+
+    shown = display(path)
+    hint = "gpuop needs gitops.repoURL (where dist/ lives in git); create gpuop.yaml or pass --settings FILE"
+    if path.is_dir():
+        raise UserError(Issue(shown, 0, 0, "", f"settings file is a folder, not a file; {hint}"))
+    if not path.is_file():
+        raise UserError(Issue(shown, 0, 0, "", f"settings file not found; {hint}"))
     try:
-        data = _plain(YAML(typ="rt").load(path.read_text()), display(path), (), table)
-    except YAMLError as exc:
-        raise UserError(Issue(display(path), 0, 0, "", f"malformed YAML: {' '.join(str(exc).split())}"))
-    pos = Positions(display(path), table)
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(Issue(shown, 0, 0, "", f"cannot read: not UTF-8 text ({exc.reason} at byte {exc.start})"))
+    except OSError as exc:
+        raise UserError(Issue(shown, 0, 0, "", f"cannot read: {exc.strerror or exc}"))
+    data, table = read_document(shown, text, "the settings file")
+    pos = Positions(shown, table)
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:
-        raise UserError([pos.issue(tuple(e["loc"]), _message(e, Settings)) for e in exc.errors()])
+        raise UserError(model_issues(exc, data, pos, Settings))

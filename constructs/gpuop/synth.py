@@ -9,24 +9,10 @@ crosses into Node once per variant instead of once per object.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
-
 from .components import COMPONENTS
 from .order import sort_key
 from .plan import StackPlan
-
-
-@dataclass(frozen=True)
-class StackObject:
-    component: str            # registry name of the component that owns it
-    values_key: str | None    # the Helm values key that toggles it (None: always on)
-    body: dict                # with value slots still in it
-
-
-@dataclass(frozen=True)
-class Synthesized:
-    plan: StackPlan
-    objects: tuple[StackObject, ...]
+from .stackobjects import StackObject, Synthesized
 
 
 class Synthesizer:

@@ -1,21 +1,24 @@
 """Stage 2, validate: the merged profile document -> a typed `ClusterProfile`, or every problem located.
 
-Two passes: the pydantic models (shape, types, unknown fields, names), then the catalog rules (which
-release, OS, platform version, GPU model and driver branch exist and fit together). Every problem is
-an `Issue` with FILE:LINE:COL, the field path and what is allowed; all are reported, not only the
-first. Warnings (severity "warning") do not stop the compile.
+Two passes over the same document, both always run: the pydantic models (shape, types, unknown fields,
+names), then the catalog rules (which release, OS, platform version, GPU model and driver branch exist
+and fit together). The rules read the plain document defensively, so a profile with a typo in one field
+still gets its catalog problems reported in the same run. Every problem is an `Issue` with
+FILE:LINE:COL, the field path, what is wrong and what is allowed. Warnings (severity "warning") do not
+stop the compile.
 """
 
 from __future__ import annotations
 
+import datetime
 import difflib
+import re
+import typing
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ValidationError
 
 from . import catalog as catalog_mod
-from . import compat as compat_rules
-from .mig import rules as mig_rules
 from .errors import Issue, UserError
 from .profile.load import LoadedProfile
 from .profile.models import ClusterProfile
@@ -28,119 +31,356 @@ class ValidProfile:
     warnings: tuple[Issue, ...] = ()
 
 
-def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
-    """The model class that owns the field at `loc` (for listing allowed fields)."""
-    import typing
+# ----------------------------------------------------------------------------------- the model pass
 
-    current: object = model
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        if not (isinstance(current, type) and issubclass(current, BaseModel)) or part not in current.model_fields:
-            return None
-        ann = current.model_fields[part].annotation
-        current = _unwrap(ann, typing)
-    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
-
-
-def _unwrap(ann, typing):
+def _unwrap(ann):
+    """The pydantic model inside an annotation (X, X | None, list[X], Annotated[...]), else the annotation."""
     for arg in (typing.get_args(ann) or (ann,)):
         if isinstance(arg, type) and issubclass(arg, BaseModel):
             return arg
-        inner = typing.get_args(arg)
-        for a in inner:
+        for a in typing.get_args(arg):
             if isinstance(a, type) and issubclass(a, BaseModel):
                 return a
     return ann
 
 
-def _message(err: dict, root: type[BaseModel] = ClusterProfile) -> str:
-    kind, msg, value = err["type"], err["msg"], err.get("input")
+def _is_model(obj) -> bool:
+    return isinstance(obj, type) and issubclass(obj, BaseModel)
+
+
+def _field_at(model: type[BaseModel], loc: tuple):
+    """The pydantic FieldInfo of the field at `loc` (list indexes skipped), or None."""
+    current: object = model
+    info = None
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if not _is_model(current) or part not in current.model_fields:
+            return None
+        info = current.model_fields[part]
+        current = _unwrap(info.annotation)
+    return info
+
+
+def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
+    """The model class at `loc` (for listing allowed fields): the root for (), else the field's model."""
+    if not loc:
+        return model
+    info = _field_at(model, loc)
+    inner = _unwrap(info.annotation) if info else None
+    return inner if _is_model(inner) else None
+
+
+def _literals(ann) -> list[str]:
+    """The allowed values of a Literal field (also inside Optional)."""
+    if typing.get_origin(ann) is typing.Literal:
+        return [str(a) for a in typing.get_args(ann)]
+    for arg in typing.get_args(ann):
+        if typing.get_origin(arg) is typing.Literal:
+            return [str(a) for a in typing.get_args(arg)]
+    return []
+
+
+def _shown(value) -> str:
+    """A value as YAML wrote it, for 'got ...'."""
+    if value is None:
+        return "null (an empty value)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return f"the date {value.isoformat()}"
+    return repr(value)
+
+
+def _quote_hint(value) -> str:
+    if isinstance(value, (bool, int, float, datetime.date, datetime.datetime)):
+        return "; put the value in quotes (YAML reads it as a " + (
+            "boolean" if isinstance(value, bool) else "date" if isinstance(value, datetime.date)
+            else "number") + ")"
+    return ""
+
+
+# Human words for the patterns the models use: pattern -> (what a value must be, what is allowed).
+PATTERNS = {
+    r"^\d+\.\d+$": ("a minor version", 'MAJOR.MINOR in quotes, e.g. "1.33"'),
+    r"^\d{3}(\.\d+){0,2}$": ("a driver branch or version", 'a branch such as "580" or a version such as '
+                             '"580.173.02", in quotes'),
+    r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$": ("an image tag", "letters, digits, '_', '.' and '-', at most 128 "
+                                             "characters, not starting with '.' or '-'"),
+    r"^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti)?$": ("a Kubernetes quantity", "a number with an optional "
+                                                     "suffix m, k, Ki, M, Mi, G, Gi, T or Ti, e.g. 200m, 1, 256Mi"),
+    r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$": ("a registry", "lowercase host[:port][/path] without a scheme, "
+                                                "e.g. registry.example.com/nvidia"),
+    r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$": ("a duration", "numbers with units ms, s, m or h, e.g. 10m, 1h30m"),
+    r"^[A-Za-z0-9._/-]+$": ("a path", "letters, digits, '.', '_', '/' and '-'"),
+}
+
+
+def _first_sentence(text: str | None) -> str:
+    if not text:
+        return ""
+    sentence = re.split(r"(?<!e\.g)(?<!i\.e)\.\s|;\s", text.strip(), maxsplit=1)[0].rstrip(".")
+    if sentence.startswith("Omitted") or sentence == "Required":
+        return ""
+    return sentence if sentence[1:2].isupper() else sentence[0].lower() + sentence[1:]
+
+
+def _expected(info, model) -> str:
+    """What a field holds, for 'required field is missing; ...' and 'must be ...' messages."""
+    if info is None:
+        return ""
+    allowed = _literals(info.annotation)
+    if allowed:
+        return f"allowed: {', '.join(allowed)}"
+    if model is not None:
+        kind = "a list of mappings" if typing.get_origin(info.annotation) is list else "a mapping"
+        return f"{kind} with fields {', '.join(model.model_fields)}"
+    return _first_sentence(info.description)
+
+
+def _message(err: dict, root: type[BaseModel] = ClusterProfile, loc: tuple | None = None) -> str:
+    """One pydantic error as `what is wrong; allowed: ...`. `loc` is the data path of the error."""
+    kind, msg, value, ctx = err["type"], err["msg"], err.get("input"), err.get("ctx") or {}
+    loc = tuple(err["loc"]) if loc is None else loc
+    info = _field_at(root, loc)
+    model = _model_at(root, loc) if info is not None or not loc else None
     if kind == "extra_forbidden":
-        owner = _model_at(root, tuple(err["loc"][:-1]))
-        allowed = ", ".join(owner.model_fields) if owner else "see schemas/profile.schema.json"
-        if tuple(err["loc"][:-1]) == () and root is ClusterProfile:
-            allowed += ", extends"
-        return f"unknown field; allowed: {allowed}"
+        owner = _model_at(root, loc[:-1])
+        names = list(owner.model_fields) if owner else []
+        if loc[:-1] == () and root is ClusterProfile:
+            names.append("extends")
+        close = difflib.get_close_matches(str(loc[-1]), names, n=1, cutoff=0.6) if loc else []
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        return f"unknown field{hint}; allowed: {', '.join(names) or 'see schemas/profile.schema.json'}"
     if kind == "missing":
-        return "required field is missing"
+        what = _expected(info, model)
+        return "required field is missing" + (f"; {what}" if what else "")
+    if kind == "literal_error":
+        allowed = re.findall(r"'([^']*)'", str(ctx.get("expected", ""))) or _literals(info.annotation if info else None)
+        return f"{_shown(value)} is not allowed; allowed: {', '.join(allowed)}"
+    if kind == "string_type":
+        return f"must be a string, got {_shown(value)}{_quote_hint(value)}"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return f"must be a whole number, got {_shown(value)}"
+    if kind in ("bool_type", "bool_parsing"):
+        return f"must be true or false, got {_shown(value)}"
+    if kind == "list_type":
+        what = _expected(info, model) if model is not None else ""
+        return f"must be a list, got {_shown(value)}" + (f"; {what}" if what else "")
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        if model is not None and kind != "dict_type":
+            return f"must be a mapping, got {_shown(value)}; allowed fields: {', '.join(model.model_fields)}"
+        return f"must be a mapping of names to strings, got {_shown(value)}"
+    if kind == "greater_than_equal":
+        return f"must be at least {ctx.get('ge')}, got {_shown(value)}"
+    if kind == "too_short":
+        if isinstance(value, list):
+            n = ctx.get("min_length")
+            return f"must have at least {n} item{'' if n == 1 else 's'}, got {len(value) or 'an empty list'}"
+    if kind == "string_too_short":
+        return "must not be empty"
+    if kind == "string_pattern_mismatch":
+        pattern = str(ctx.get("pattern", ""))
+        what, allowed = PATTERNS.get(pattern, (f"matching {pattern}", pattern))
+        return f"{_shown(value)} is not {what}; allowed: {allowed}"
     if msg.startswith("Value error, "):
         return msg[len("Value error, "):]
-    shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
-    return f"{msg[0].lower()}{msg[1:]} (got {shown})"
+    return f"{msg[0].lower()}{msg[1:]} (got {_shown(value)})"
+
+
+def data_loc(data, loc: tuple) -> tuple:
+    """pydantic's error location -> the path in the document: parts that are not keys or indexes of the
+    input (pydantic's union and validator tags, e.g. 'function-after[check(), str]') are dropped; a last
+    part that names a missing field of a mapping is kept."""
+    out: list = []
+    node = data
+    for i, part in enumerate(loc):
+        if isinstance(node, dict) and isinstance(part, str) and part in node:
+            node = node[part]
+            out.append(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+            out.append(part)
+        elif i == len(loc) - 1 and isinstance(part, str) and isinstance(node, dict):
+            out.append(part)
+    return tuple(out)
+
+
+def model_issues(exc: ValidationError, data, positions, root: type[BaseModel]) -> list[Issue]:
+    issues = []
+    for err in exc.errors():
+        loc = data_loc(data, tuple(err["loc"]))
+        issues.append(positions.issue(loc, _message(err, root, loc)))
+    return sorted(set(issues))
 
 
 def check_shape(loaded: LoadedProfile) -> ClusterProfile:
     try:
         return ClusterProfile.model_validate(loaded.data)
     except ValidationError as exc:
-        issues = []
-        for err in exc.errors():
-            loc = tuple(err["loc"])
-            # pydantic appends the failing type name for unions/functions; keep data paths only
-            loc = tuple(p for p in loc if isinstance(p, int) or not p.startswith(("function-", "lax-", "str", "int", "bool", "list[", "dict[")))
-            issues.append(loaded.positions.issue(loc, _message(err)))
-        raise UserError(sorted(set(issues)))
+        raise UserError(model_issues(exc, loaded.data, loaded.positions, ClusterProfile))
 
 
-def _one_of(value: str, allowed, what: str) -> str:
+# ----------------------------------------------------------------------------------- the catalog pass
+
+def _one_of(value: str, allowed, what: str, plural: str | None = None) -> str:
+    """`value` is not one of `allowed`: suggest close names (case, prefix, spelling) and list them all."""
     allowed = list(allowed)
-    close = difflib.get_close_matches(value, allowed, n=3, cutoff=0.6)
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
-    listed = ", ".join(allowed) if len(allowed) <= 12 else f"{len(allowed)} {what} (see the catalog)"
-    return f"{value!r} is not a known {what}{hint} allowed: {listed}"
+    low = value.lower()
+    close = [a for a in allowed if a.lower() == low]
+    close += [a for a in allowed if low and a.lower().startswith(low) and a not in close]
+    close += [a for a in allowed if low and low in a.lower() and a not in close]
+    lowered = {a.lower(): a for a in allowed}
+    close += [lowered[c] for c in difflib.get_close_matches(low, list(lowered), n=3, cutoff=0.6)
+              if lowered[c] not in close]
+    hint = f" (did you mean {', '.join(close[:4])}?)" if close else ""
+    return f"{value!r} is not a known {what}{hint}; allowed: {', '.join(allowed)}"
 
 
-def check_rules(loaded: LoadedProfile, p: ClusterProfile, cat: catalog_mod.Catalog) -> tuple[list[Issue], list[Issue]]:
-    """Catalog rules. Returns (errors, warnings)."""
+def _get(node, *path):
+    for part in path:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            return None
+    return node
+
+
+def _str(node, *path) -> str | None:
+    value = _get(node, *path)
+    return value if isinstance(value, str) else None
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".") if p.isdigit())
+
+
+def check_rules(loaded: LoadedProfile, cat: catalog_mod.Catalog) -> tuple[list[Issue], list[Issue]]:
+    """Catalog rules over the merged document. Fields of the wrong type are skipped (the model pass
+    reports them). Returns (errors, warnings)."""
     errors: list[Issue] = []
     warnings: list[Issue] = []
     at = loaded.positions.issue
-    spec = p.spec
-    release = cat.release(spec.release)
-    if release is None:
-        errors.append(at(("spec", "release"), _one_of(spec.release, [r.name for r in cat.releases], "stack release")))
-        return errors, warnings
-    m = release.matrix
-    if spec.platform.type == "openshift":
-        errors.append(at(("spec", "platform", "type"), "openshift is not supported by this gpuop version yet "
-                         "(SecurityContextConstraints and Driver Toolkit builds are not emitted); allowed: kubernetes"))
-    elif spec.platform.version not in m.kubernetes:
-        errors.append(at(("spec", "platform", "version"), f"Kubernetes {spec.platform.version} is outside "
-                         f"stack release {release.name}'s support matrix; allowed: {', '.join(m.kubernetes)}"))
-    os_entry = m.os.get(spec.os)
-    if os_entry is None:
-        errors.append(at(("spec", "os"), _one_of(spec.os, m.os, "operating system")))
-    elif os_entry.platform != spec.platform.type:
-        errors.append(at(("spec", "os"), f"{spec.os} is an OS for {os_entry.platform}, not {spec.platform.type}"))
-    elif spec.platform.type == "kubernetes" and spec.platform.version not in os_entry.kubernetes:
-        errors.append(at(("spec", "os"), f"{spec.os} is supported with Kubernetes "
-                         f"{', '.join(os_entry.kubernetes)} in stack release {release.name}, not {spec.platform.version}"))
-    if spec.driver.version and cat.drivers and cat.branch(spec.driver.version) is None:
-        errors.append(at(("spec", "driver", "version"), _one_of(spec.driver.version.split(".")[0],
-                         [b.branch for b in cat.drivers], "driver branch")))
+    doc = loaded.data
+    spec = _get(doc, "spec")
+
+    release_name = _get(spec, "release")
+    release = cat.release(None) if release_name is None else (
+        cat.release(release_name) if isinstance(release_name, str) else None)
+    if isinstance(release_name, str) and release is None:
+        errors.append(at(("spec", "release"), _one_of(release_name, [r.name for r in cat.releases], "stack release")))
+
+    ptype, pver, os_name = _str(spec, "platform", "type"), _str(spec, "platform", "version"), _str(spec, "os")
+    if release is not None:
+        m = release.matrix
+        version_ok = True
+        if ptype == "openshift":
+            errors.append(at(("spec", "platform", "type"), "openshift is not supported by this gpuop version yet "
+                             "(SecurityContextConstraints and Driver Toolkit builds are not emitted); allowed: kubernetes"))
+        elif ptype == "kubernetes" and pver is not None and pver not in m.kubernetes:
+            version_ok = False
+            errors.append(at(("spec", "platform", "version"), f"Kubernetes {pver} is outside stack release "
+                             f"{release.name}'s support matrix; allowed: {', '.join(m.kubernetes)}"))
+        if os_name is not None:
+            entry = m.os.get(os_name)
+            if entry is None:
+                known = [n for n, e in m.os.items() if ptype not in ("kubernetes", "openshift") or e.platform == ptype]
+                errors.append(at(("spec", "os"), _one_of(os_name, known, "operating system"
+                                                         + (f" for {ptype}" if ptype else ""))))
+            elif ptype in ("kubernetes", "openshift") and entry.platform != ptype:
+                fitting = [n for n, e in m.os.items() if e.platform == ptype]
+                errors.append(at(("spec", "os"), f"{os_name} is an OS for {entry.platform}, not {ptype}; "
+                                 f"allowed: {', '.join(fitting)}"))
+            elif ptype == "kubernetes" and pver is not None and version_ok and pver not in entry.kubernetes:
+                errors.append(at(("spec", "os"), f"{os_name} is supported with Kubernetes "
+                                 f"{', '.join(entry.kubernetes)} in stack release {release.name}, not {pver}; "
+                                 f"allowed with Kubernetes {pver}: "
+                                 f"{', '.join(n for n, e in m.os.items() if pver in e.kubernetes)}"))
+
+    driver_on = _get(spec, "driver", "enabled") is not False
+    dver = _str(spec, "driver", "version")
+    branch = None
+    if dver is not None and re.match(r"^\d{3}(\.\d+){0,2}$", dver) and cat.drivers:
+        branch = cat.branch(dver)
+        if branch is None:
+            errors.append(at(("spec", "driver", "version"), _one_of(dver.split(".")[0],
+                             [b.branch for b in cat.drivers], "driver branch")))
+        elif "." in dver and dver not in branch.versions and dver != branch.latest:
+            warnings.append(at(("spec", "driver", "version"), f"driver {dver} is not a version the catalog "
+                               f"lists for branch {branch.branch} (listed: {', '.join(branch.versions)}); the "
+                               "driver image with this tag must exist in the registry", "warning"))
+    elif dver is None and release is not None and cat.drivers:
+        branch = cat.branch(release.components["driver"].version)
+    effective = None
+    if branch is not None:
+        effective = dver if dver and "." in dver else (branch.latest if dver else release.components["driver"].version)
+    kmt = _str(spec, "driver", "kernelModuleType")
+    source = "spec.driver.version" if dver else "the stack release's default driver"
+
+    pools = _get(spec, "nodePools")
     seen: dict[str, int] = {}
-    for i, pool in enumerate(spec.nodePools):
-        if pool.name in seen:
-            errors.append(at(("spec", "nodePools", i, "name"), f"duplicate pool name {pool.name!r} "
-                             f"(also spec.nodePools[{seen[pool.name]}]); pool names must be unique"))
-        seen.setdefault(pool.name, i)
-        gpu = cat.gpus.get(pool.gpu)
-        if cat.gpus and gpu is None:
-            errors.append(at(("spec", "nodePools", i, "gpu"), _one_of(pool.gpu, cat.gpus, "GPU model")))
-        elif gpu is not None and pool.mig and pool.mig.layout and not gpu.migCapable:
-            errors.append(at(("spec", "nodePools", i, "mig", "layout"), f"{pool.gpu} is not MIG-capable; "
-                             "remove the layout (MIG-capable models: `gpuop mig gpus`)"))
-    for rules in (compat_rules, mig_rules):
-        e, w = rules.check(loaded, p, cat)
-        errors += e
-        warnings += w
+    for i, pool in enumerate(pools if isinstance(pools, list) else []):
+        name = _str(pool, "name")
+        if name is not None:
+            if name in seen:
+                errors.append(at(("spec", "nodePools", i, "name"), f"duplicate pool name {name!r} "
+                                 f"(also spec.nodePools[{seen[name]}]); pool names must be unique"))
+            seen.setdefault(name, i)
+        gpu_name = _str(pool, "gpu")
+        if gpu_name is None or not cat.gpus:
+            continue
+        gpu = cat.gpus.get(gpu_name)
+        if gpu is None:
+            errors.append(at(("spec", "nodePools", i, "gpu"), _one_of(gpu_name, cat.gpus, "GPU model")))
+            continue
+        layout = _get(pool, "mig", "layout")
+        if isinstance(layout, dict) and layout and not gpu.migCapable:
+            capable = [n for n, g in cat.gpus.items() if g.migCapable]
+            errors.append(at(("spec", "nodePools", i, "mig", "layout"), f"{gpu_name} is not MIG-capable; remove "
+                             f"the layout, or use a MIG-capable model: {', '.join(capable)}"))
+        if not driver_on or branch is None:
+            continue
+        where = ("spec", "nodePools", i, "gpu")
+        if gpu.architecture not in branch.architectures:
+            fits = [b.branch for b in cat.drivers if gpu.architecture in b.architectures]
+            errors.append(at(where, f"{gpu_name} ({gpu.architecture}) is not supported by driver branch "
+                             f"{branch.branch} ({source}); set spec.driver.version to a branch for "
+                             f"{gpu.architecture}: {', '.join(fits)}"))
+        floor = getattr(gpu, "minDriverVersion", None)
+        if gpu.architecture not in branch.architectures:
+            pass  # the branch cannot drive this GPU at all; one message is enough
+        elif isinstance(floor, str) and effective and _version_key(effective) < _version_key(floor):
+            errors.append(at(where, f"{gpu_name} needs driver {floor} or newer, but the driver is {effective} "
+                             f"({source}); allowed: a driver >= {floor}"))
+        if kmt == "proprietary" and getattr(gpu, "openKernelModulesRequired", False):
+            errors.append(at(("spec", "driver", "kernelModuleType"), f"{gpu_name} (spec.nodePools[{i}]) needs "
+                             "the open kernel modules; allowed: auto, open"))
     return errors, warnings
 
 
 def validate(loaded: LoadedProfile, cat: catalog_mod.Catalog | None = None) -> ValidProfile:
-    profile = check_shape(loaded)
-    errors, warnings = check_rules(loaded, profile, cat or catalog_mod.load())
-    if errors:
-        raise UserError(errors)
+    """Both passes; raises UserError with every problem of the profile (rule problems on a field the
+    model pass already refused are dropped, so each field is reported once)."""
+    cat = cat or catalog_mod.load()
+    shape_issues: list[Issue] = []
+    profile = None
+    try:
+        profile = check_shape(loaded)
+    except UserError as exc:
+        shape_issues = exc.issues
+    errors, warnings = check_rules(loaded, cat)
+    refused = {i.path for i in shape_issues}
+    errors = [e for e in errors if e.path not in refused]
+    if shape_issues or errors:
+        raise UserError(sorted(set(shape_issues) | set(errors)))
     return ValidProfile(loaded, profile, tuple(warnings))

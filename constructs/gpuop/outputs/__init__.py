@@ -1,47 +1,73 @@
 """Stage 6, package: synthesized stacks -> every output file (relative path -> text).
 
-One writer per output form (manifests, helm, kustomize, argocd, flux); this module assigns chart
-versions from the lock and writes dist/index.json, the table of contents tools and tests read.
+Two steps, so the expensive one can be cached and run in parallel per cluster:
+- `build_cluster(stack, settings)`: everything under dist/<cluster>/ with the chart version left as
+  a placeholder, plus the cluster's index entry. A pure function of the cluster's inputs.
+- `assemble(builds, previous_lock)`: assigns chart versions from the lock (same content, same
+  version), fills them in, and writes dist/index.json and dist/versions.lock.json.
 Paths in index.json are relative to dist/.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .. import __version__
 from ..yamlio import dump_json
 from . import argocd, flux, helm, kustomize, manifests, version
 
+VERSION_PLACEHOLDER = "0.0.0-gpuop.unversioned"
 
-def package(stacks, settings, previous_lock: dict) -> dict[str, str]:
+
+@dataclass(frozen=True)
+class ClusterBuild:
+    name: str
+    files: dict             # path relative to dist/ -> text; Chart.yaml carries VERSION_PLACEHOLDER
+    digest: str             # chart content digest (placeholder version)
+    minor_key: str          # what makes a content change a minor bump
+    entry: dict             # index.json entry without chartVersion
+
+
+def build_cluster(stack, settings) -> ClusterBuild:
     gitops = settings.gitops
+    plan = stack.plan
+    c = plan.name
+    chart = helm.chart_files(stack, VERSION_PLACEHOLDER)
+    files = {f"{c}/chart/{path}": text for path, text in chart.items()}
+    files.update(manifests.write(stack, f"{c}/manifests"))
+    files.update(kustomize.write(f"{c}/overlay"))
+    chart_path = f"{gitops.path.rstrip('/')}/{c}/chart"
+    files.update(argocd.write(plan, gitops, f"{c}/argocd", chart_path))
+    files.update(flux.write(plan, gitops, f"{c}/flux", chart_path))
+    digest = version.content_digest(chart)
+    entry = {
+        "name": c, "chart": f"{c}/chart", "digest": digest,
+        "manifests": f"{c}/manifests", "overlay": f"{c}/overlay", "argocd": f"{c}/argocd", "flux": f"{c}/flux",
+        "releaseName": c, "namespace": plan.namespace, "platform": plan.platform,
+        "platformVersion": plan.platform_version, "kubeVersion": plan.kube_version, "stackRelease": plan.release,
+        "labels": dict(plan.labels), "objects": len(stack.objects),
+    }
+    return ClusterBuild(c, files, digest, version.minor_key(plan), entry)
+
+
+def assemble(builds: list[ClusterBuild], previous_lock: dict) -> dict[str, str]:
     files: dict[str, str] = {}
     lock = {name: dict(entry) for name, entry in previous_lock.get("clusters", {}).items()}
     index = []
-    for stack in stacks:
-        plan = stack.plan
-        c = plan.name
-        unversioned = helm.chart_files(stack, "0.0.0")
-        digest = version.content_digest(unversioned)
-        key = version.minor_key(plan)
-        chart_version = version.next_version(lock.get(c), digest, key)
-        lock[c] = {"version": chart_version, "digest": digest, "minorKey": key}
-        for path, text in unversioned.items():
-            files[f"{c}/chart/{path}"] = text
-        files[f"{c}/chart/Chart.yaml"] = helm.chart_yaml(plan, chart_version)
-        files.update(manifests.write(stack, f"{c}/manifests"))
-        files.update(kustomize.write(f"{c}/overlay"))
-        chart_path = f"{gitops.path.rstrip('/')}/{c}/chart"
-        files.update(argocd.write(plan, gitops, f"{c}/argocd", chart_path))
-        files.update(flux.write(plan, gitops, f"{c}/flux", chart_path))
-        index.append({
-            "name": c, "chart": f"{c}/chart", "chartVersion": chart_version, "digest": digest,
-            "manifests": f"{c}/manifests", "overlay": f"{c}/overlay", "argocd": f"{c}/argocd", "flux": f"{c}/flux",
-            "releaseName": c, "namespace": plan.namespace, "platform": plan.platform,
-            "platformVersion": plan.platform_version, "kubeVersion": plan.kube_version, "stackRelease": plan.release,
-            "labels": dict(plan.labels), "objects": len(stack.objects),
-        })
+    for b in sorted(builds, key=lambda b: b.name):
+        chart_version = version.next_version(lock.get(b.name), b.digest, b.minor_key)
+        lock[b.name] = {"version": chart_version, "digest": b.digest, "minorKey": b.minor_key}
+        files.update(b.files)
+        chart_yaml = f"{b.name}/chart/Chart.yaml"
+        files[chart_yaml] = b.files[chart_yaml].replace(f"version: {VERSION_PLACEHOLDER}\n",
+                                                        f"version: {chart_version}\n", 1)
+        index.append({**b.entry, "chartVersion": chart_version})
     files["index.json"] = dump_json({"apiVersion": "gpuop/v1alpha1", "kind": "Index", "gpuop": __version__,
                                      "clusters": index})
     files[version.LOCK_FILE] = dump_json({"apiVersion": "gpuop/v1alpha1", "kind": "VersionLock",
                                           "clusters": dict(sorted(lock.items()))})
     return files
+
+
+def package(stacks, settings, previous_lock: dict) -> dict[str, str]:
+    return assemble([build_cluster(s, settings) for s in stacks], previous_lock)

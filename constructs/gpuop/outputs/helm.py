@@ -19,7 +19,7 @@ from .. import __version__
 from ..order import file_name
 from ..plan import StackPlan
 from ..slots import MARKER, OPEN
-from ..synth import Synthesized
+from ..stackobjects import Synthesized
 from ..values import values_schema
 from ..yamlio import dump, dump_json, dump_plain
 

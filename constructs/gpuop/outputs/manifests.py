@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..order import file_name
 from ..slots import fill
-from ..synth import Synthesized
+from ..stackobjects import Synthesized
 from ..yamlio import dump, dump_plain
 
 

@@ -1,0 +1,80 @@
+"""The build cache: content-addressed, so unchanged clusters are not rebuilt.
+
+A cluster's key is the digest of everything its output depends on: the bytes of its profile and of
+every parent it extends, the catalogs, the settings and gpuop's own code (the version and every
+source and data file of the package). Change a catalog or a parent profile and exactly the clusters
+that depend on it get new keys.
+
+Entries are JSON files under `<root>/builds/` holding the cluster's built files with a checksum of
+their payload; an entry whose checksum does not match (corrupted, truncated, edited) is removed and
+rebuilt, never used. Deleting the cache only costs time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+from . import __version__
+
+PACKAGE = Path(__file__).parent
+
+
+@lru_cache(maxsize=1)
+def code_digest() -> str:
+    h = hashlib.sha256(__version__.encode())
+    for f in sorted(PACKAGE.rglob("*")):
+        if f.is_file() and f.suffix in (".py", ".yaml", ".sh"):
+            h.update(str(f.relative_to(PACKAGE)).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+class BuildCache:
+    def __init__(self, root: Path | None):
+        self.root = Path(root) if root else None
+        self.hits = self.misses = self.rejected = 0
+
+    def _read(self, path: Path) -> dict | None:
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            payload = doc["payload"]
+            if doc["checksum"] != hashlib.sha256(payload.encode()).hexdigest():
+                raise ValueError("checksum mismatch")
+            return json.loads(payload)
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError, OSError):
+            self.rejected += 1
+            path.unlink(missing_ok=True)
+            return None
+
+    def _write(self, path: Path, value: dict) -> None:
+        payload = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        _atomic_write(path, json.dumps({"checksum": hashlib.sha256(payload.encode()).hexdigest(),
+                                        "payload": payload}))
+
+    def get(self, key: str) -> dict | None:
+        if not self.root:
+            return None
+        value = self._read(self.root / "builds" / key[:2] / f"{key}.json")
+        if value is None or value.get("key") != key:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return value
+
+    def put(self, key: str, value: dict) -> None:
+        if self.root:
+            self._write(self.root / "builds" / key[:2] / f"{key}.json", {**value, "key": key})
