@@ -1,6 +1,6 @@
 """Compile benchmark: time and peak memory of `gpuop synth` over a generated fleet of N cluster profiles.
 
-    python bench/compile.py [--profiles N] [--keep DIR] [--seed S]      (default N=100, S=1)
+    python bench/compile.py [--profiles N] [--jobs J] [--keep DIR] [--seed S]      (defaults 100, auto, -, 1)
 
 Profiles: cluster-0001..N (seeded), each extending a shared _base.yaml. Kubernetes 1.33-1.36 x OS
 ubuntu22.04/ubuntu24.04/rhel9.6, only pairs releases.yaml's matrix allows; 1-3 pools of catalog GPUs; driver
@@ -8,18 +8,20 @@ ubuntu22.04/ubuntu24.04/rhel9.6, only pairs releases.yaml's matrix allows; 1-3 p
 crio on RHEL. MIG layouts only on GPUs gpus.yaml marks migCapable, with that GPU's profile names from
 /work/shared/refs/mig/FACTS.md §4.1 in combinations that fit the F8 placement rules.
 
-End to end: the real CLI (`python -m gpuop.cli synth`) runs in a fresh subprocess, reaped with os.wait4 so
-the rusage is that child's alone. Wall time covers interpreter start, imports, Node start, compile, write
-and Node shutdown. Linux gives a reaped child's ru_maxrss as the max of its own peak RSS and those of the
-descendants it reaped; jsii reaps its Node processes at exit, so this is max(Python, Node), not a sum.
+End to end: the real CLI (`python -m gpuop.cli synth --no-cache --no-progress`, -j as given, else gpuop's
+auto) in a fresh subprocess. Wall time covers interpreter start, imports, Node start, compile, write and
+shutdown. Memory, two ways: (a) os.wait4's ru_maxrss for that child, which Linux gives as the largest peak
+of any single process in its tree (every descendant is reaped), never a sum; (b) a 50 ms sampler over the
+tree's /proc/PID/status: VmHWM (kernel peak RSS) per process, grouped by role (python main, python worker,
+node jsii-runtime.js, node program.js = jsii kernel), and the largest sum of VmRSS seen at one sample
+(total footprint). Sampled values are lower bounds: growth in a process's last 50 ms can be missed.
 
-Stages: a second fresh subprocess (this script, --stage-child) replays gpuop.pipeline.compile_profiles
-step by step, perf_counter around each: import gpuop + settings; load+validate+plan (plan_all); start
-Node + import cdk8s (the cdk8s/jsii imports start Node; then Synthesizer()); synthesize (cdk8s);
-package; write (write_tree). It then reads VmHWM (kernel peak RSS) from /proc/PID/status for itself and
-for each descendant: jsii runs two Node processes, jsii-runtime.js and its child program.js (the kernel).
+Stages: a second fresh subprocess (this script, --stage-child) runs the pipeline serially in one
+process, perf_counter around each: import gpuop + settings; load+validate+plan (plan_all); start
+Node + import cdk8s (the cdk8s imports start Node, then Synthesizer()); synthesize (cdk8s); package
+(build_cluster per cluster); assemble (versions, index); write (write_tree). Its memory is sampled the same way.
 
-Prints a table; records the run under runs[N] in bench/compile-results.json.
+Prints a table; records the run under runs["N"] (runs["N-jJ"] with --jobs) in bench/compile-results.json.
 """
 from __future__ import annotations
 
@@ -41,6 +43,8 @@ INSTANCE = {"H100-SXM5-80GB": "p5.48xlarge", "A100-SXM4-80GB": "p4de.24xlarge", 
 TOLERATIONS = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
                {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
 RESOURCES = {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}}
+ROLES = {"jsii-runtime.js": "node jsii-runtime.js", "program.js": "node program.js (jsii kernel)",
+         "resource_tracker": "python resource_tracker", "spawn_main": "python worker"}  # cmdline -> role
 
 
 def generate(n: int, folder: Path, seed: int) -> None:
@@ -64,64 +68,79 @@ def generate(n: int, folder: Path, seed: int) -> None:
                 layout = rng.choice(MIG[gpu])
                 pool["mig"] = {"strategy": "single" if len(layout) == 1 else "mixed", "layout": layout}
             spec["nodePools"].append(pool)
-        if rng.random() < 0.3:
-            spec["images"] = {"registry": f"registry.r{i % 7}.example.com/nvidia", "pullSecrets": ["mirror-pull"]}
-        if rng.random() < 0.3:
-            spec["daemonsets"] = {"tolerations": TOLERATIONS}
-        if rng.random() < 0.3:
-            spec["devicePlugin"] = {"resources": RESOURCES}
-        if os_name.startswith("rhel") and rng.random() < 0.5:
-            spec["containerRuntime"] = "crio"
+        optional = {"images": {"registry": f"registry.r{i % 7}.example.com/nvidia", "pullSecrets": ["mirror-pull"]},
+                    "daemonsets": {"tolerations": TOLERATIONS}, "devicePlugin": {"resources": RESOURCES},
+                    "containerRuntime": "crio" if os_name.startswith("rhel") else "containerd"}
+        spec.update({k: v for k, v in optional.items() if rng.random() < 0.3})
         labels = {"region": rng.choice(["us-east-1", "us-west-2", "eu-west-1"]), "environment": rng.choice(["prod", "lab"])}
         (folder / f"cluster-{i:04d}.yaml").write_text(dump({"apiVersion": "gpuop/v1alpha1", "kind": "ClusterProfile",
             "extends": "_base.yaml", "metadata": {"name": f"cluster-{i:04d}", "labels": labels}, "spec": spec}))
 
 
-def run_child(cmd: list[str]) -> tuple[float, float, str]:
-    """Run cmd in a fresh process; return (wall s, ru_maxrss MB of that child via os.wait4, stdout)."""
+def descendants(pid: int) -> list[int]:
+    try:
+        kids = [int(c) for t in Path(f"/proc/{pid}/task").iterdir() for c in (t / "children").read_text().split()]
+        return kids + [d for k in kids for d in descendants(k)]
+    except OSError:  # exited meanwhile
+        return []
+
+
+def role(pid: int, root: int) -> str:
+    cmd = Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+    return next((v for k, v in ROLES.items() if k in cmd), "python main" if pid == root else cmd[:40])
+
+
+def run_child(cmd: list[str], cwd: Path) -> dict:
+    """Run cmd in a fresh process, sampling its process tree's memory until it exits."""
+    peak: dict[int, tuple[str, float]] = {}  # pid -> (role, VmHWM MB)
+    total = 0.0
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t = time.perf_counter()
-        p = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=err, text=True,
+        p = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, text=True,
                              env=dict(os.environ, JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="20"))
-        _, status, usage = os.wait4(p.pid, 0)
-        wall, p.returncode, _, _ = time.perf_counter() - t, os.waitstatus_to_exitcode(status), out.seek(0), err.seek(0)
-        if p.returncode:
-            sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{err.read()}")
-        return wall, usage.ru_maxrss / 1024, out.read()
-
-
-def vmhwm_mb(pid: int) -> float:  # the kernel's peak resident set size of a live process
-    return int(Path(f"/proc/{pid}/status").read_text().split("VmHWM:")[1].split()[0]) / 1024
-
-
-def descendants(pid: int) -> list[int]:
-    kids = [int(c) for t in Path(f"/proc/{pid}/task").iterdir() for c in (t / "children").read_text().split()]
-    return kids + [d for k in kids for d in descendants(k)]
+        while not (w := os.wait4(p.pid, os.WNOHANG))[0]:
+            now = 0.0
+            for pid in [p.pid] + descendants(p.pid):
+                try:
+                    status = Path(f"/proc/{pid}/status").read_text()
+                    hwm, rss = (int(status.split(f"{k}:")[1].split()[0]) / 1024 for k in ("VmHWM", "VmRSS"))
+                    peak[pid] = (peak[pid][0] if pid in peak else role(pid, p.pid), hwm)
+                    now += rss
+                except (OSError, IndexError):  # gone, or a zombie without memory lines
+                    pass
+            total = max(total, now)
+            time.sleep(0.05)
+        wall, code, _, _ = time.perf_counter() - t, os.waitstatus_to_exitcode(w[1]), out.seek(0), err.seek(0)
+        if code:
+            sys.exit(f"{' '.join(cmd)} failed ({code}):\n{err.read()}")
+        roles = {n: {"processes": sum(1 for m, _ in peak.values() if m == n),
+                     "max_peak_rss_mb": round(max(mb for m, mb in peak.values() if m == n), 1)} for n, _ in peak.values()}
+        return {"wall_s": wall, "ru_maxrss_mb": round(w[2].ru_maxrss / 1024, 1), "peak_total_rss_mb": round(total, 1),
+                "by_role": roles, "stdout": out.read()}
 
 
 def stage_child(profiles: Path, out: Path) -> None:
     marks = [("start", time.perf_counter())]
     lap = lambda name: marks.append((name, time.perf_counter()))  # noqa: E731
     from gpuop.pipeline import plan_all
-    from gpuop.settings import load_settings
-    settings = load_settings(ROOT / "gpuop.yaml"); lap("import gpuop + settings (no cdk8s)")
+    from gpuop.settings import load_settings  # noqa: I001
+    settings = load_settings(ROOT / "gpuop.yaml"); lap("import gpuop + settings")
     plans, _ = plan_all([profiles]); lap("load+validate+plan")
-    from gpuop.outputs import package
-    from gpuop.synth import Synthesizer
+    from gpuop.outputs import assemble, build_cluster; from gpuop.synth import Synthesizer  # noqa: E702
     from gpuop.write import write_tree
     synth = Synthesizer(); lap("start Node + import cdk8s")
     stacks = [synth.synthesize(p) for p in plans]; lap("synthesize (cdk8s)")
-    files = package(stacks, settings, {}); lap("package")
-    write_tree(out, dict(sorted(files.items()))); lap("write")
-    node = {Path(Path(f"/proc/{d}/cmdline").read_text().split("\0")[-2]).name: vmhwm_mb(d) for d in descendants(os.getpid())}
-    times = {name: t - marks[i][1] for i, (name, t) in enumerate(marks[1:])}
-    print(json.dumps({"stages_s": times, "cdk8s_charts": synth.cdk8s_charts,
-                      "python_peak_rss_mb": vmhwm_mb(os.getpid()), "node_peak_rss_mb": node}))
+    builds = [build_cluster(s, settings) for s in stacks]; lap("package (build_cluster)")
+    files = assemble(builds, {}); lap("assemble (versions, index)")
+    write_tree(out, files); lap("write")
+    print(json.dumps({"stages_s": {n: t - marks[i][1] for i, (n, t) in enumerate(marks[1:])},
+                      "cdk8s_charts": synth.cdk8s_charts}))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--profiles", type=int, default=100, help="how many profiles to generate (default 100)")
+    ap.add_argument("--jobs", type=int, help="pass -j to gpuop synth (default: gpuop's auto)")
     ap.add_argument("--keep", type=Path, help="work in DIR (profiles/, dist-cli/, dist-stages/) and keep it")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--stage-child", nargs=2, type=Path, help=argparse.SUPPRESS)
@@ -133,28 +152,34 @@ def main() -> None:
     for d in (profiles, cli_out, stage_out):  # no stale profiles, no version lock from an earlier run
         shutil.rmtree(d, ignore_errors=True)
     generate(a.profiles, profiles, a.seed)
-    wall, cli_rss, _ = run_child([sys.executable, "-m", "gpuop.cli", "synth", str(profiles), "-o", str(cli_out)])
-    st = json.loads(run_child([sys.executable, __file__, "--stage-child", str(profiles), str(stage_out)])[2])
-    clusters = json.loads((cli_out / "index.json").read_text())["clusters"]
+    load_before = os.getloadavg()[0]
+    cli = run_child([sys.executable, "-m", "gpuop.cli", "synth", str(profiles), "-o", str(cli_out), "--no-cache",
+                     "--no-progress", "--settings", str(ROOT / "gpuop.yaml")] + (["-j", str(a.jobs)] if a.jobs else []), work)
+    stages = run_child([sys.executable, __file__, "--stage-child", str(profiles), str(stage_out)], work)
+    st, wall, _ = json.loads(stages.pop("stdout")), cli.pop("wall_s"), cli.pop("stdout")
     written = [f for f in cli_out.rglob("*") if f.is_file()]
-    r = {"profiles": a.profiles, "wall_s": round(wall, 3), "profiles_per_s": round(a.profiles / wall, 2),
+    git = lambda *args: subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()  # noqa: E731
+    r = {"profiles": a.profiles, "jobs": a.jobs or "auto", "wall_s": round(wall, 3), "profiles_per_s": round(a.profiles / wall, 2),
          "ms_per_profile": round(1000 * wall / a.profiles, 2), "files_written": len(written),
-         "bytes_written": sum(f.stat().st_size for f in written), "k8s_objects": sum(c["objects"] for c in clusters),
-         "cdk8s_variant_charts": st["cdk8s_charts"], "peak_rss_mb_cli_max_python_node": round(cli_rss, 1),
-         "peak_rss_mb_python": round(st["python_peak_rss_mb"], 1),
-         "peak_rss_mb_node": {k: round(v, 1) for k, v in st["node_peak_rss_mb"].items()},
+         "bytes_written": sum(f.stat().st_size for f in written),
+         "k8s_objects": sum(c["objects"] for c in json.loads((cli_out / "index.json").read_text())["clusters"]),
+         "cdk8s_variant_charts": st["cdk8s_charts"], "cli_memory": cli, "stages_memory": stages,
          "stages_s": {k: round(v, 3) for k, v in st["stages_s"].items()}}
-    r["stages_s"]["total (in-process)"] = round(sum(r["stages_s"].values()), 3)
-    r["host"] = {"python": platform.python_version(), "cpus": os.cpu_count(), "seed": a.seed, "gpuop_commit":
-                 subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()}
-    rows = [(k, v) for k, v in r.items() if k not in ("stages_s", "host", "peak_rss_mb_node")]
-    rows += [(f"peak_rss_mb_node {k}", v) for k, v in r["peak_rss_mb_node"].items()]
+    r["stages_s"]["total (serial, in-process)"] = round(sum(st["stages_s"].values()), 3)
+    r["host"] = {"python": platform.python_version(), "cpus": os.cpu_count(), "seed": a.seed, "gpuop_commit": git(
+        "rev-parse", "--short", "HEAD"), "source_dirty": bool(git("status", "--porcelain", "constructs")),
+        "loadavg_1m_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
+    rows = [(k, v) for k, v in r.items() if not isinstance(v, dict)]
+    for label, mem in (("CLI", cli), ("stages run", stages)):
+        rows += [(f"{label}: ru_maxrss MB (largest process)", mem["ru_maxrss_mb"]),
+                 (f"{label}: peak total RSS MB (sampled)", mem["peak_total_rss_mb"])] + [
+                 (f"{label}: peak RSS MB {k} x{v['processes']}", v["max_peak_rss_mb"]) for k, v in mem["by_role"].items()]
     rows += [(f"stage {k} s", v) for k, v in r["stages_s"].items()]
     width = max(len(k) for k, _ in rows)
     print("\n".join(f"{k:<{width}}  {v:>10}" for k, v in rows))
     path = ROOT / "bench/compile-results.json"
     doc = json.loads(path.read_text()) if path.is_file() else {}
-    doc.setdefault("runs", {})[str(a.profiles)] = r  # one entry per N, so the 100 and 500 runs sit side by side
+    doc.setdefault("runs", {})[f"{a.profiles}" + (f"-j{a.jobs}" if a.jobs else "")] = r
     path.write_text(json.dumps(doc, indent=2) + "\n")
     if not a.keep:
         shutil.rmtree(work)

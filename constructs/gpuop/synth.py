@@ -8,7 +8,6 @@ crosses into Node once per variant instead of once per object.
 
 from __future__ import annotations
 
-import copy
 from .components import COMPONENTS
 from .order import sort_key
 from .plan import StackPlan
@@ -41,6 +40,6 @@ class Synthesizer:
             if props is None:
                 continue
             for body in self.variant(component, props):
-                objs.append(StackObject(component.name, component.values_key, copy.deepcopy(body)))
+                objs.append(StackObject(component.name, component.values_key, body))  # shared: never mutated
         objs.sort(key=lambda o: sort_key(o.body))
         return Synthesized(plan, tuple(objs))

@@ -8,6 +8,8 @@ does not.
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -42,7 +44,13 @@ class ChartValues(_Values):
     devicePlugin: ComponentValues | None = None
 
 
-def values_schema() -> dict:
+@lru_cache(maxsize=1)
+def _schema_json() -> str:
     schema = ChartValues.model_json_schema()
     schema["$schema"] = "http://json-schema.org/draft-07/schema#"
-    return schema
+    return json.dumps(schema)
+
+
+def values_schema() -> dict:
+    """The JSON Schema of chart values (generated once per process)."""
+    return json.loads(_schema_json())

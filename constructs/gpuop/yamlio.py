@@ -50,6 +50,21 @@ def dump(obj: Any) -> str:
                      allow_unicode=True, width=1 << 16)
 
 
+_memo: dict[str, str] = {}
+
+
+def dump_memo(obj: Any, context: str = "") -> str:
+    """`dump`, memoized by content (plus a context string the output also depends on). A fleet built
+    from a few designs repeats most objects verbatim; each distinct one is represented once."""
+    k = context + "\0" + json.dumps(obj, sort_keys=True, separators=(",", ":"))
+    text = _memo.get(k)
+    if text is None:
+        if len(_memo) > 200_000:
+            _memo.clear()
+        text = _memo[k] = dump(obj)
+    return text
+
+
 def dump_plain(obj: Any) -> str:
     """One document, keys in the order given (for files people read: Chart.yaml, values.yaml)."""
     return yaml.dump(obj, Dumper=_OutDumper, sort_keys=False, default_flow_style=False,

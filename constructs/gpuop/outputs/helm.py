@@ -54,7 +54,21 @@ def _tokenize(obj, exprs: list):
     return obj
 
 
+_templates: dict[str, str] = {}
+
+
 def template(body: dict) -> str:
+    """The Helm template text of one object (memoized by content: fleets repeat objects)."""
+    k = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    text = _templates.get(k)
+    if text is None:
+        if len(_templates) > 100_000:
+            _templates.clear()
+        text = _templates[k] = _template(body)
+    return text
+
+
+def _template(body: dict) -> str:
     exprs: list = []
     text = dump(_tokenize(body, exprs))
     text = text.replace("{{", '{{ "{{" }}')

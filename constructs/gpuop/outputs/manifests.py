@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..order import file_name
 from ..slots import fill
 from ..stackobjects import Synthesized
-from ..yamlio import dump, dump_plain
+from ..yamlio import dump_memo, dump_plain
 
 
 def rendered(stack: Synthesized) -> list[dict]:
@@ -20,11 +20,12 @@ def rendered(stack: Synthesized) -> list[dict]:
 def write(stack: Synthesized, base: str) -> dict[str, str]:
     files: dict[str, str] = {}
     names = []
-    for obj in rendered(stack):
-        name = file_name(obj)
+    values = stack.plan.values
+    for o in stack.objects:
+        name = file_name(o.body)
         if f"{base}/{name}" in files:
             raise AssertionError(f"two objects map to {name}")
-        files[f"{base}/{name}"] = dump(obj)
+        files[f"{base}/{name}"] = dump_memo(fill(o.body, values))
         names.append(name)
     files[f"{base}/kustomization.yaml"] = (
         "# Rendered by gpuop: the cluster's objects, in install order. Do not edit; change the profile.\n"

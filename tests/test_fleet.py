@@ -1,0 +1,126 @@
+"""Fleet compiles: the build cache, parallel workers and shards give exactly the bytes of a clean,
+serial, single run; a change to a shared input rebuilds exactly the clusters that depend on it; a
+corrupted cache entry is detected and rebuilt, never used."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, run_gpuop
+
+DESIGNS = [
+    {"gpu": "H100-SXM5-80GB", "mig": {"strategy": "mixed", "layout": {"3g.40gb": 1, "1g.10gb": 2}}},
+    {"gpu": "L40S"},
+    {"gpu": "A100-SXM4-80GB"},
+]
+
+
+def make_fleet(root: Path, n: int = 12) -> Path:
+    prof = root / "profiles"
+    prof.mkdir(parents=True)
+    shutil.copy(REPO / "gpuop.yaml", root / "gpuop.yaml")
+    for parent, kube in (("_k133.yaml", "1.33"), ("_k134.yaml", "1.34")):
+        (prof / parent).write_text(yaml.safe_dump({
+            "apiVersion": "gpuop/v1alpha1", "kind": "ClusterProfile",
+            "spec": {"platform": {"type": "kubernetes", "version": kube}, "os": "ubuntu24.04",
+                     "driver": {"version": "580.173.02"}}}))
+    for i in range(n):
+        design = DESIGNS[i % len(DESIGNS)]
+        (prof / f"c{i:02d}.yaml").write_text(yaml.safe_dump({
+            "apiVersion": "gpuop/v1alpha1", "kind": "ClusterProfile",
+            "extends": "_k133.yaml" if i % 2 == 0 else "_k134.yaml",
+            "metadata": {"name": f"c{i:02d}"},
+            "spec": {"nodePools": [{"name": "gpu", "nodeSelector": {"pool": f"p{i}"}, **design}]}}))
+    return root
+
+
+def tree(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def built(proc) -> tuple[int, int]:
+    line = proc.stderr.strip().splitlines()[-1]
+    # "gpuop: compiled N cluster(s) into OUT (B built, U unchanged)"
+    inner = line.rsplit("(", 1)[1].rstrip(")")
+    b, u = inner.split(", ")
+    return int(b.split()[0]), int(u.split()[0])
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory) -> Path:
+    root = make_fleet(tmp_path_factory.mktemp("fleet"))
+    run_gpuop("synth", "-o", "clean", "--no-cache", "-j", "1", cwd=root, check=True)
+    return root
+
+
+def test_incremental_output_is_identical_to_a_clean_compile(fleet):
+    w = fleet
+    p1 = run_gpuop("synth", "-o", "inc", "--cache", "cache", cwd=w, check=True)
+    assert built(p1) == (12, 0)
+    p2 = run_gpuop("synth", "-o", "inc", "--cache", "cache", cwd=w, check=True)
+    assert built(p2) == (0, 12)
+    assert tree(w / "inc") == tree(w / "clean")
+
+
+def test_changing_a_parent_rebuilds_its_children_and_only_them(fleet, tmp_path):
+    w = tmp_path / "w"
+    shutil.copytree(fleet / "profiles", w / "profiles")
+    shutil.copy(fleet / "gpuop.yaml", w / "gpuop.yaml")
+    run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
+    parent = w / "profiles" / "_k134.yaml"
+    parent.write_text(parent.read_text().replace("580.173.02", "595.91.07"))
+    proc = run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
+    assert built(proc) == (6, 6)      # the six odd clusters extend _k134.yaml
+    versions = yaml.safe_load((w / "out" / "c01" / "chart" / "Chart.yaml").read_text())["version"]
+    assert versions == "0.2.0"        # driver branch changed: minor bump
+    assert yaml.safe_load((w / "out" / "c00" / "chart" / "Chart.yaml").read_text())["version"] == "0.1.0"
+    one = w / "profiles" / "c04.yaml"
+    one.write_text(one.read_text().replace("pool: p4", "pool: p4b"))
+    proc = run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
+    assert built(proc) == (1, 11)
+    fresh = tmp_path / "fresh"
+    shutil.copytree(w / "profiles", fresh / "profiles")
+    shutil.copy(w / "gpuop.yaml", fresh / "gpuop.yaml")
+    shutil.copytree(w / "out", fresh / "out")      # same lock history
+    run_gpuop("synth", "-o", "out", "--no-cache", cwd=fresh, check=True)
+    assert tree(fresh / "out") == tree(w / "out")
+
+
+def test_parallel_equals_serial(fleet):
+    run_gpuop("synth", "-o", "par", "--no-cache", "-j", "2", cwd=fleet, check=True)
+    assert tree(fleet / "par") == tree(fleet / "clean")
+
+
+def test_shards_merged_equal_a_single_run(fleet):
+    for k in (1, 2, 3):
+        run_gpuop("synth", "-o", f"shard{k}", "--no-cache", "--shard", f"{k}/3", cwd=fleet, check=True)
+    sizes = [len(list((fleet / f"shard{k}").glob("c*"))) for k in (1, 2, 3)]
+    assert sum(sizes) == 12 and all(sizes), sizes
+    run_gpuop("merge", "shard1", "shard2", "shard3", "-o", "merged", cwd=fleet, check=True)
+    assert tree(fleet / "merged") == tree(fleet / "clean")
+
+
+def test_corrupted_cache_entry_is_detected_and_rebuilt(fleet, tmp_path):
+    w = tmp_path / "w"
+    shutil.copytree(fleet / "profiles", w / "profiles")
+    shutil.copy(fleet / "gpuop.yaml", w / "gpuop.yaml")
+    run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
+    entries = sorted((w / "cache" / "builds").rglob("*.json"))
+    assert len(entries) == 12
+    # tamper with one entry's content (keep it valid JSON), truncate another
+    doc = entries[0].read_text()
+    entries[0].write_text(doc.replace("nvidia-driver-daemonset", "nvidia-driver-daemonsat"))
+    entries[1].write_text(entries[1].read_text()[:100])
+    proc = run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
+    assert built(proc) == (2, 10)
+    assert tree(w / "out") == tree(fleet / "clean")
+    shutil.rmtree(w / "cache")        # deleting the cache only costs time
+    proc = run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
+    assert built(proc) == (12, 0)
+    assert tree(w / "out") == tree(fleet / "clean")
