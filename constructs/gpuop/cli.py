@@ -68,11 +68,20 @@ def _paths(args) -> list[Path]:
 
 
 def cmd_synth(args) -> int:
-    from .pipeline import compile_profiles
+    from .pipeline import compile_profiles, plan_all
     from .settings import load_settings
-    from .write import read_lock, write_tree
+    from .write import check_target, read_lock, write_tree
 
-    settings = load_settings(args.settings)
+    try:
+        settings = load_settings(args.settings)
+    except UserError as exc:          # report the profiles' problems too, as validate does
+        issues = list(exc.issues)
+        try:
+            plan_all(_paths(args))
+        except UserError as more:
+            issues += more.issues
+        raise UserError(issues)
+    check_target(args.output)
     result = compile_profiles(_paths(args), settings, read_lock(args.output), jobs=args.jobs,
                               cache_dir=None if args.no_cache else args.cache, shard=args.shard,
                               progress=not args.no_progress)

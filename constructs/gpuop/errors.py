@@ -30,7 +30,7 @@ class UserError(Exception):
     """Bad input. Holds every issue found, in file/line order."""
 
     def __init__(self, issues: list[Issue] | Issue):
-        self.issues = sorted(issues if isinstance(issues, list) else [issues])
+        self.issues = sorted(set(issues if isinstance(issues, list) else [issues]))
         super().__init__("\n".join(str(i) for i in self.issues))
 
 

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ValidationError
 
 from . import catalog as catalog_mod
+from . import compat as compat_rules
 from .errors import Issue, UserError
 from .profile.load import LoadedProfile
+from .mig import rules as mig_rules
 from .profile.models import ClusterProfile
 
 
@@ -261,10 +263,6 @@ def _str(node, *path) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split(".") if p.isdigit())
-
-
 def check_rules(loaded: LoadedProfile, cat: catalog_mod.Catalog) -> tuple[list[Issue], list[Issue]]:
     """Catalog rules over the merged document. Fields of the wrong type are skipped (the model pass
     reports them). Returns (errors, warnings)."""
@@ -307,25 +305,10 @@ def check_rules(loaded: LoadedProfile, cat: catalog_mod.Catalog) -> tuple[list[I
                                  f"allowed with Kubernetes {pver}: "
                                  f"{', '.join(n for n, e in m.os.items() if pver in e.kubernetes)}"))
 
-    driver_on = _get(spec, "driver", "enabled") is not False
     dver = _str(spec, "driver", "version")
-    branch = None
-    if dver is not None and re.match(r"^\d{3}(\.\d+){0,2}$", dver) and cat.drivers:
-        branch = cat.branch(dver)
-        if branch is None:
-            errors.append(at(("spec", "driver", "version"), _one_of(dver.split(".")[0],
-                             [b.branch for b in cat.drivers], "driver branch")))
-        elif "." in dver and dver not in branch.versions and dver != branch.latest:
-            warnings.append(at(("spec", "driver", "version"), f"driver {dver} is not a version the catalog "
-                               f"lists for branch {branch.branch} (listed: {', '.join(branch.versions)}); the "
-                               "driver image with this tag must exist in the registry", "warning"))
-    elif dver is None and release is not None and cat.drivers:
-        branch = cat.branch(release.components["driver"].version)
-    effective = None
-    if branch is not None:
-        effective = dver if dver and "." in dver else (branch.latest if dver else release.components["driver"].version)
-    kmt = _str(spec, "driver", "kernelModuleType")
-    source = "spec.driver.version" if dver else "the stack release's default driver"
+    if dver is not None and re.match(r"^\d{3}(\.\d+){0,2}$", dver) and cat.drivers and cat.branch(dver) is None:
+        errors.append(at(("spec", "driver", "version"), _one_of(dver.split(".")[0],
+                         [b.branch for b in cat.drivers], "driver branch")))
 
     pools = _get(spec, "nodePools")
     seen: dict[str, int] = {}
@@ -339,32 +322,8 @@ def check_rules(loaded: LoadedProfile, cat: catalog_mod.Catalog) -> tuple[list[I
         gpu_name = _str(pool, "gpu")
         if gpu_name is None or not cat.gpus:
             continue
-        gpu = cat.gpus.get(gpu_name)
-        if gpu is None:
+        if gpu_name not in cat.gpus:  # MIG layouts of known models: mig.rules
             errors.append(at(("spec", "nodePools", i, "gpu"), _one_of(gpu_name, cat.gpus, "GPU model")))
-            continue
-        layout = _get(pool, "mig", "layout")
-        if isinstance(layout, dict) and layout and not gpu.migCapable:
-            capable = [n for n, g in cat.gpus.items() if g.migCapable]
-            errors.append(at(("spec", "nodePools", i, "mig", "layout"), f"{gpu_name} is not MIG-capable; remove "
-                             f"the layout, or use a MIG-capable model: {', '.join(capable)}"))
-        if not driver_on or branch is None:
-            continue
-        where = ("spec", "nodePools", i, "gpu")
-        if gpu.architecture not in branch.architectures:
-            fits = [b.branch for b in cat.drivers if gpu.architecture in b.architectures]
-            errors.append(at(where, f"{gpu_name} ({gpu.architecture}) is not supported by driver branch "
-                             f"{branch.branch} ({source}); set spec.driver.version to a branch for "
-                             f"{gpu.architecture}: {', '.join(fits)}"))
-        floor = getattr(gpu, "minDriverVersion", None)
-        if gpu.architecture not in branch.architectures:
-            pass  # the branch cannot drive this GPU at all; one message is enough
-        elif isinstance(floor, str) and effective and _version_key(effective) < _version_key(floor):
-            errors.append(at(where, f"{gpu_name} needs driver {floor} or newer, but the driver is {effective} "
-                             f"({source}); allowed: a driver >= {floor}"))
-        if kmt == "proprietary" and getattr(gpu, "openKernelModulesRequired", False):
-            errors.append(at(("spec", "driver", "kernelModuleType"), f"{gpu_name} (spec.nodePools[{i}]) needs "
-                             "the open kernel modules; allowed: auto, open"))
     return errors, warnings
 
 
@@ -379,6 +338,11 @@ def validate(loaded: LoadedProfile, cat: catalog_mod.Catalog | None = None) -> V
     except UserError as exc:
         shape_issues = exc.issues
     errors, warnings = check_rules(loaded, cat)
+    if profile is not None:  # rules that need the typed profile
+        for rules in (compat_rules, mig_rules):
+            e, w = rules.check(loaded, profile, cat)
+            errors += e
+            warnings += w
     refused = {i.path for i in shape_issues}
     errors = [e for e in errors if e.path not in refused]
     if shape_issues or errors:

@@ -29,7 +29,21 @@ def read_lock(out: Path) -> dict:
                               "restore it from git (deleting it restarts every chart at version 0.1.0)"))
 
 
+def check_target(out: Path) -> None:
+    """Refuse to replace a folder that holds the project or is not gpuop output: the swap replaces the
+    whole folder, so `-o .` or `-o profiles` would delete the inputs."""
+    out = Path(out).absolute()
+    cwd = Path.cwd().absolute()
+    if out == cwd or out in cwd.parents:
+        raise UserError(Issue(str(out), 0, 0, "", "refusing to write into the working folder or one of its "
+                              "parents (the output folder is replaced as a whole); pass -o DIR, e.g. -o dist"))
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "index.json").is_file())):
+        raise UserError(Issue(str(out), 0, 0, "", "refusing to replace a folder that is not gpuop output "
+                              "(it has no index.json); pass an empty or new folder, or a previous output folder"))
+
+
 def write_tree(out: Path, files: dict[str, str] | tuple) -> None:
+    check_target(out)
     out = Path(out).absolute()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))

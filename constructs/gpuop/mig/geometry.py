@@ -17,9 +17,9 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
-from collections import Counter
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from itertools import combinations
 from typing import Literal, Mapping
 
 import yaml
@@ -59,10 +59,6 @@ class MigProfile(_Frozen):
     confidence: Literal["low"] | None = None
     note: str | None = None
 
-    @property
-    def attributes(self) -> frozenset[str]:
-        return attributes(self.name)
-
 
 class MeLimit(_Frozen):
     count: int
@@ -86,19 +82,18 @@ class MigFamily(_Frozen):
 
     @model_validator(mode="after")
     def _consistent(self) -> "MigFamily":
-        names = [p.name for p in self.profiles]
-        if len(set(names)) != len(names):
-            raise ValueError(f"{self.name}: duplicate profile names")
-        for p in self.profiles:
-            m = NAME.match(p.name)
-            if not m or m["c"] or int(m["g"]) != p.compute:
-                raise ValueError(f"{self.name}: {p.name} does not match its compute slices {p.compute}")
-            if not p.starts or any(s < 0 or s + p.memory > self.units for s in p.starts) or p.max < 1:
-                raise ValueError(f"{self.name}: {p.name} has starts or max outside the {self.units}-unit grid")
+        bad = [p.name for p in self.profiles if not (m := NAME.match(p.name)) or m["c"] or int(m["g"]) != p.compute
+               or not p.starts or p.max < 1 or any(s < 0 or s + p.memory > self.units for s in p.starts)]
+        if bad or len(set(self.names)) != len(self.names):
+            raise ValueError(f"{self.name}: name, compute slices, starts or max inconsistent: {bad or self.names}")
         return self
 
+    @cached_property
+    def _by_name(self) -> dict[str, MigProfile]:
+        return {p.name: p for p in self.profiles}
+
     def profile(self, name: str) -> MigProfile | None:
-        return next((p for p in self.profiles if p.name == name), None)
+        return self._by_name.get(name)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -149,7 +144,7 @@ class Problem:
 @dataclass(frozen=True)
 class Result:
     gpu: str
-    family: MigFamily | None
+    family: MigFamily | None = field(repr=False)
     layout: tuple[tuple[str, int], ...]  # the positive counts, largest profiles first
     placement: tuple[Instance, ...] = ()
     problems: tuple[Problem, ...] = ()
@@ -191,18 +186,7 @@ def check_layout(gpu_model: str, layout: Mapping[str, int], *, gpus: Mapping | N
                       "MIG-capable: it refuses any MIG layout (MIG-capable models: gpuop mig gpus)"),))
     mig = load_mig()
     family = mig.families[getattr(gpu, "migFamily")]
-    problems: list[Problem] = []
-    for name, count in layout.items():
-        m = NAME.match(name) if isinstance(name, str) else None
-        if m is None:
-            problems.append(Problem("bad-name", f"{name!r} is not a MIG profile name (<G>g.<GB>gb, optionally "
-                                    f"+attr or -attr, case-sensitive, e.g. {family.profiles[-1].name})"))
-        elif m["c"]:
-            problems.append(Problem("bad-name", f"{name} is a compute-instance profile; layouts name GPU-instance "
-                                    f"profiles only (e.g. {name.split('.', 1)[1]})"))
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            problems.append(Problem("bad-count", f"invalid count {count!r} for {name}: counts are whole "
-                                    "numbers >= 0"))
+    problems = _syntax(layout, family)
     if problems:
         return Result(gpu_model, family, (), problems=tuple(problems))
     wanted = tuple(sorted(((n, c) for n, c in layout.items() if c > 0), key=lambda kv: (-_g(kv[0]), kv[0])))
@@ -227,23 +211,39 @@ def check_layout(gpu_model: str, layout: Mapping[str, int], *, gpus: Mapping | N
     if problems:
         return Result(gpu_model, family, wanted, problems=tuple(problems), warnings=tuple(warnings))
     problems += _media(gpu_model, family, wanted)
-    items = sorted((family.profile(n) for n, c in wanted for _ in range(c)),
-                   key=lambda p: (-p.memory, -p.compute, p.name))
-    starts = _search(items)
-    placement = tuple(sorted((Instance(p.name, s, p.memory, p.compute) for p, s in zip(items, starts)
-                              if s is not None), key=lambda i: i.start))
-    if len(placement) < len(items):
-        problems.append(Problem("no-placement", _explain(gpu_model, family, items, placement, starts)))
-    used = sum(p.compute for p in items)
-    if used > family.computeSlices and len(placement) == len(items):  # redundant guard (FACTS.md §5.1)
+    groups = sorted(((family.profile(n), c) for n, c in wanted), key=lambda pc: (-pc[0].memory, -pc[0].compute,
+                                                                                pc[0].name))
+    chosen = _search(groups, family.units)
+    placement = tuple(sorted((Instance(p.name, s, p.memory, p.compute) for (p, _), starts in zip(groups, chosen)
+                              for s in starts), key=lambda i: i.start))
+    left = {p.name: c - len(starts) for (p, c), starts in zip(groups, chosen) if c > len(starts)}
+    if left:
+        problems.append(Problem("no-placement", _explain(gpu_model, family, wanted, placement, left)))
+    used = sum(p.compute * c for p, c in groups)
+    if used > family.computeSlices and not left:  # redundant guard (FACTS.md §5.1)
         problems.append(Problem("no-placement", f"no placement: {describe(wanted)} on {gpu_model} needs "
                                 f"{used} of {family.computeSlices} compute slices"))
     return Result(gpu_model, family, wanted, () if problems else placement, tuple(problems), tuple(warnings))
 
 
+def _syntax(layout: Mapping, family: MigFamily) -> list[Problem]:
+    """FACTS.md §2, §7: the mig-parted name grammar (GPU-instance profiles only) and counts >= 0."""
+    out = []
+    for name, count in layout.items():
+        m = NAME.match(name) if isinstance(name, str) else None
+        if m is None or m["c"]:
+            out.append(Problem("bad-name", f"{name} is a compute-instance profile; layouts name GPU-instance "
+                               f"profiles only (e.g. {name.split('.', 1)[1]})" if m else f"{name!r} is not a MIG "
+                               f"profile name (<G>g.<GB>gb, optionally +attr or -attr, case-sensitive, e.g. "
+                               f"{family.profiles[-1].name})"))
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            out.append(Problem("bad-count", f"invalid count {count!r} for {name}: counts are whole numbers >= 0"))
+    return out
+
+
 def _unknown(name: str, gpu_model: str, family: MigFamily, mig: MigCatalog) -> str:
     msg = f"{name} is not a MIG profile of {gpu_model}; allowed: {', '.join(family.names)}"
-    same = [p.name for p in family.profiles if p.compute == _g(name) and p.attributes == attributes(name)]
+    same = [p.name for p in family.profiles if p.compute == _g(name) and attributes(p.name) == attributes(name)]
     if same:
         msg += f" (did you mean {' or '.join(same)}?)"
     variant = next((v for v in mig.variants(family.name) if v.profile(name)), None)
@@ -257,13 +257,13 @@ def _media(gpu_model: str, family: MigFamily, wanted) -> list[Problem]:
     """FACTS.md §6: `+me.all` allows only `-me` companions; the family's cap on `+me` instances."""
     out = []
     for n, _ in wanted:
-        if "me.all" in family.profile(n).attributes:
-            others = [o for o, _ in wanted if o != n and "-me" not in family.profile(o).attributes]
+        if "me.all" in attributes(n):
+            others = [o for o, _ in wanted if o != n and "-me" not in attributes(o)]
             if others:
                 out.append(Problem("media", f"{n} takes every media engine: it can share {gpu_model} only "
                                    f"with -me profiles, not {', '.join(others)} (NVML *_ALL_ME)"))
     limit = family.meInstancesMax
-    me = [(n, c) for n, c in wanted if "me" in family.profile(n).attributes]
+    me = [(n, c) for n, c in wanted if "me" in attributes(n)]
     if limit is not None and sum(c for _, c in me) > limit.count:
         low = " (confidence: low)" if limit.confidence == "low" else ""
         out.append(Problem("media", f"at most {limit.count} +me instance on {gpu_model}, the layout has "
@@ -271,55 +271,55 @@ def _media(gpu_model: str, family: MigFamily, wanted) -> list[Problem]:
     return out
 
 
-def _search(items: list[MigProfile]) -> list[int | None]:
-    """Start slots with pairwise disjoint intervals (FACTS.md §5.2): a depth-first search over the
-    instances, largest first, memoised on (instance, used-units bitmask). When no full placement exists
-    it returns the best partial one (most units, then instances placed; None = left out)."""
-    memo: dict[tuple[int, int], tuple[tuple[int, int], list[int | None]]] = {}
-    total = [(sum(p.memory for p in items[i:]), len(items) - i) for i in range(len(items) + 1)]
+def _search(groups: list[tuple[MigProfile, int]], units: int) -> list[tuple[int, ...]]:
+    """Start slots with pairwise disjoint intervals (FACTS.md §5.2): for each (profile, count), largest
+    first, a set of its allowed starts; depth-first, memoised on (group, used-units bitmask), most
+    instances tried first. Without a full placement it returns the partial one that places the most units."""
+    options = [_options(p.starts, p.memory, count) for p, count in groups]
+    total = [sum(p.memory * c for p, c in groups[j:]) for j in range(len(groups))]
+    memo: dict[tuple[int, int], tuple[int, list[tuple[int, ...]]]] = {}
 
-    def best(i: int, used: int) -> tuple[tuple[int, int], list[int | None]]:
-        if i == len(items):
-            return (0, 0), []
-        if (i, used) not in memo:
-            p, top = items[i], None
-            for s in p.starts:
-                bits = ((1 << p.memory) - 1) << s
-                if not used & bits:
-                    (mem, n), rest = best(i + 1, used | bits)
-                    if top is None or (mem + p.memory, n + 1) > top[0]:
-                        top = ((mem + p.memory, n + 1), [s] + rest)
-                    if top[0] == total[i]:
-                        break
-            if top is None or top[0] != total[i]:
-                score, rest = best(i + 1, used)
-                if top is None or score > top[0]:
-                    top = (score, [None] + rest)
-            memo[(i, used)] = top
-        return memo[(i, used)]
+    def best(j: int, used: int) -> tuple[int, list[tuple[int, ...]]]:
+        if j == len(groups):
+            return 0, []
+        if (j, used) not in memo:
+            bound, top = min(total[j], units - bin(used).count("1")), (-1, [])
+            for combo, bits, mem in options[j]:
+                if not bits & used:
+                    got, rest = best(j + 1, used | bits)
+                    if got + mem > top[0]:
+                        top = (got + mem, [combo] + rest)
+                        if top[0] >= bound:
+                            break
+            memo[(j, used)] = top
+        return memo[(j, used)]
 
     return best(0, 0)[1]
 
 
-def _explain(gpu_model: str, family: MigFamily, items: list[MigProfile], placed, starts) -> str:
-    mem, g = sum(p.memory for p in items), sum(p.compute for p in items)
-    need = []
-    if mem > family.units:
-        need.append(f"needs {mem} of {family.units} {family.unit}s")
-    if g > family.computeSlices:
-        need.append(f"needs {g} of {family.computeSlices} compute slices")
+@lru_cache(maxsize=512)
+def _options(starts: tuple[int, ...], size: int, count: int) -> tuple[tuple[tuple[int, ...], int, int], ...]:
+    """Every choice of at most `count` pairwise disjoint starts: (starts, bitmask, units), largest first."""
+    picks = (c for k in range(min(count, len(starts)), -1, -1) for c in combinations(starts, k))
+    masks = ((c, sum(((1 << size) - 1) << s for s in c)) for c in picks)
+    return tuple((c, bits, len(c) * size) for c, bits in masks if bin(bits).count("1") == len(c) * size)
+
+
+def _explain(gpu_model: str, family: MigFamily, wanted, placed, left: dict[str, int]) -> str:
+    mem = sum(family.profile(n).memory * c for n, c in wanted)
+    g = sum(family.profile(n).compute * c for n, c in wanted)
+    need = [f"needs {a} of {b} {what}s" for a, b, what in ((mem, family.units, family.unit),
+                                                           (g, family.computeSlices, "compute slice")) if a > b]
     if not need:
         need.append(f"fits by totals ({mem}/{family.units} {family.unit}s, {g}/{family.computeSlices} "
                     "compute slices) but its allowed start slots collide")
-    left = Counter(p.name for p, s in zip(items, starts) if s is None)
     parts = []
     for name, n in left.items():
         p = family.profile(name)
-        hit = [str(i) for i in placed
-               if any(i.start < s + p.memory and s < i.start + i.size for s in p.starts)]
+        hit = [str(i) for i in placed if any(i.start < s + p.memory and s < i.start + i.size for s in p.starts)]
         parts.append(f"{name} x{n} unplaced (its starts {','.join(map(str, p.starts))} collide with "
                      f"{', '.join(hit)})")
     free = [u for u in range(family.units) if not any(i.start <= u < i.start + i.size for i in placed)]
-    return (f"no placement: {describe(Counter(p.name for p in items))} on {gpu_model} {'; '.join(need)}; best fit "
-            f"{', '.join(map(str, placed))} leaves {'; '.join(parts)}; free {family.unit}s: "
+    return (f"no placement: {describe(wanted)} on {gpu_model} {'; '.join(need)}; best fit "
+            f"{', '.join(map(str, placed)) or 'nothing'} leaves {'; '.join(parts)}; free {family.unit}s: "
             f"{','.join(map(str, free)) or 'none'}")

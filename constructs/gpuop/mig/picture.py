@@ -11,6 +11,7 @@ FACTS.md §4-§5); slots are the `nvidia-smi mig -lgipp` placement units of FACT
 
 from __future__ import annotations
 
+import textwrap
 from xml.sax.saxutils import escape
 
 from .geometry import Instance, Result, describe
@@ -78,26 +79,26 @@ def text(result: Result) -> str:
     lines = [*_header(result), "", pad + "".join(ruler).rstrip() + f"   ({fam.unit}s)", pad + "".join(border),
              pad + "".join(row), pad + "".join(border), ""]
     lines += [pad + line for line in _legend(result)]
-    for w_ in result.warnings:
-        lines.append(f"warning: {w_}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n"  # warnings are the caller's to print
 
 
 def svg(result: Result) -> str:
     """The placement as a standalone SVG document (UTF-8 text)."""
     keys, fam = _keys(result), result.family
     cell = 720 // fam.units
-    left, top, height = 30, 96, 92
+    left, top, height = 30, 112, 92
     width = left * 2 + cell * fam.units
     legend = _legend(result)
-    total_h = top + height + 40 + 22 * len(legend) + len(result.warnings) * 22 + 10
     colour = {p.name: PALETTE[i % len(PALETTE)] for i, p in enumerate(fam.profiles)}
     title, sub = _header(result)
+    chars = (width - left * 2 - 22) // 7
+    rows = sum(len(textwrap.wrap(t, chars)) for t in legend + [f"warning: {w_}" for w_ in result.warnings])
+    total_h = top + height + 34 + 22 * rows + 16
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{total_h}" '
            f'viewBox="0 0 {width} {total_h}" font-family="{FONT}" role="img">',
            f"<title>{escape(title)}</title>",
            '<style>.instance{stroke:#333;stroke-width:1.5}.free{fill:#f0f0f0;stroke:#bbb;'
-           'stroke-dasharray:4 3}.label{font-size:14px;font-weight:bold;fill:#1a1a1a}'
+           'stroke-dasharray:4 3}.label{font-weight:bold;fill:#1a1a1a}'
            '.small{font-size:12px;fill:#333}.head{font-size:17px;font-weight:bold;fill:#111}</style>',
            f'<path class="background" d="M0 0H{width}V{total_h}H0Z" fill="#ffffff"/>',
            f'<text class="head" x="{left}" y="30">{escape(title)}</text>',
@@ -111,24 +112,26 @@ def svg(result: Result) -> str:
         out.append(f'<path class="free" d="M{x + 2} {top + 2}h{cell - 4}v{height - 4}h-{cell - 4}Z"/>')
     for key, inst in keys:
         x, w = left + inst.start * cell, inst.size * cell
-        cx = x + w // 2
+        cx, fit = x + w // 2, min(14, int((w - 16) / (0.64 * len(inst.profile))))
         out += [f'<rect class="instance" x="{x + 2}" y="{top + 2}" width="{w - 4}" height="{height - 4}" '
                 f'rx="6" fill="{colour[inst.profile]}"><title>{escape(f"{key}: {inst}")}</title></rect>',
-                f'<text class="label" x="{cx}" y="{top + 32}" text-anchor="middle">{key}</text>',
-                f'<text class="label" x="{cx}" y="{top + 54}" text-anchor="middle">{escape(inst.profile)}</text>',
+                f'<text class="label" x="{cx}" y="{top + 32}" text-anchor="middle" font-size="14">{key}</text>',
+                f'<text class="label" x="{cx}" y="{top + 54}" text-anchor="middle" font-size="{fit}">'
+                f'{escape(inst.profile)}</text>',
                 f'<text class="small" x="{cx}" y="{top + 74}" text-anchor="middle">'
-                f'{escape(_span(inst, "").strip())}</text>']
+                f'{escape(_span(inst, "slot"))}</text>']
     y = top + height + 34
     out.append(f'<text class="head" x="{left}" y="{y}">Legend</text>')
     for line in legend:
-        y += 22
         key = line[0] if line[1:3] == "  " else None
         if key:
             fill = colour[dict(keys)[key].profile]
-            out.append(f'<circle cx="{left + 7}" cy="{y - 5}" r="7" fill="{fill}" stroke="#333"/>')
-        out.append(f'<text class="small" x="{left + 22}" y="{y}">{escape(line)}</text>')
-    for w_ in result.warnings:
+            out.append(f'<circle cx="{left + 7}" cy="{y + 22 - 5}" r="7" fill="{fill}" stroke="#333"/>')
+        for part in textwrap.wrap(line, chars):
+            y += 22
+            out.append(f'<text class="small" x="{left + 22}" y="{y}">{escape(part)}</text>')
+    for part in (p for w_ in result.warnings for p in textwrap.wrap("warning: " + w_, chars)):
         y += 22
-        out.append(f'<text class="small" x="{left}" y="{y}" fill="#a33">warning: {escape(w_)}</text>')
+        out.append(f'<text class="small" x="{left + 22}" y="{y}" fill="#a33">{escape(part)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"

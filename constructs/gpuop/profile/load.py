@@ -150,7 +150,8 @@ def _key_position(node: CommentedMap, key: Any) -> tuple[int, int] | None:
     data = getattr(node.lc, "data", None) or {}
     if key in data:
         return data[key][0], data[key][1]
-    for _, merged in getattr(node, "merge", None) or []:
+    for item in getattr(node, "merge", None) or []:  # (index, map) pairs or maps, by ruamel version
+        merged = item[1] if isinstance(item, tuple) else item
         if isinstance(merged, CommentedMap) and key in merged:
             return _key_position(merged, key)
     return None
@@ -177,7 +178,7 @@ def _yaml_problem(shown: str, exc: MarkedYAMLError) -> Issue:
     context = " ".join(str(exc.context or "").split())
     cm = exc.context_mark
     opened = f"line {cm.line + 1}, column {cm.column + 1}" if cm else ""
-    problem = problem.replace("'<stream end>'", "the end of the file")
+    problem = re.sub(r"\(('[^']*'),\)", r"\1", problem).replace("'<stream end>'", "the end of the file")
     found = problem.rpartition(" but ")[2].replace("got ", "").replace("found ", "")
     found = {"':'": "a ':'", "'<scalar>'": "a value", "'<block mapping start>'": "a new mapping",
              "'?'": "a mapping key", "'<block sequence start>'": "a list", "'-'": "a list item"}.get(found, found)
@@ -189,6 +190,9 @@ def _yaml_problem(shown: str, exc: MarkedYAMLError) -> Issue:
         what = "list" if "collection" in context or "sequence" in context else "mapping"
         text = (f"bad indentation: found {found} that does not line up with the {what} starting at "
                 f"{opened}; entries of one {what} start in the same column (indent with spaces)")
+    elif problem.startswith("expected '<document start>'"):
+        text = (f"bad indentation: found {found} left of the column the document's first key starts in; "
+                "top-level keys start in the same column")
     elif problem.startswith("expected the node content"):
         text = f"a value is missing here, found {found}; is a '[' or '{{' left open?" if found == \
             "the end of the file" else f"a value is missing here, found {found}"
