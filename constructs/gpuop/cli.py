@@ -34,6 +34,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--no-cache", action="store_true", help="build every cluster; neither read nor write the cache")
     s.add_argument("--shard", type=_shard, help="K/N: build only shard K of N (merge shards with `gpuop merge`)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar (it shows only on a terminal)")
+    pb = sub.add_parser("publish", help="push the packaged charts to an OCI registry")
+    pb.add_argument("--oci", required=True, help="oci://HOST[:PORT]/PATH")
+    pb.add_argument("--plain-http", action="store_true", help="registry without TLS (e.g. on loopback)")
+    pb.add_argument("dist", nargs="?", type=Path, default=Path("dist"))
     m = sub.add_parser("merge", help="merge the output folders of `synth --shard` runs into one")
     m.add_argument("shards", nargs="+", type=Path)
     m.add_argument("-o", "--output", type=Path, default=Path("dist"))
@@ -70,7 +74,7 @@ def _paths(args) -> list[Path]:
 def cmd_synth(args) -> int:
     from .pipeline import compile_profiles, plan_all
     from .settings import load_settings
-    from .write import check_target, read_lock, write_tree
+    from .write import check_target, read_charts, read_lock, write_tree
 
     try:
         settings = load_settings(args.settings)
@@ -82,7 +86,8 @@ def cmd_synth(args) -> int:
             issues += more.issues
         raise UserError(issues)
     check_target(args.output)
-    result = compile_profiles(_paths(args), settings, read_lock(args.output), jobs=args.jobs,
+    result = compile_profiles(_paths(args), settings, read_lock(args.output), previous_charts=read_charts(args.output),
+                              jobs=args.jobs,
                               cache_dir=None if args.no_cache else args.cache, shard=args.shard,
                               progress=not args.no_progress)
     for w in result.warnings:
@@ -91,6 +96,14 @@ def cmd_synth(args) -> int:
     shard = f" (shard {args.shard[0]}/{args.shard[1]})" if args.shard else ""
     print(f"gpuop: compiled {len(result.names)} cluster(s){shard} into {args.output} "
           f"({result.built} built, {len(result.names) - result.built} unchanged)", file=sys.stderr)
+    return 0
+
+
+def cmd_publish(args) -> int:
+    from .publish import publish_oci
+
+    for o in publish_oci(args.dist, args.oci, plain_http=args.plain_http):
+        print(f"gpuop: {o.chart} {o.version}: {o.action}", file=sys.stderr)
     return 0
 
 
@@ -146,7 +159,7 @@ def cmd_mig(args) -> int:
 
 
 COMMANDS = {"synth": cmd_synth, "validate": cmd_validate, "schema": cmd_schema, "mig": cmd_mig,
-            "merge": cmd_merge}
+            "merge": cmd_merge, "publish": cmd_publish}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,7 @@
 
 Each shard folder holds the clusters it built, an index.json listing them and a version lock (the
 previous lock, updated for its clusters). The merge takes every cluster folder once (a cluster in two
-shards is an error), the lock entries of the shard that built each cluster (the history of other
+shards is an error), every packaged chart (the same name must be the same bytes), the lock entries of the shard that built each cluster (the history of other
 clusters is the same in every shard) and rebuilds index.json sorted by name — the same bytes a single
 run over the whole fleet writes.
 """
@@ -14,6 +14,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import Issue, UserError
+from .outputs import charts
 from .outputs.version import LOCK_FILE
 from .yamlio import dump_json
 
@@ -23,6 +24,7 @@ def merge_shards(shards: list[Path]) -> dict[str, bytes]:
     entries: dict[str, dict] = {}
     lock: dict[str, dict] = {}
     built_lock: dict[str, dict] = {}
+    archives: dict[str, bytes] = {}
     for shard in shards:
         try:
             index = json.loads((shard / "index.json").read_text())
@@ -40,7 +42,15 @@ def merge_shards(shards: list[Path]) -> dict[str, bytes]:
                     files[str(f.relative_to(shard))] = f.read_bytes()
         for name, entry in shard_lock.items():
             lock.setdefault(name, entry)
+        for tgz in sorted((shard / "charts").glob("*.tgz")):
+            data = tgz.read_bytes()
+            if archives.setdefault(tgz.name, data) != data:
+                raise UserError(Issue(str(tgz), 0, 0, "", "differs from the archive of the same name in another "
+                                      "shard; the shards were not compiled from the same previous output"))
     lock.update(built_lock)
+    for name, data in archives.items():
+        files[f"charts/{name}"] = data
+    files["charts/index.yaml"] = charts.index_yaml(charts.entries_from(archives)).encode()
     files["index.json"] = dump_json({"apiVersion": "gpuop/v1alpha1", "kind": "Index", "gpuop": __version__,
                                      "clusters": [entries[n] for n in sorted(entries)]}).encode()
     files[LOCK_FILE] = dump_json({"apiVersion": "gpuop/v1alpha1", "kind": "VersionLock",

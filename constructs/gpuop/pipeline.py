@@ -104,7 +104,7 @@ def quick_key(f: Path, salt: str) -> tuple[str, str] | None:
 
 def compile_profiles(paths: list[Path], settings, previous_lock: dict | None, *, jobs: int | None = 1,
                      cache_dir: Path | None = None, shard: tuple[int, int] | None = None,
-                     progress: bool = False) -> CompileResult:
+                     progress: bool = False, previous_charts: dict | None = None) -> CompileResult:
     from .outputs import ClusterBuild, assemble
 
     cat = catalog_mod.load()
@@ -141,7 +141,7 @@ def compile_profiles(paths: list[Path], settings, previous_lock: dict | None, *,
         builds[plan.name] = build
         if key:
             cache.put(key, {"build": build.__dict__, "warnings": [w.__dict__ for w in warns]})
-    files = assemble(list(builds.values()), previous_lock or {})
+    files = assemble(list(builds.values()), previous_lock or {}, previous_charts)
     return CompileResult(tuple(sorted(builds)), tuple(sorted(warnings)), files, built=len(plans))
 
 

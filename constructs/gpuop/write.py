@@ -29,6 +29,12 @@ def read_lock(out: Path) -> dict:
                               "restore it from git (deleting it restarts every chart at version 0.1.0)"))
 
 
+def read_charts(out: Path) -> dict[str, bytes]:
+    """The previous output's packaged charts (carried forward: published versions stay downloadable)."""
+    folder = out / "charts"
+    return {f.name: f.read_bytes() for f in sorted(folder.glob("*.tgz"))} if folder.is_dir() else {}
+
+
 def check_target(out: Path) -> None:
     """Refuse to replace a folder that holds the project or is not gpuop output: the swap replaces the
     whole folder, so `-o .` or `-o profiles` would delete the inputs."""

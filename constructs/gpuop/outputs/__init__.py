@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .. import __version__
 from ..yamlio import dump_json
-from . import argocd, flux, helm, kustomize, manifests, version
+from . import argocd, charts, flux, helm, kustomize, manifests, version
 
 VERSION_PLACEHOLDER = "0.0.0-gpuop.unversioned"
 
@@ -50,10 +50,14 @@ def build_cluster(stack, settings) -> ClusterBuild:
     return ClusterBuild(c, files, digest, version.minor_key(plan), entry)
 
 
-def assemble(builds: list[ClusterBuild], previous_lock: dict) -> dict[str, str]:
-    files: dict[str, str] = {}
+def assemble(builds: list[ClusterBuild], previous_lock: dict, previous_charts: dict | None = None) -> dict:
+    """Versions, the packaged charts and the Helm repository index, index.json and the lock.
+    `previous_charts` is the previous output's charts/ folder (file name -> bytes), carried forward."""
+    files: dict = {}
     lock = {name: dict(entry) for name, entry in previous_lock.get("clusters", {}).items()}
     index = []
+    carried = dict(previous_charts or {})
+    repo = charts.entries_from(carried)
     for b in sorted(builds, key=lambda b: b.name):
         chart_version = version.next_version(lock.get(b.name), b.digest, b.minor_key)
         lock[b.name] = {"version": chart_version, "digest": b.digest, "minorKey": b.minor_key}
@@ -61,7 +65,16 @@ def assemble(builds: list[ClusterBuild], previous_lock: dict) -> dict[str, str]:
         chart_yaml = f"{b.name}/chart/Chart.yaml"
         files[chart_yaml] = b.files[chart_yaml].replace(f"version: {VERSION_PLACEHOLDER}\n",
                                                         f"version: {chart_version}\n", 1)
-        index.append({**b.entry, "chartVersion": chart_version})
+        tgz_name = f"{b.name}-{chart_version}.tgz"
+        if tgz_name not in carried:
+            prefix = f"{b.name}/chart/"
+            carried[tgz_name] = charts.archive(b.name, {p[len(prefix):]: t for p, t in files.items()
+                                                         if p.startswith(prefix)})
+            repo.setdefault(b.name, []).append(charts.entry(tgz_name, carried[tgz_name]))
+        index.append({**b.entry, "chartVersion": chart_version, "package": f"charts/{tgz_name}"})
+    for name, data in carried.items():
+        files[f"charts/{name}"] = data
+    files["charts/index.yaml"] = charts.index_yaml(repo)
     files["index.json"] = dump_json({"apiVersion": "gpuop/v1alpha1", "kind": "Index", "gpuop": __version__,
                                      "clusters": index})
     files[version.LOCK_FILE] = dump_json({"apiVersion": "gpuop/v1alpha1", "kind": "VersionLock",

@@ -1,0 +1,79 @@
+"""Writer: packaged charts (`charts/<name>-<version>.tgz`) and the Helm repository `charts/index.yaml`,
+so any static HTTP server (or git host's raw view) serves dist/charts as a Helm repository.
+
+`helm package` stamps the current time into every tar header, so its archives differ run to run;
+gpuop writes the archive itself in the same layout (`<name>/Chart.yaml`, values, schema, templates)
+with fixed headers (mtime 0, uid/gid 0, mode 0644, sorted entries, gzip without name or time): the same
+chart always gives the same bytes, on any machine. Archives of earlier versions are carried forward
+from the previous output (a version's content never changes, the lock guarantees it), and index.yaml
+lists every version, newest first, with each archive's sha256 digest. No timestamps, so the index is
+reproducible too.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import tarfile
+
+from ..yamlio import dump_plain
+
+ORDER = {"Chart.yaml": 0, "values.yaml": 1, "values.schema.json": 2}
+
+
+def archive(name: str, files: dict[str, str]) -> bytes:
+    """A chart archive from the chart's files (paths relative to the chart folder)."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for path in sorted(files, key=lambda p: (ORDER.get(p, 3), p)):
+            data = files[path].encode("utf-8")
+            info = tarfile.TarInfo(f"{name}/{path}")
+            info.size, info.mtime, info.mode, info.uid, info.gid = len(data), 0, 0o644, 0, 0
+            info.uname = info.gname = ""
+            tar.addfile(info, io.BytesIO(data))
+    out = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=9) as gz:
+        gz.write(raw.getvalue())
+    return out.getvalue()
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def entry(file: str, data: bytes) -> dict:
+    """The index entry of one archive, read from its own Chart.yaml."""
+    import yaml
+
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith("/Chart.yaml") and m.name.count("/") == 1)
+        meta = yaml.safe_load(tar.extractfile(member).read())
+    return {"version": str(meta["version"]), "appVersion": str(meta.get("appVersion", "")),
+            "kubeVersion": meta.get("kubeVersion", ""), "description": meta.get("description", ""),
+            "digest": digest(data), "file": file, "name": meta["name"]}
+
+
+def entries_from(archives: dict[str, bytes]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for file in sorted(archives):
+        e = entry(file, archives[file])
+        out.setdefault(e["name"], []).append(e)
+    return out
+
+
+def _semver_key(version: str) -> tuple:
+    return tuple(int(x) for x in version.split("-")[0].split("."))
+
+
+def index_yaml(entries: dict[str, list[dict]]) -> str:
+    """entries: chart name -> [{version, appVersion, kubeVersion, description, digest, file}]."""
+    doc = {"apiVersion": "v1", "entries": {}}
+    for name in sorted(entries):
+        doc["entries"][name] = [
+            {"apiVersion": "v2", "name": name, "version": e["version"], "appVersion": e["appVersion"],
+             "kubeVersion": e["kubeVersion"], "description": e["description"], "type": "application",
+             "digest": e["digest"], "urls": [e["file"]]}
+            for e in sorted(entries[name], key=lambda e: _semver_key(e["version"]), reverse=True)]
+    return "# Helm repository index of gpuop's packaged charts (`helm repo add NAME URL-of-this-folder`).\n" \
+        + dump_plain(doc)
