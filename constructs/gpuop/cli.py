@@ -41,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     m = sub.add_parser("merge", help="merge the output folders of `synth --shard` runs into one")
     m.add_argument("shards", nargs="+", type=Path)
     m.add_argument("-o", "--output", type=Path, default=Path("dist"))
-    v = sub.add_parser("validate", help="check profiles and settings; write nothing")
+    v = sub.add_parser("validate", help="check profiles and settings, or a compiled output folder; write nothing")
     v.add_argument("paths", nargs="*", type=Path)
     v.add_argument("--settings", type=Path, default=Path("gpuop.yaml"))
     from .mig import cli as mig_cli
@@ -118,25 +118,33 @@ def cmd_merge(args) -> int:
 
 
 def cmd_validate(args) -> int:
+    from .checks.output import is_output, validate_output
     from .errors import Issue
     from .pipeline import plan_all
     from .settings import load_settings
 
+    outputs = [p for p in args.paths if is_output(p)]
+    profiles = [p for p in args.paths if not is_output(p)]
     issues: list[Issue] = []
-    try:
-        load_settings(args.settings)
-    except UserError as exc:
-        issues += exc.issues
-    try:
-        plans, warnings = plan_all(_paths(args))
-    except UserError as exc:
-        issues += exc.issues
-        plans, warnings = [], []
+    for out in outputs:
+        issues += validate_output(out)
+    plans, warnings = [], []
+    if profiles or not outputs:
+        try:
+            load_settings(args.settings)
+        except UserError as exc:
+            issues += exc.issues
+        try:
+            plans, warnings = plan_all(profiles or [Path("profiles")])
+        except UserError as exc:
+            issues += exc.issues
     if issues:
         raise UserError(issues)
     for w in warnings:
         print(w, file=sys.stderr)
-    print(f"gpuop: {len(plans)} profile(s) valid", file=sys.stderr)
+    what = [f"{len(plans)} profile(s)"] if profiles or not outputs else []
+    what += [f"output {o}" for o in outputs]
+    print(f"gpuop: {' and '.join(what)} valid", file=sys.stderr)
     return 0
 
 
