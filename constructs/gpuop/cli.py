@@ -34,6 +34,13 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--no-cache", action="store_true", help="build every cluster; neither read nor write the cache")
     s.add_argument("--shard", type=_shard, help="K/N: build only shard K of N (merge shards with `gpuop merge`)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar (it shows only on a terminal)")
+    d = sub.add_parser("diff", help="what the engines would add, change or delete, per cluster (no cluster needed)")
+    d.add_argument("paths", nargs="*", type=Path)
+    d.add_argument("--against", default="dist", help="last compiled output: a folder or a git revision "
+                   "(its dist/ folder is read; default: the folder dist)")
+    d.add_argument("-o", "--output", type=Path, default=Path("dist"), help="output folder whose lock and "
+                   "packaged charts the new compile continues from (default: dist)")
+    d.add_argument("--settings", type=Path, default=Path("gpuop.yaml"))
     pb = sub.add_parser("publish", help="push the packaged charts to an OCI registry")
     pb.add_argument("--oci", required=True, help="oci://HOST[:PORT]/PATH")
     pb.add_argument("--plain-http", action="store_true", help="registry without TLS (e.g. on loopback)")
@@ -96,6 +103,22 @@ def cmd_synth(args) -> int:
     shard = f" (shard {args.shard[0]}/{args.shard[1]})" if args.shard else ""
     print(f"gpuop: compiled {len(result.names)} cluster(s){shard} into {args.output} "
           f"({result.built} built, {len(result.names) - result.built} unchanged)", file=sys.stderr)
+    return 0
+
+
+def cmd_diff(args) -> int:
+    from .diff import diff_trees, render, tree_from_dir, tree_from_git
+    from .pipeline import compile_profiles
+    from .settings import load_settings
+    from .write import read_charts, read_lock
+
+    settings = load_settings(args.settings)
+    against = Path(args.against)
+    old = tree_from_dir(against) if against.is_dir() else tree_from_git(args.against, str(args.output).rstrip("/"))
+    result = compile_profiles(_paths(args), settings, read_lock(args.output), previous_charts=read_charts(args.output),
+                              cache_dir=Path(".gpuop-cache"), progress=False)
+    new = {k: (v.encode() if isinstance(v, str) else v) for k, v in result.files.items()}
+    sys.stdout.write(render(diff_trees(old, new)))
     return 0
 
 
@@ -167,7 +190,7 @@ def cmd_mig(args) -> int:
 
 
 COMMANDS = {"synth": cmd_synth, "validate": cmd_validate, "schema": cmd_schema, "mig": cmd_mig,
-            "merge": cmd_merge, "publish": cmd_publish}
+            "merge": cmd_merge, "publish": cmd_publish, "diff": cmd_diff}
 
 
 def main(argv: list[str] | None = None) -> int:
