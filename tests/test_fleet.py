@@ -100,8 +100,8 @@ def test_parallel_equals_serial(fleet):
 def test_shards_merged_equal_a_single_run(fleet):
     for k in (1, 2, 3):
         run_gpuop("synth", "-o", f"shard{k}", "--no-cache", "--shard", f"{k}/3", cwd=fleet, check=True)
-    sizes = [len(list((fleet / f"shard{k}").glob("c*"))) for k in (1, 2, 3)]
-    assert sum(sizes) == 12 and all(sizes), sizes
+    sizes = [len(list((fleet / f"shard{k}").glob("c[0-9][0-9]"))) for k in (1, 2, 3)]
+    assert sum(sizes) == 12 and sum(1 for s in sizes if s) >= 2, sizes   # by name hash: stable as the fleet grows
     run_gpuop("merge", "shard1", "shard2", "shard3", "-o", "merged", cwd=fleet, check=True)
     assert tree(fleet / "merged") == tree(fleet / "clean")
 

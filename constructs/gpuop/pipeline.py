@@ -113,6 +113,7 @@ def compile_profiles(paths: list[Path], settings, previous_lock: dict | None, *,
     builds: dict[str, ClusterBuild] = {}
     warnings: list[Issue] = []
     todo: list[tuple[Path, str | None]] = []
+    hits = 0
     named: list[tuple[Path, str]] = []
     for f in _files(paths):
         q = quick_key(f, salt) if cache.root else None
@@ -120,29 +121,28 @@ def compile_profiles(paths: list[Path], settings, previous_lock: dict | None, *,
         if hit:
             named.append((f, q[1]))
             if _in_shard(q[1], shard):
+                hits += 1
                 builds[q[1]] = ClusterBuild(**hit["build"])
                 warnings += [Issue(**w) for w in hit["warnings"]]
         else:
             todo.append((f, q[0] if q else None))
-    plans, issues = [], []
-    for f, key in todo:
-        plan, errs, warns = _plan_one(f, cat)
+    issues: list[Issue] = []
+    for f, key, name, errs, warns, build in _build_many(todo, settings, shard, jobs, progress):
         issues += errs
-        if plan:
-            named.append((f, plan.name))
-            if _in_shard(plan.name, shard):
-                plans.append((plan, key, warns))
-                warnings += warns
+        if name is None:
+            continue
+        named.append((f, name))
+        if build is not None:
+            builds[name] = build
+            warnings += warns
+            if key:
+                cache.put(key, {"build": build.__dict__, "warnings": [w.__dict__ for w in warns]})
     issues += _duplicate_names(named)
     if issues:
         raise UserError(issues)
-    for plan_key_warns, build in zip(plans, _build_many([p for p, _, _ in plans], settings, jobs, progress)):
-        plan, key, warns = plan_key_warns
-        builds[plan.name] = build
-        if key:
-            cache.put(key, {"build": build.__dict__, "warnings": [w.__dict__ for w in warns]})
     files = assemble(list(builds.values()), previous_lock or {}, previous_charts)
-    return CompileResult(tuple(sorted(builds)), tuple(sorted(warnings)), files, built=len(plans))
+    return CompileResult(tuple(sorted(builds)), tuple(sorted(warnings)), files,
+                         built=len(builds) - hits)
 
 
 def _in_shard(name: str, shard: tuple[int, int] | None) -> bool:
@@ -152,20 +152,30 @@ def _in_shard(name: str, shard: tuple[int, int] | None) -> bool:
     return int(hashlib.sha256(name.encode()).hexdigest()[:8], 16) % n == k - 1
 
 
-# ---- building: synthesize + package, serially or in a pool of spawned workers ----------------------
+# ---- building: load, validate, plan, synthesize, package — serially or in spawned workers ---------
 
 _worker_synth = None
 
 
 def _build_chunk(args) -> list:
+    """Each profile of the chunk, end to end: (file, key, name, errors, warnings, build or None)."""
     global _worker_synth
-    plans, settings = args
+    todo, settings, shard = args
     from .outputs import build_cluster
-    from .synth import Synthesizer
 
-    if _worker_synth is None:
-        _worker_synth = Synthesizer()
-    return [build_cluster(_worker_synth.synthesize(p), settings) for p in plans]
+    cat = catalog_mod.load()
+    out = []
+    for f, key in todo:
+        plan, errs, warns = _plan_one(f, cat)
+        if plan is None or not _in_shard(plan.name, shard):
+            out.append((f, key, plan.name if plan else None, errs, warns, None))
+            continue
+        if _worker_synth is None:
+            from .synth import Synthesizer
+
+            _worker_synth = Synthesizer()
+        out.append((f, key, plan.name, errs, warns, build_cluster(_worker_synth.synthesize(plan), settings)))
+    return out
 
 
 def auto_jobs(n_clusters: int) -> int:
@@ -173,27 +183,27 @@ def auto_jobs(n_clusters: int) -> int:
     return 1 if n_clusters < 64 else max(1, min(os.cpu_count() or 1, 8))
 
 
-def _build_many(plans: list[StackPlan], settings, jobs: int | None, progress: bool) -> list:
-    if not plans:
+def _build_many(todo: list, settings, shard, jobs: int | None, progress: bool) -> list:
+    if not todo:
         return []
-    jobs = auto_jobs(len(plans)) if not jobs else jobs
-    bar = _bar(len(plans), progress)
+    jobs = auto_jobs(len(todo)) if not jobs else jobs
+    bar = _bar(len(todo), progress)
     if jobs == 1:
         out = []
-        for p in plans:
-            out += _build_chunk(([p], settings))
+        for item in todo:
+            out += _build_chunk(([item], settings, shard))
             bar.update(1)
         bar.close()
         return out
     import multiprocessing
 
-    size = max(1, min(32, len(plans) // (jobs * 4) or 1))
-    chunks = [plans[i:i + size] for i in range(0, len(plans), size)]
+    size = max(1, min(32, len(todo) // (jobs * 4) or 1))
+    chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
     ctx = multiprocessing.get_context("spawn")   # never fork: cdk8s/jsii and Helm's Go runtime hang in a forked child
     pool = ctx.Pool(jobs)
     try:
         out = []
-        for result in pool.imap(_build_chunk, [(c, settings) for c in chunks]):
+        for result in pool.imap(_build_chunk, [(c, settings, shard) for c in chunks]):
             out += result
             bar.update(len(result))
     finally:
@@ -217,4 +227,3 @@ def _bar(total: int, progress: bool):
     from tqdm import tqdm
 
     return tqdm(total=total, unit="cluster", file=sys.stderr, leave=False)
-

@@ -11,6 +11,8 @@ Files whose name starts with `_` are partials: they may be extended but are not 
 
 from __future__ import annotations
 
+import copy
+
 import datetime
 import json
 import re
@@ -251,7 +253,16 @@ def _read(path: Path) -> tuple[dict, dict]:
         raise UserError(Issue(shown, 0, 0, "", f"cannot read: not UTF-8 text ({exc.reason} at byte {exc.start})"))
     except OSError as exc:
         raise UserError(Issue(shown, 0, 0, "", f"cannot read: {exc.strerror or exc}"))
-    return read_document(shown, text)
+    key = (shown, text)
+    if key not in _parsed:     # parents are shared by many profiles: parse each once per run
+        if len(_parsed) > 4096:
+            _parsed.clear()
+        _parsed[key] = read_document(shown, text)
+    data, table = _parsed[key]
+    return copy.deepcopy(data), dict(table)
+
+
+_parsed: dict = {}
 
 
 def merge(parent: Any, child: Any) -> Any:
