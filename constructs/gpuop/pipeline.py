@@ -140,7 +140,7 @@ def compile_profiles(paths: list[Path], settings, previous_lock: dict | None, *,
     issues += _duplicate_names(named)
     if issues:
         raise UserError(issues)
-    files = assemble(list(builds.values()), previous_lock or {}, previous_charts)
+    files = assemble(list(builds.values()), previous_lock or {}, previous_charts, settings)
     return CompileResult(tuple(sorted(builds)), tuple(sorted(warnings)), files,
                          built=len(builds) - hits)
 

@@ -263,6 +263,9 @@ def _str(node, *path) -> str | None:
     return value if isinstance(value, str) else None
 
 
+RESERVED_NAMES = frozenset({"charts", "fleet"})   # top-level folders of dist/ besides the clusters
+
+
 def check_rules(loaded: LoadedProfile, cat: catalog_mod.Catalog) -> tuple[list[Issue], list[Issue]]:
     """Catalog rules over the merged document. Fields of the wrong type are skipped (the model pass
     reports them). Returns (errors, warnings)."""
@@ -271,6 +274,10 @@ def check_rules(loaded: LoadedProfile, cat: catalog_mod.Catalog) -> tuple[list[I
     at = loaded.positions.issue
     doc = loaded.data
     spec = _get(doc, "spec")
+    name = _str(doc, "metadata", "name")
+    if name in RESERVED_NAMES:
+        errors.append(at(("metadata", "name"), f"{name!r} is reserved: dist/{name}/ holds fleet-wide output; "
+                         f"choose another cluster name (reserved: {', '.join(sorted(RESERVED_NAMES))})"))
 
     release_name = _get(spec, "release")
     release = cat.release(None) if release_name is None else (

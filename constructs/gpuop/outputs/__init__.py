@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .. import __version__
 from ..yamlio import dump_json
-from . import argocd, charts, flux, helm, kustomize, manifests, version
+from . import argocd, charts, fleet, flux, helm, kustomize, manifests, version
 
 VERSION_PLACEHOLDER = "0.0.0-gpuop.unversioned"
 
@@ -46,11 +46,14 @@ def build_cluster(stack, settings) -> ClusterBuild:
         "releaseName": c, "namespace": plan.namespace, "platform": plan.platform,
         "platformVersion": plan.platform_version, "kubeVersion": plan.kube_version, "stackRelease": plan.release,
         "labels": dict(plan.labels), "objects": len(stack.objects),
+        "kinds": sorted({(o.body["apiVersion"].rpartition("/")[0], o.body["kind"], "namespace" in o.body["metadata"])
+                         for o in stack.objects}),
     }
     return ClusterBuild(c, files, digest, version.minor_key(plan), entry)
 
 
-def assemble(builds: list[ClusterBuild], previous_lock: dict, previous_charts: dict | None = None) -> dict:
+def assemble(builds: list[ClusterBuild], previous_lock: dict, previous_charts: dict | None = None,
+             settings=None) -> dict:
     """Versions, the packaged charts and the Helm repository index, index.json and the lock.
     `previous_charts` is the previous output's charts/ folder (file name -> bytes), carried forward."""
     files: dict = {}
@@ -75,6 +78,8 @@ def assemble(builds: list[ClusterBuild], previous_lock: dict, previous_charts: d
     for name, data in carried.items():
         files[f"charts/{name}"] = data
     files["charts/index.yaml"] = charts.index_yaml(repo)
+    if settings is not None:
+        files.update(fleet.write(settings.gitops, index))
     files["index.json"] = dump_json({"apiVersion": "gpuop/v1alpha1", "kind": "Index", "gpuop": __version__,
                                      "clusters": index})
     files[version.LOCK_FILE] = dump_json({"apiVersion": "gpuop/v1alpha1", "kind": "VersionLock",
@@ -83,4 +88,4 @@ def assemble(builds: list[ClusterBuild], previous_lock: dict, previous_charts: d
 
 
 def package(stacks, settings, previous_lock: dict) -> dict[str, str]:
-    return assemble([build_cluster(s, settings) for s in stacks], previous_lock)
+    return assemble([build_cluster(s, settings) for s in stacks], previous_lock, settings=settings)
