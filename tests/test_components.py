@@ -91,7 +91,10 @@ def test_driver_matches_the_operators_golden_render(prod):
         "labelSelector": {"matchExpressions": [{"key": "app.kubernetes.io/component", "operator": "In",
                                                 "values": ["nvidia-driver"]}]},
         "topologyKey": "kubernetes.io/hostname"}]}
-    assert ds(prod, "nvidia-driver-daemonset")["spec"]["updateStrategy"] == {"type": "OnDelete"}
+    # Upstream keeps OnDelete and its upgrade controller replaces driver pods; gpuop has no controller,
+    # so the DaemonSet rolls itself, maxParallelUpgrades (default 1) nodes at a time (driver.py).
+    assert ds(prod, "nvidia-driver-daemonset")["spec"]["updateStrategy"] == {
+        "type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
     g_rules = next(o for o in golden if o["kind"] == "ClusterRole")["rules"]
     assert prod[("ClusterRole", "", "nvidia-driver")]["rules"] == g_rules
 
@@ -149,16 +152,19 @@ def test_disabling_a_component_removes_all_its_objects():
     plan = plan_for({"devicePlugin": {"enabled": False}, "driver": {"enabled": False}})
     assert DevicePlugin.from_plan(plan) is None
     names = [c.name for c in COMPONENTS if c.from_plan(plan) is not None]
-    assert names == ["namespace", "runtime-class", "toolkit"]
+    assert names == ["namespace", "node-labels", "runtime-class", "toolkit", "operator-validator",
+                     "dcgm-exporter", "gpu-feature-discovery"]
 
 
-@pytest.mark.parametrize("cluster", ["prod-east", "lab-west"])
+@pytest.mark.parametrize("cluster", ["prod-east", "lab-west", "full-stack"])
 def test_golden_files_per_component(dist, index, cluster):
     entry = next(e for e in index["clusters"] if e["name"] == cluster)
     objs = load_dir(dist / entry["manifests"])
     by_component: dict[str, list] = {}
     for obj in objs:
         comp = obj["metadata"]["name"].replace("-daemonset", "").replace("-startup-probe", "").replace("-entrypoint", "")
+        comp = comp.removesuffix("-read-pods").removesuffix("-metrics")          # dcgm-exporter's extra objects
+        comp = {"gpu-feature-discovery": "nvidia-gpu-feature-discovery"}.get(comp, comp)   # upstream's DS name
         by_component.setdefault(f"{obj['kind'].lower()}" if obj["kind"] in ("Namespace", "RuntimeClass") else comp,
                                 []).append(obj)
     for comp, items in sorted(by_component.items()):

@@ -16,13 +16,15 @@ def crds() -> CrdValidator:
     assert CRDS.is_dir(), f"upstream CRDs expected at {CRDS}"
     return CrdValidator.from_files([CRDS / "argoproj.io_applications.yaml",
                                     CRDS / "helm.toolkit.fluxcd.io_helmreleases.yaml",
-                                    CRDS / "source.toolkit.fluxcd.io_gitrepositories.yaml"])
+                                    CRDS / "source.toolkit.fluxcd.io_gitrepositories.yaml",
+                                    CRDS / "source.toolkit.fluxcd.io_helmrepositories.yaml"])
 
 
 def test_gitops_objects_validate_against_upstream_crds(dist, index, crds):
     for entry in index["clusters"]:
         objs = load_dir(dist / entry["argocd"]) + load_dir(dist / entry["flux"])
-        assert {o["kind"] for o in objs} == {"Application", "GitRepository", "HelmRelease"}
+        # + HelmRepository for NFD's chart when the profile deploys NFD (spec.nfd.mode: deploy)
+        assert {o["kind"] for o in objs} <= {"Application", "GitRepository", "HelmRelease", "HelmRepository"}
         for obj in objs:
             assert crds.errors(obj) == [], (entry["name"], obj["kind"], crds.errors(obj))
 
@@ -30,7 +32,8 @@ def test_gitops_objects_validate_against_upstream_crds(dist, index, crds):
 def test_helmrelease_sets_what_flux_needs(dist, index):
     settings = load((dist.parent / "gpuop.yaml").read_text())["gitops"]
     for entry in index["clusters"]:
-        hr = next(o for o in load_dir(dist / entry["flux"]) if o["kind"] == "HelmRelease")
+        hr = next(o for o in load_dir(dist / entry["flux"])
+                  if o["kind"] == "HelmRelease" and o["metadata"]["name"] == f"gpuop-{entry['name']}")
         spec = hr["spec"]
         assert ("chart" in spec) != ("chartRef" in spec), "exactly one of chart / chartRef"
         assert spec["install"]["crds"] == "CreateReplace" and spec["upgrade"]["crds"] == "CreateReplace"
@@ -44,7 +47,7 @@ def test_helmrelease_sets_what_flux_needs(dist, index):
 def test_application_points_at_the_chart(dist, index):
     settings = load((dist.parent / "gpuop.yaml").read_text())["gitops"]
     for entry in index["clusters"]:
-        (app,) = load_dir(dist / entry["argocd"])
+        (app,) = [a for a in load_dir(dist / entry["argocd"]) if a["metadata"]["name"] == f"gpuop-{entry['name']}"]
         src = app["spec"]["source"]
         assert src["repoURL"] == settings["repoURL"] and src["targetRevision"] == settings["revision"]
         assert src["path"] == f"{settings['path']}/{entry['chart']}"

@@ -19,7 +19,7 @@ def tree(folder: Path) -> dict[str, str]:
 
 
 def test_index_lists_every_cluster_with_its_paths(dist, index):
-    assert [c["name"] for c in index["clusters"]] == ["lab-west", "prod-east"]
+    assert [c["name"] for c in index["clusters"]] == ["full-stack", "lab-west", "prod-east"]
     for c in index["clusters"]:
         for k in ("name", "chart", "chartVersion", "digest", "manifests", "overlay", "argocd", "flux",
                   "releaseName", "namespace"):

@@ -48,6 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     m = sub.add_parser("merge", help="merge the output folders of `synth --shard` runs into one")
     m.add_argument("shards", nargs="+", type=Path)
     m.add_argument("-o", "--output", type=Path, default=Path("dist"))
+    m.add_argument("--settings", type=Path, default=Path("gpuop.yaml"))
     v = sub.add_parser("validate", help="check profiles and settings, or a compiled output folder; write nothing")
     v.add_argument("paths", nargs="*", type=Path)
     v.add_argument("--settings", type=Path, default=Path("gpuop.yaml"))
@@ -134,7 +135,9 @@ def cmd_merge(args) -> int:
     from .merge import merge_shards
     from .write import write_tree
 
-    files = merge_shards(args.shards)
+    from .settings import load_settings
+
+    files = merge_shards(args.shards, load_settings(args.settings))
     write_tree(args.output, files)
     print(f"gpuop: merged {len(args.shards)} shard(s) into {args.output}", file=sys.stderr)
     return 0

@@ -14,12 +14,12 @@ from pathlib import Path
 
 from . import __version__
 from .errors import Issue, UserError
-from .outputs import charts
+from .outputs import charts, fleet
 from .outputs.version import LOCK_FILE
 from .yamlio import dump_json
 
 
-def merge_shards(shards: list[Path]) -> dict[str, bytes]:
+def merge_shards(shards: list[Path], settings) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     entries: dict[str, dict] = {}
     lock: dict[str, dict] = {}
@@ -51,8 +51,12 @@ def merge_shards(shards: list[Path]) -> dict[str, bytes]:
     for name, data in archives.items():
         files[f"charts/{name}"] = data
     files["charts/index.yaml"] = charts.index_yaml(charts.entries_from(archives)).encode()
+    merged = [entries[n] for n in sorted(entries)]
+    for path, text in fleet.write(settings.gitops, merged).items():
+        if path.startswith("fleet/"):
+            files[path] = text.encode()
     files["index.json"] = dump_json({"apiVersion": "gpuop/v1alpha1", "kind": "Index", "gpuop": __version__,
-                                     "clusters": [entries[n] for n in sorted(entries)]}).encode()
+                                     "clusters": merged}).encode()
     files[LOCK_FILE] = dump_json({"apiVersion": "gpuop/v1alpha1", "kind": "VersionLock",
                                   "clusters": dict(sorted(lock.items()))}).encode()
     return files

@@ -1,8 +1,10 @@
 """Stage 3, plan: a validated profile + the catalogs -> one frozen `StackPlan` per cluster.
 
 Every contextual default is resolved here, once (namespace and runtime from the platform, driver
-version from the release or a branch, image tags from the OS, upstream tolerations), so components
-are pure functions of their props and never look at the profile or the catalog themselves.
+version from the release or a branch, image tags from the OS, per-component version overrides,
+upstream tolerations, the upgrade policy, placement additions, monitoring, the NFD chart and its
+values), so components are pure functions of their props and never look at the profile or the catalog
+themselves.
 The plan also carries the chart's default values (the value slots' defaults).
 """
 
@@ -44,6 +46,64 @@ class Pool:
 
 
 @dataclass(frozen=True)
+class Scheduling:
+    """Placement every GPU DaemonSet gets on top of its deploy-label selector (spec.daemonsets)."""
+    node_selector: tuple[tuple[str, str], ...] = ()
+    node_affinity: tuple[tuple[str, str, tuple[str, ...]], ...] = ()   # (key, operator, values)
+
+
+@dataclass(frozen=True)
+class Upgrade:
+    """spec.driver.upgradePolicy, resolved."""
+    auto: bool = True
+    max_parallel: int = 1
+    gpu_pod_deletion: bool = True
+    drain: bool = False
+    timeout_seconds: int = 0
+    force: bool = False
+    delete_empty_dir: bool = False
+    pod_selector: str = ""
+
+
+@dataclass(frozen=True)
+class Monitor:
+    """A ServiceMonitor to emit (None where the profile leaves it off)."""
+    interval: str = "15s"
+    honor_labels: bool = False
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class DcgmExporterPlan:
+    service_monitor: Monitor | None = None
+    metrics: tuple[tuple[str, str, str], ...] = ()   # (DCGM field, Prometheus type, help)
+    pod_labels: bool = False
+    pod_uid: bool = False
+    pod_label_allowlist: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeStatusExporterPlan:
+    service_monitor: Monitor | None = None
+
+
+@dataclass(frozen=True)
+class NfdPlan:
+    mode: str = "deploy"             # deploy | existing
+    rules: bool = True               # emit the NodeFeatureRule
+    chart: str = ""
+    repository: str = ""
+    version: str = ""
+    namespace: str = ""
+    release_name: str = ""
+    values_json: str = "{}"          # the NFD chart's values (deploy mode), canonical JSON
+
+    @property
+    def values(self) -> dict:
+        return json.loads(self.values_json)
+
+
+@dataclass(frozen=True)
 class StackPlan:
     name: str
     labels: tuple[tuple[str, str], ...]
@@ -67,6 +127,22 @@ class StackPlan:
     values_json: str             # the chart's default values, canonical JSON
     inputs_digest: str           # profile files + catalogs + gpuop version
     sources: tuple[str, ...] = field(default=())
+    scheduling: Scheduling = field(default_factory=Scheduling)
+    upgrade: Upgrade = field(default_factory=Upgrade)
+    pull_secrets: tuple[str, ...] = ()
+    gfd: bool = True
+    dcgm: bool = False
+    dcgm_exporter: DcgmExporterPlan | None = None    # None: exporter off
+    node_status_exporter: NodeStatusExporterPlan | None = None
+    nfd: NfdPlan = field(default_factory=NfdPlan)
+
+    @property
+    def uses_crd_kinds(self) -> bool:
+        """Whether the stack holds custom resources (NodeFeatureRule, ServiceMonitor) whose CRDs come
+        from elsewhere (NFD, the Prometheus Operator)."""
+        monitors = (self.dcgm_exporter and self.dcgm_exporter.service_monitor) or (
+            self.node_status_exporter and self.node_status_exporter.service_monitor)
+        return bool(self.nfd.rules or monitors)
 
     def image(self, component: str) -> Image:
         return dict(self.images)[component]
@@ -91,6 +167,32 @@ def _component_values(enabled: bool, resources: Resources | None) -> dict | None
     return {"enabled": True, "resources": resources.model_dump(exclude_none=True) if resources else {}}
 
 
+# Profile sections with a per-component version override (each also names its image in the catalog).
+VERSIONED = ("toolkit", "devicePlugin", "gfd", "dcgm", "dcgmExporter", "validator", "nodeStatusExporter")
+# Profile section -> Helm values key, for components a user can switch off at deploy time.
+SWITCHABLE = ("driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "nodeStatusExporter")
+CONTROL_PLANE_TOLERATION = {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "",
+                            "effect": "NoSchedule"}
+
+
+def _monitor(sm) -> Monitor | None:
+    if not sm.enabled:
+        return None
+    return Monitor(sm.interval, sm.honorLabels, tuple(sorted(sm.additionalLabels.items())))
+
+
+def _nfd(spec, release, values: dict) -> NfdPlan:
+    chart = release.nfd
+    if chart is None or spec.nfd.mode == "existing":
+        return NfdPlan(mode=spec.nfd.mode, rules=spec.nfd.rules)
+    nfd_values = json.loads(json.dumps(chart.values))
+    nfd_values["priorityClassName"] = values["priorityClassName"]
+    nfd_values.setdefault("worker", {})["tolerations"] = [CONTROL_PLANE_TOLERATION] + values["tolerations"]
+    return NfdPlan(mode="deploy", rules=spec.nfd.rules, chart=chart.chart, repository=chart.repository,
+                   version=chart.version, namespace=chart.namespace, release_name=chart.releaseName,
+                   values_json=json.dumps(nfd_values, sort_keys=True, separators=(",", ":")))
+
+
 def build_plan(valid: ValidProfile, cat: Catalog) -> StackPlan:
     p: ClusterProfile = valid.profile
     spec = p.spec
@@ -104,9 +206,10 @@ def build_plan(valid: ValidProfile, cat: Catalog) -> StackPlan:
     driver_version = _resolve_driver(spec.driver.version, comps["driver"].version, cat)
     os_tag = m.os[spec.os].tag
     images["driver"] = Image(comps["driver"].image, f"{driver_version}-{os_tag}")
-    for name, settings in (("toolkit", spec.toolkit), ("devicePlugin", spec.devicePlugin)):
-        if settings.version:
-            images[name] = Image(comps[name].image, settings.version)
+    for key in VERSIONED:
+        version = getattr(spec, key).version
+        if version:
+            images[key] = Image(comps[key].image, version)
     strategies = {pool.mig.strategy for pool in spec.nodePools if pool.mig and pool.mig.layout}
     values = {
         "imageRegistry": spec.images.registry or release.registry,
@@ -116,10 +219,14 @@ def build_plan(valid: ValidProfile, cat: Catalog) -> StackPlan:
         "tolerations": ([t.model_dump(exclude_none=True) for t in spec.daemonsets.tolerations]
                         if spec.daemonsets.tolerations is not None else list(UPSTREAM_TOLERATIONS)),
     }
-    for key, settings in (("driver", spec.driver), ("toolkit", spec.toolkit), ("devicePlugin", spec.devicePlugin)):
+    for key in SWITCHABLE:
+        settings = getattr(spec, key)
         v = _component_values(settings.enabled, settings.resources)
         if v is not None:
             values[key] = v
+    values["validator"] = {"resources": spec.validator.resources.model_dump(exclude_none=True)
+                           if spec.validator.resources else {}}
+    ds, up, dx, nse = spec.daemonsets, spec.driver.upgradePolicy, spec.dcgmExporter, spec.nodeStatusExporter
     h = hashlib.sha256()
     for src in valid.loaded.sources:
         h.update(src.read_bytes())
@@ -150,4 +257,15 @@ def build_plan(valid: ValidProfile, cat: Catalog) -> StackPlan:
         values_json=json.dumps(values, sort_keys=True, separators=(",", ":")),
         inputs_digest=h.hexdigest(),
         sources=tuple(str(s) for s in valid.loaded.sources),
+        scheduling=Scheduling(tuple(sorted(ds.nodeSelector.items())),
+                              tuple((r.key, r.operator, tuple(r.values)) for r in ds.nodeAffinity)),
+        upgrade=Upgrade(up.autoUpgrade, up.maxParallelUpgrades, up.gpuPodDeletion, up.drain, up.timeoutSeconds,
+                        up.force, up.deleteEmptyDir, up.podSelector),
+        pull_secrets=tuple(spec.images.pullSecrets),
+        gfd=spec.gfd.enabled,
+        dcgm=spec.dcgm.enabled,
+        dcgm_exporter=DcgmExporterPlan(_monitor(dx.serviceMonitor), tuple((m.field, m.type, m.help) for m in dx.metrics),
+                                       dx.podLabels, dx.podUID, tuple(dx.podLabelAllowlist)) if dx.enabled else None,
+        node_status_exporter=NodeStatusExporterPlan(_monitor(nse.serviceMonitor)) if nse.enabled else None,
+        nfd=_nfd(spec, release, values),
     )

@@ -4,6 +4,12 @@
 refuses values that break it at install, upgrade, lint and template time. The defaults of a given
 chart come from its cluster profile (plan.py), so values.yaml differs per cluster but the schema
 does not.
+
+Each component the profile enables has a key (`driver`, `toolkit`, `devicePlugin`, `dcgm`,
+`dcgmExporter`, `gfd`, `nodeStatusExporter`) with `enabled` and `resources`; a component the profile
+leaves off has no key and no templates. The validator always runs, so its key has `resources` only.
+Switching a component off here removes its objects at deploy time; decisions other components took at
+compile time stay (docs/components.md).
 """
 
 from __future__ import annotations
@@ -31,6 +37,12 @@ class ComponentValues(_Values):
         "Requests and limits for the component's containers; {} leaves them unset."))
 
 
+class ValidatorValues(_Values):
+    resources: Resources = Field(default_factory=Resources, description=(
+        "Requests and limits for the validator's container; {} leaves them unset. The validator cannot be "
+        "switched off: the other components wait for its checks."))
+
+
 class ChartValues(_Values):
     imageRegistry: str = Field(min_length=1, pattern=r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", description=(
         "Registry (and path) every image is pulled from, e.g. a mirror of nvcr.io/nvidia."))
@@ -42,6 +54,11 @@ class ChartValues(_Values):
     driver: ComponentValues | None = None
     toolkit: ComponentValues | None = None
     devicePlugin: ComponentValues | None = None
+    validator: ValidatorValues | None = None
+    dcgm: ComponentValues | None = None
+    dcgmExporter: ComponentValues | None = None
+    gfd: ComponentValues | None = None
+    nodeStatusExporter: ComponentValues | None = None
 
 
 @lru_cache(maxsize=1)

@@ -1,7 +1,7 @@
 """The catalogs: facts about stack releases, GPUs and drivers, kept as data (data/*.yaml).
 
 Each data file names its sources. This module only reads them into frozen models; the rules that
-use them live in the validate stage. `digest()` identifies the catalog content for caches and
+use them live in the validate stage (validate.py, compat.py). `digest()` identifies the catalog content for caches and
 chart versions.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,6 +32,14 @@ class OsEntry(_Frozen):
     platform: str
     kubernetes: tuple[str, ...] = ()
     openshift: tuple[str, ...] = ()
+    support: Literal["supported", "partner-validated"] = "supported"
+    note: str | None = None
+
+
+class RuntimeSupport(_Frozen):
+    support: Literal["supported", "code-only"] = "supported"
+    versions: str | None = None
+    note: str | None = None
 
 
 class Matrix(_Frozen):
@@ -39,6 +48,7 @@ class Matrix(_Frozen):
     containerRuntimes: tuple[str, ...]
     openshiftKubernetes: dict[str, str]
     os: dict[str, OsEntry]
+    runtimeSupport: dict[str, RuntimeSupport] = Field(default_factory=dict)
 
 
 class RuntimeFiles(_Frozen):
@@ -49,6 +59,17 @@ class RuntimeFiles(_Frozen):
     socketEnv: str | None = None
 
 
+class NfdChart(_Frozen):
+    """Node Feature Discovery's own Helm chart, as the stack release pins it (deploy mode)."""
+    chart: str
+    repository: str
+    version: str
+    namespace: str
+    releaseName: str
+    source: str
+    values: dict = Field(default_factory=dict)   # the settings the GPU stack needs, upstream's subchart values
+
+
 class Release(_Frozen):
     name: str
     operatorVersion: str
@@ -57,6 +78,7 @@ class Release(_Frozen):
     components: dict[str, ImageRef]
     runtimes: dict[str, RuntimeFiles]
     matrix: Matrix
+    nfd: NfdChart | None = None
 
 
 class Gpu(_Frozen):

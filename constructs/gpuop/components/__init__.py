@@ -2,18 +2,35 @@
 
 Each entry is a `Component` subclass (a cdk8s construct) with `from_plan(plan) -> props | None` and a
 pure `render(props)`. Adding a component means adding its module and one line here.
+
+Order (controllers/state_manager.go): node labels (the Operator's node-labeling controller runs before
+any state), pre-requisites (RuntimeClasses), driver, container-toolkit, operator-validation,
+device-plugin, dcgm, dcgm-exporter, gpu-feature-discovery, node-status-exporter. The namespace comes
+first because everything else lives in it.
 """
 
+from .dcgm import Dcgm
+from .dcgm_exporter import DcgmExporter
 from .device_plugin import DevicePlugin
 from .driver import Driver
+from .gfd import GpuFeatureDiscovery
 from .namespace import Namespace
+from .node_labels import NodeLabels
+from .node_status_exporter import NodeStatusExporter
 from .runtime_class import RuntimeClasses
 from .toolkit import ContainerToolkit
+from .validator import OperatorValidator
 
 COMPONENTS = (
     Namespace,
+    NodeLabels,
     RuntimeClasses,
     Driver,
     ContainerToolkit,
+    OperatorValidator,
     DevicePlugin,
+    Dcgm,
+    DcgmExporter,
+    GpuFeatureDiscovery,
+    NodeStatusExporter,
 )

@@ -5,6 +5,13 @@ pydantic model. `render(props)` is a pure function returning the component's obj
 (bodies stay in Python: one cdk8s `ApiObject` call and one JSON patch per object, ≈3 bridge calls);
 `from_plan(plan)` derives the props from a `StackPlan`, or None when the component is off.
 Construct ids are `<Kind>-<name>`: stable, since renaming one is a breaking change.
+
+Every GPU DaemonSet is built by `daemonset()`: upstream's `nvidia.com/gpu.deploy.<component>=true`
+node selector plus the profile's `spec.daemonsets.nodeSelector`; tolerations, priority class and pull
+secrets as Helm value slots; and one difference from upstream, a required node affinity on the opt-out
+labels `nvidia.com/gpu.deploy.operands NotIn [false]` and `gpuop/deploy.<component> NotIn [false]`
+(plus `spec.daemonsets.nodeAffinity`), because the deploy labels are NFD's and cannot carry an admin's
+`false` (node_labels.py explains).
 """
 
 from __future__ import annotations
@@ -19,6 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..slots import fill, slot
 
 GPU_PRIORITY = "priorityClassName"
+# Node opt-out, honoured by every GPU DaemonSet through required node affinity (node labels are NFD's;
+# see node_labels.py for why the deploy labels themselves cannot carry a user's `false`).
+OPERANDS_LABEL = "nvidia.com/gpu.deploy.operands"      # =false: no GPU operand on this node (upstream's key)
+OPT_OUT_PREFIX = "gpuop/deploy."                       # gpuop/deploy.<component>=false: not this one
 
 
 class Props(BaseModel):
@@ -27,12 +38,30 @@ class Props(BaseModel):
     namespace: str = Field("gpu-operator", description="Namespace of the namespaced objects. Omitted: gpu-operator.")
 
 
+class Placement(BaseModel):
+    """Where a GPU DaemonSet may run beyond its deploy label: the profile's spec.daemonsets additions."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    node_selector: dict[str, str] = Field(default_factory=dict, description="Extra nodeSelector labels. Omitted: none.")
+    node_affinity: tuple[tuple[str, str, tuple[str, ...]], ...] = Field(
+        (), description="Extra required node affinity (key, operator, values). Omitted: none.")
+
+    @classmethod
+    def of(cls, plan) -> "Placement":
+        return cls(node_selector=dict(plan.scheduling.node_selector), node_affinity=plan.scheduling.node_affinity)
+
+
+class DaemonSetProps(Props):
+    """Props of a component that runs a GPU DaemonSet."""
+    placement: Placement = Field(default_factory=Placement, description="Omitted: deploy label and opt-outs only.")
+
+
 class Component(Construct):
     """A GPU Operator state as a construct. Subclasses set `name`, `values_key`, `Props` and `render`."""
 
     name: ClassVar[str]                 # stable component id (file prefix in charts)
     values_key: ClassVar[str | None]    # key under which Helm values enable/configure it (None: always on)
     props_type: ClassVar[type[Props]]
+    deploy_label: ClassVar[str | None] = None   # nvidia.com/gpu.deploy.<this>: its node label (None: no DaemonSet)
 
     def __init__(self, scope: Construct, id: str, props: Props):
         super().__init__(scope, id)
@@ -134,11 +163,26 @@ def resources_slot(values_key: str) -> str:
     return slot(f"{values_key}.resources")
 
 
+def node_affinity(deploy: str, placement: Placement) -> dict:
+    """Required node affinity: the node-wide and per-component opt-out labels, then the profile's additions."""
+    terms = [{"key": OPERANDS_LABEL, "operator": "NotIn", "values": ["false"]},
+             {"key": OPT_OUT_PREFIX + deploy, "operator": "NotIn", "values": ["false"]}]
+    for key, op, values in placement.node_affinity:
+        terms.append({"key": key, "operator": op, **({"values": list(values)} if values else {})})
+    return {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": terms}]}}
+
+
 def daemonset(name: str, namespace: str, *, app: str, labels: dict, annotations: dict | None,
-              pod_spec: dict, pod_annotations: dict | None = None, update_strategy: dict | None = None) -> dict:
-    """A GPU DaemonSet with the fields every operand shares: selector on `app`, the deploy-label node
-    selector is in pod_spec, tolerations / priority class / pull secrets as value slots."""
+              pod_spec: dict, deploy: str, placement: Placement, selector: dict | None = None,
+              pod_annotations: dict | None = None, update_strategy: dict | None = None) -> dict:
+    """A GPU DaemonSet with the fields every operand shares: selector on `app` (or `selector`), node
+    selector `nvidia.com/gpu.deploy.<deploy>=true` plus the profile's labels, node affinity for the
+    opt-outs plus the profile's requirements (merged into pod_spec's own affinity), tolerations /
+    priority class / pull secrets as value slots."""
+    affinity = {"nodeAffinity": node_affinity(deploy, placement), **pod_spec.pop("affinity", {})}
     spec = {
+        "nodeSelector": {f"nvidia.com/gpu.deploy.{deploy}": "true", **placement.node_selector},
+        "affinity": affinity,
         "tolerations": slot("tolerations"),
         "priorityClassName": slot("priorityClassName"),
         "imagePullSecrets": slot("imagePullSecrets"),
@@ -150,11 +194,34 @@ def daemonset(name: str, namespace: str, *, app: str, labels: dict, annotations:
     body = {
         "apiVersion": "apps/v1", "kind": "DaemonSet",
         "metadata": meta(name, namespace, labels, annotations),
-        "spec": {"selector": {"matchLabels": {"app": app}}, "template": {"metadata": template_meta, "spec": spec}},
+        "spec": {"selector": {"matchLabels": selector or {"app": app}},
+                 "template": {"metadata": template_meta, "spec": spec}},
     }
     if update_strategy:
         body["spec"]["updateStrategy"] = update_strategy
     return body
+
+
+def service(name: str, namespace: str, *, app: str, port_name: str, port: int, annotations: dict | None = None,
+            extra: dict | None = None) -> dict:
+    """A Service selecting `app=<app>` on one TCP port (as the Operator's 0400/0500_service assets)."""
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": meta(name, namespace, {"app": app}, annotations),
+            "spec": {"selector": {"app": app}, **(extra or {}),
+                     "ports": [{"name": port_name, "port": port, "targetPort": port, "protocol": "TCP"}]}}
+
+
+def service_monitor(name: str, namespace: str, *, app: str, port_name: str, job_label: str, monitor) -> dict:
+    """A Prometheus Operator ServiceMonitor as the Operator's asset, with the profile's interval, honor
+    labels and extra labels (`monitor` is a plan.Monitor)."""
+    endpoint = {"port": port_name, "path": "/metrics", "interval": monitor.interval}
+    if monitor.honor_labels:
+        endpoint["honorLabels"] = True
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+            "metadata": meta(name, namespace, {"app": app, **dict(monitor.labels)}),
+            "spec": {"endpoints": [endpoint], "jobLabel": job_label,
+                     "namespaceSelector": {"matchNames": [namespace]},
+                     "selector": {"matchLabels": {"app": app}}}}
 
 
 def validation_init(component: str, image: str, mounts: list[dict], *, wait_for: str | None = None,

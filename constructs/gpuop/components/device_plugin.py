@@ -15,14 +15,14 @@ from typing import Literal
 from pydantic import Field
 
 from ..slots import slot
-from .base import SCC_RULE, Component, Props, daemonset, env, host_path, meta, mount, rbac, resources_slot, validation_init
+from .base import SCC_RULE, Component, DaemonSetProps, Placement, daemonset, env, host_path, meta, mount, rbac, resources_slot, validation_init
 
 NAME = "nvidia-device-plugin"
 DS_NAME = "nvidia-device-plugin-daemonset"
 ENTRYPOINT = (Path(__file__).parent / "scripts" / "device-plugin-entrypoint.sh").read_text()
 
 
-class DevicePluginProps(Props):
+class DevicePluginProps(DaemonSetProps):
     image: str = Field(description="k8s-device-plugin image. Required.")
     validator_image: str = Field(description="Validator image for the toolkit-validation init container. Required.")
     mig_strategy: Literal["none", "single", "mixed"] = Field("single", description="MIG_STRATEGY. Omitted: single.")
@@ -33,6 +33,7 @@ class DevicePluginProps(Props):
 class DevicePlugin(Component):
     name = "device-plugin"
     values_key = "devicePlugin"
+    deploy_label = "device-plugin"
     props_type = DevicePluginProps
 
     @classmethod
@@ -40,7 +41,8 @@ class DevicePlugin(Component):
         if not plan.device_plugin:
             return None
         return DevicePluginProps(namespace=plan.namespace, image=plan.image("devicePlugin").ref,
-                                 validator_image=plan.image("validator").ref, mig_strategy=plan.mig_strategy)
+                                 validator_image=plan.image("validator").ref, mig_strategy=plan.mig_strategy,
+                                 placement=Placement.of(plan))
 
     @classmethod
     def render(cls, p: DevicePluginProps) -> list[dict]:
@@ -77,7 +79,6 @@ class DevicePlugin(Component):
             mount("run-nvidia-validations", "/run/nvidia/validations", propagation="HostToContainer")],
             wait_for="toolkit")
         pod_spec = {
-            "nodeSelector": {"nvidia.com/gpu.deploy.device-plugin": "true"},
             "serviceAccountName": NAME,
             "runtimeClassName": "nvidia",
             "initContainers": [init],
@@ -100,6 +101,6 @@ class DevicePlugin(Component):
             {"apiVersion": "v1", "kind": "ConfigMap",
              "metadata": meta("nvidia-device-plugin-entrypoint", p.namespace, labels),
              "data": {"entrypoint.sh": ENTRYPOINT}},
-            daemonset(DS_NAME, p.namespace, app=DS_NAME, labels=labels,
-                      annotations={"openshift.io/scc": "hostmount-anyuid"}, pod_spec=pod_spec),
+            daemonset(DS_NAME, p.namespace, app=DS_NAME, labels=labels, deploy=cls.deploy_label,
+                      placement=p.placement, annotations={"openshift.io/scc": "hostmount-anyuid"}, pod_spec=pod_spec),
         ]

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from ..catalog import RuntimeFiles
 from ..slots import slot
-from .base import SCC_RULE, Component, Props, daemonset, env, host_path, meta, mount, rbac, resources_slot, validation_init
+from .base import SCC_RULE, Component, DaemonSetProps, Placement, daemonset, env, host_path, meta, mount, rbac, resources_slot, validation_init
 
 NAME = "nvidia-container-toolkit"
 DS_NAME = "nvidia-container-toolkit-daemonset"
@@ -24,7 +24,7 @@ ENTRYPOINT = (Path(__file__).parent / "scripts" / "toolkit-entrypoint.sh").read_
 CONFIG_DIR, DROP_IN_DIR, SOCKET_DIR = "/runtime/config-dir/", "/runtime/config-dir.d/", "/runtime/sock-dir/"
 
 
-class ToolkitProps(Props):
+class ToolkitProps(DaemonSetProps):
     image: str = Field(description="container-toolkit image. Required.")
     validator_image: str = Field(description="Validator image for the driver-validation init container. Required.")
     runtime: str = Field("containerd", description="containerd, crio or docker. Omitted: containerd.")
@@ -58,6 +58,7 @@ def _runtime_wiring(p: ToolkitProps) -> tuple[list[dict], list[dict], list[dict]
 class ContainerToolkit(Component):
     name = "toolkit"
     values_key = "toolkit"
+    deploy_label = "container-toolkit"
     props_type = ToolkitProps
 
     @classmethod
@@ -66,7 +67,7 @@ class ContainerToolkit(Component):
             return None
         return ToolkitProps(namespace=plan.namespace, image=plan.image("toolkit").ref,
                             validator_image=plan.image("validator").ref, runtime=plan.runtime,
-                            runtime_files=plan.runtime_files)
+                            runtime_files=plan.runtime_files, placement=Placement.of(plan))
 
     @classmethod
     def render(cls, p: ToolkitProps) -> list[dict]:
@@ -106,7 +107,6 @@ class ContainerToolkit(Component):
             mount("host-dev-char", "/host-dev-char"),
         ])
         pod_spec = {
-            "nodeSelector": {"nvidia.com/gpu.deploy.container-toolkit": "true"},
             "serviceAccountName": NAME,
             "hostPID": True,
             "initContainers": [init],
@@ -130,6 +130,6 @@ class ContainerToolkit(Component):
             {"apiVersion": "v1", "kind": "ConfigMap",
              "metadata": meta("nvidia-container-toolkit-entrypoint", p.namespace, labels),
              "data": {"entrypoint.sh": ENTRYPOINT}},
-            daemonset(DS_NAME, p.namespace, app=DS_NAME, labels=labels,
-                      annotations={"openshift.io/scc": "hostmount-anyuid"}, pod_spec=pod_spec),
+            daemonset(DS_NAME, p.namespace, app=DS_NAME, labels=labels, deploy=cls.deploy_label,
+                      placement=p.placement, annotations={"openshift.io/scc": "hostmount-anyuid"}, pod_spec=pod_spec),
         ]

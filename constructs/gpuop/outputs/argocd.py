@@ -1,8 +1,18 @@
-"""Writer: the Argo CD Application that installs a cluster's chart from git.
+"""Writer: the Argo CD Applications of a cluster: the GPU stack's chart from git and, in
+`spec.nfd.mode: deploy`, Node Feature Discovery's own upstream chart.
 
-Helm source on a git path (Argo CD syncs on the git revision); releaseName and kubeVersion pinned so
-Argo CD renders what gpuop validated. Cascading delete via the resources finalizer; automated sync
-with prune and self-heal; ServerSideApply so large objects never hit the annotation limit.
+GPU stack: Helm source on a git path (Argo CD syncs on the git revision); releaseName and kubeVersion
+pinned so Argo CD renders what gpuop validated. Cascading delete via the resources finalizer; automated
+sync with prune and self-heal; ServerSideApply so large objects never hit the annotation limit;
+SkipDryRunOnMissingResource when the stack holds custom resources (NodeFeatureRule, ServiceMonitor)
+whose CRDs another Application installs, so the first sync does not fail before they exist.
+
+NFD: a Helm-repository source pinned to the stack release's chart version, with the settings the GPU
+stack needs (catalog releases.yaml) as `valuesObject`, in its own namespace (created by the sync).
+Ordering: the NFD Application has sync-wave -1 and the GPU stack's 0, so an app-of-apps that manages
+both syncs NFD (and its NodeFeatureRule CRD) first. Waves between Applications need the Application
+health check that Argo CD no longer ships (gitops-notes §1); without it they are only an order of
+creation, and SkipDryRunOnMissingResource plus retries cover the gap.
 """
 
 from __future__ import annotations
@@ -10,24 +20,60 @@ from __future__ import annotations
 from ..plan import StackPlan
 from ..yamlio import dump
 
+WAVE = "argocd.argoproj.io/sync-wave"
+
+
+def _metadata(name: str, plan: StackPlan, gitops, wave: str | None) -> dict:
+    m = {"name": name, "namespace": gitops.argocd.namespace,
+         "labels": {"app.kubernetes.io/managed-by": "gpuop", "gpuop/cluster": plan.name, **dict(plan.labels)},
+         "finalizers": ["resources-finalizer.argocd.argoproj.io"]}
+    if wave is not None:
+        m["annotations"] = {WAVE: wave}
+    return m
+
 
 def application(plan: StackPlan, gitops, chart_path: str) -> dict:
     a = gitops.argocd
+    options = ["ServerSideApply=true", "CreateNamespace=false"]
+    if plan.uses_crd_kinds:
+        options.append("SkipDryRunOnMissingResource=true")
     return {
         "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-        "metadata": {"name": f"gpuop-{plan.name}", "namespace": a.namespace,
-                     "labels": {"app.kubernetes.io/managed-by": "gpuop", "gpuop/cluster": plan.name, **dict(plan.labels)},
-                     "finalizers": ["resources-finalizer.argocd.argoproj.io"]},
+        "metadata": _metadata(f"gpuop-{plan.name}", plan, gitops, "0" if plan.nfd.mode == "deploy" else None),
         "spec": {
             "project": a.project,
             "destination": {"server": a.server, "namespace": plan.namespace},
             "source": {"repoURL": gitops.repoURL, "targetRevision": gitops.revision, "path": chart_path,
                        "helm": {"releaseName": plan.name, "kubeVersion": plan.kube_version}},
+            "syncPolicy": {"automated": {"prune": True, "selfHeal": True}, "syncOptions": options},
+        },
+    }
+
+
+def nfd_application(plan: StackPlan, gitops) -> dict | None:
+    n = plan.nfd
+    if n.mode != "deploy" or not n.chart:
+        return None
+    a = gitops.argocd
+    return {
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+        "metadata": _metadata(f"gpuop-{plan.name}-nfd", plan, gitops, "-1"),
+        "spec": {
+            "project": a.project,
+            "destination": {"server": a.server, "namespace": n.namespace},
+            "source": {"repoURL": n.repository, "chart": n.chart, "targetRevision": n.version,
+                       "helm": {"releaseName": n.release_name, "kubeVersion": plan.kube_version,
+                                "valuesObject": n.values}},
             "syncPolicy": {"automated": {"prune": True, "selfHeal": True},
-                           "syncOptions": ["ServerSideApply=true", "CreateNamespace=false"]},
+                           "syncOptions": ["ServerSideApply=true", "CreateNamespace=true"],
+                           "retry": {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"}}},
         },
     }
 
 
 def write(plan: StackPlan, gitops, base: str, chart_path: str) -> dict[str, str]:
-    return {f"{base}/application.yaml": dump(application(plan, gitops, chart_path))}
+    files = {f"{base}/application.yaml": dump(application(plan, gitops, chart_path))}
+    nfd = nfd_application(plan, gitops)
+    if nfd is not None:
+        files[f"{base}/nfd-application.yaml"] = dump(nfd)
+    return files

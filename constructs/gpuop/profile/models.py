@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
@@ -38,6 +38,11 @@ def _labels(v: dict[str, str]) -> dict[str, str]:
             raise ValueError(f"label {key!r}: value {value!r} is not a valid label value (at most 63 "
                              "characters: letters, digits, '-', '_', '.', starting and ending alphanumeric)")
     return v
+
+
+def _label_key(k: str) -> str:
+    _labels({k: ""})
+    return k
 
 
 ClusterName = Annotated[str, AfterValidator(_dns_label(53)), Field(
@@ -94,12 +99,108 @@ class ComponentSettings(Model):
     resources: Resources | None = Field(None, description="Omitted: no requests or limits (as upstream).")
 
 
+class UpgradePolicy(Model):
+    """How a new driver reaches the nodes (k8s-driver-manager settings and the DaemonSet rollout)."""
+    autoUpgrade: bool = Field(True, description=(
+        "True: the driver DaemonSet rolls a new driver out by itself, maxParallelUpgrades nodes at a time "
+        "(RollingUpdate). False: OnDelete, a node gets the new driver only when you delete its driver pod. "
+        "Omitted: true."))
+    maxParallelUpgrades: int = Field(1, ge=0, description=(
+        "At most this many nodes replace their driver at the same time; 0 means all at once. Omitted: 1 "
+        "(the Operator's default)."))
+    gpuPodDeletion: bool = Field(True, description=(
+        "Before unloading the old driver, cordon the node and delete the pods that use GPUs "
+        "(ENABLE_GPU_POD_EVICTION). Omitted: true."))
+    drain: bool = Field(False, description=(
+        "Drain the whole node when deleting GPU pods is not enough to unload the driver (ENABLE_AUTO_DRAIN). "
+        "Omitted: false."))
+    timeoutSeconds: int = Field(0, ge=0, description=(
+        "How long GPU pod deletion and drain may take before the driver pod gives up and retries "
+        "(DRAIN_TIMEOUT_SECONDS); 0 waits forever. Omitted: 0 (as the Operator's driver asset)."))
+    force: bool = Field(False, description=(
+        "Also delete pods no controller manages (DRAIN_USE_FORCE). Omitted: false."))
+    deleteEmptyDir: bool = Field(False, description=(
+        "Also delete pods with emptyDir volumes, losing that data (DRAIN_DELETE_EMPTYDIR_DATA). Omitted: false."))
+    podSelector: str = Field("", max_length=1024, description=(
+        "Label selector limiting which pods a drain deletes, e.g. \"app!=critical\" (DRAIN_POD_SELECTOR_LABEL). "
+        "Omitted: every pod."))
+
+
 class Driver(ComponentSettings):
     version: str | None = Field(None, pattern=r"^\d{3}(\.\d+){0,2}$", description=(
         "Driver version (\"580.173.02\") or branch (\"580\", resolved to the catalog's newest in that "
         "branch). Omitted: the stack release's default driver."))
     kernelModuleType: Literal["auto", "open", "proprietary"] = Field("auto", description=(
         "Which kernel modules the driver container builds. Omitted: auto (the driver picks by GPU)."))
+    upgradePolicy: UpgradePolicy = Field(default_factory=UpgradePolicy, description=(
+        "How a driver version change rolls out. Omitted: one node at a time, GPU pods deleted first, no drain."))
+
+
+class ValidatorSettings(Model):
+    version: str | None = Field(None, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$", description=(
+        "Image tag of the validator (also used by every validation init container). Omitted: the stack "
+        "release's version."))
+    resources: Resources | None = Field(None, description="Omitted: no requests or limits (as upstream).")
+
+
+class ServiceMonitor(Model):
+    enabled: bool = Field(False, description=(
+        "Emit a Prometheus Operator ServiceMonitor (needs its CRD in the cluster). Omitted: false; the "
+        "Service carries prometheus.io/scrape=true for annotation-based scraping either way."))
+    interval: str = Field("15s", pattern=r"^([0-9]+(ms|s|m|h))+$", description="Scrape interval. Omitted: 15s.")
+    honorLabels: bool = Field(False, description="Keep the exporter's labels on conflicts. Omitted: false.")
+    additionalLabels: Labels = Field(default_factory=dict, description=(
+        "Labels added to the ServiceMonitor, e.g. the one your Prometheus selects on. Omitted: none."))
+
+
+def _regex(v: str) -> str:
+    try:
+        re.compile(v)
+    except re.error as exc:
+        raise ValueError(f"{v!r} is not a valid regular expression ({exc})")
+    return v
+
+
+class DcgmMetric(Model):
+    field: str = Field(pattern=r"^DCGM_(FI|EXP)_[A-Z0-9_]+$", description="DCGM field name, e.g. DCGM_FI_DEV_GPU_UTIL. Required.")
+    type: Literal["gauge", "counter", "label"] = Field(description="Prometheus metric type. Required.")
+    help: str = Field(pattern=r"^[^\n\r]+$", max_length=512, description="Help text (one line). Required.")
+
+
+class DcgmExporter(ComponentSettings):
+    serviceMonitor: ServiceMonitor = Field(default_factory=ServiceMonitor, description="Omitted: no ServiceMonitor.")
+    metrics: list[DcgmMetric] = Field(default_factory=list, description=(
+        "The metrics to export, written to a ConfigMap as dcgm-metrics.csv. Omitted: the exporter's built-in "
+        "list (/etc/dcgm-exporter/dcp-metrics-included.csv), no ConfigMap."))
+    podLabels: bool = Field(False, description=(
+        "Add the labels of the pod using a GPU to its metrics (needs read access to pods: a ClusterRole and "
+        "a ServiceAccount token). Omitted: false."))
+    podUID: bool = Field(False, description="Add the UID of the pod using a GPU to its metrics. Omitted: false.")
+    podLabelAllowlist: list[Annotated[str, AfterValidator(_regex)]] = Field(default_factory=list, description=(
+        "Regular expressions; only pod labels whose key matches one are exported (bounds the series count). "
+        "Omitted: every label (when podLabels is on)."))
+
+
+class Dcgm(ComponentSettings):
+    enabled: bool = Field(False, description=(
+        "Run the standalone DCGM host engine; the exporter then connects to it instead of its embedded "
+        "engine. Omitted: false (the Operator's Helm default)."))
+
+
+class NodeStatusExporter(ComponentSettings):
+    enabled: bool = Field(False, description="Omitted: false (the Operator's default).")
+    serviceMonitor: ServiceMonitor = Field(default_factory=ServiceMonitor, description="Omitted: no ServiceMonitor.")
+
+
+class Nfd(Model):
+    mode: Literal["deploy", "existing"] = Field("deploy", description=(
+        "deploy: gpuop emits an Argo CD Application and Flux HelmRepository/HelmRelease for NFD's own "
+        "Helm chart (pinned by the stack release), ordered before the GPU stack. existing: NFD is already "
+        "installed (it must allow the nvidia.com label namespace). Omitted: deploy."))
+    rules: bool = Field(True, description=(
+        "Emit the NodeFeatureRule that labels GPU nodes (nvidia.com/gpu.present and the deploy labels of the "
+        "enabled components). False: you label the nodes yourself, e.g. in the node group template. "
+        "Omitted: true."))
 
 
 class Images(Model):
@@ -112,11 +213,36 @@ class Images(Model):
         "IfNotPresent", description="Omitted: IfNotPresent (as upstream).")
 
 
+class NodeSelectorRequirement(Model):
+    key: Annotated[str, AfterValidator(_label_key)] = Field(description="Node label key. Required.")
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"] = Field(description="Required.")
+    values: list[str] = Field(default_factory=list, description=(
+        "Label values: one or more for In/NotIn, none for Exists/DoesNotExist, one integer for Gt/Lt. "
+        "Omitted: none."))
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self):
+        n, op = len(self.values), self.operator
+        if op in ("In", "NotIn") and n == 0:
+            raise ValueError(f"operator {op} needs at least one value")
+        if op in ("Exists", "DoesNotExist") and n:
+            raise ValueError(f"operator {op} takes no values")
+        if op in ("Gt", "Lt") and (n != 1 or not self.values[0].lstrip("-").isdigit()):
+            raise ValueError(f"operator {op} takes exactly one integer value")
+        return self
+
+
 class DaemonSets(Model):
     tolerations: list[Toleration] | None = Field(None, description=(
         "Tolerations for every GPU DaemonSet; replaces, not merges. Omitted: nvidia.com/gpu Exists "
         "NoSchedule (as upstream)."))
     priorityClassName: str = Field("system-node-critical", description="Omitted: system-node-critical.")
+    nodeSelector: Labels = Field(default_factory=dict, description=(
+        "Labels every GPU DaemonSet additionally requires on a node (added to its deploy-label selector). "
+        "Omitted: none."))
+    nodeAffinity: list[NodeSelectorRequirement] = Field(default_factory=list, description=(
+        "Node affinity requirements every GPU DaemonSet additionally has (ANDed with the opt-out rules). "
+        "Omitted: none."))
 
 
 class Mig(Model):
@@ -147,6 +273,18 @@ class ClusterSpec(Model):
     driver: Driver = Field(default_factory=Driver, description="Omitted: enabled, release default version.")
     toolkit: ComponentSettings = Field(default_factory=ComponentSettings, description="Omitted: enabled.")
     devicePlugin: ComponentSettings = Field(default_factory=ComponentSettings, description="Omitted: enabled.")
+    validator: ValidatorSettings = Field(default_factory=ValidatorSettings, description=(
+        "The operator validator always runs (the other components wait for its checks). Omitted: release "
+        "version, no resources."))
+    dcgm: Dcgm = Field(default_factory=Dcgm, description="Standalone DCGM host engine. Omitted: disabled.")
+    dcgmExporter: DcgmExporter = Field(default_factory=DcgmExporter, description=(
+        "Omitted: enabled, built-in metrics, no ServiceMonitor, no pod labels."))
+    gfd: ComponentSettings = Field(default_factory=ComponentSettings, description=(
+        "GPU feature discovery. Omitted: enabled."))
+    nodeStatusExporter: NodeStatusExporter = Field(default_factory=NodeStatusExporter, description=(
+        "Omitted: disabled."))
+    nfd: Nfd = Field(default_factory=Nfd, description=(
+        "Node Feature Discovery and the GPU node labels. Omitted: deploy NFD, emit the NodeFeatureRule."))
     images: Images = Field(default_factory=Images, description="Omitted: release registry, no pull secrets.")
     daemonsets: DaemonSets = Field(default_factory=DaemonSets, description="Omitted: upstream defaults.")
     nodePools: list[NodePool] = Field(min_length=1, description="At least one GPU node pool. Required.")

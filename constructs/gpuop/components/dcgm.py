@@ -1,0 +1,68 @@
+"""Standalone DCGM host engine: ServiceAccount/Role/RoleBinding `nvidia-dcgm`, Service `nvidia-dcgm`
+(port `dcgm` 5555, internalTrafficPolicy Local), DaemonSet `nvidia-dcgm`; as the Operator's state-dcgm
+(assets/state-dcgm) after TransformDCGM (v26.7).
+
+Off by default, as the Operator's Helm chart (`dcgm.enabled: false`): the DCGM exporter then runs its
+embedded nv-hostengine. When on, the exporter is pointed at this Service
+(`DCGM_REMOTE_HOSTENGINE_INFO=nvidia-dcgm:5555`, set in dcgm_exporter.py) and, because the Service
+routes only to the local node's pod, each exporter reads its own node's GPUs.
+
+Differences from upstream: none in the objects (the OpenShift SCC is not emitted: no OpenShift yet).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from ..slots import slot
+from .base import (SCC_RULE, Component, DaemonSetProps, Placement, daemonset, host_path, mount, rbac,
+                   resources_slot, service, validation_init)
+
+NAME = "nvidia-dcgm"
+PORT = 5555
+
+
+class DcgmProps(DaemonSetProps):
+    image: str = Field(description="DCGM image. Required.")
+    validator_image: str = Field(description="Validator image for the toolkit-validation init container. Required.")
+
+
+class Dcgm(Component):
+    name = "dcgm"
+    values_key = "dcgm"
+    props_type = DcgmProps
+    deploy_label = "dcgm"
+
+    @classmethod
+    def from_plan(cls, plan) -> DcgmProps | None:
+        if not plan.dcgm:
+            return None
+        return DcgmProps(namespace=plan.namespace, image=plan.image("dcgm").ref,
+                         validator_image=plan.image("validator").ref, placement=Placement.of(plan))
+
+    @classmethod
+    def render(cls, p: DcgmProps) -> list[dict]:
+        probe = {"tcpSocket": {"port": PORT}, "initialDelaySeconds": 15}
+        container = {
+            "name": "nvidia-dcgm-ctr", "image": p.image, "imagePullPolicy": slot("imagePullPolicy"),
+            "ports": [{"name": "dcgm", "containerPort": PORT}],
+            "livenessProbe": probe, "readinessProbe": probe,
+            "resources": resources_slot("dcgm"),
+            "securityContext": {"privileged": True},
+        }
+        pod_spec = {
+            "serviceAccountName": NAME,
+            "runtimeClassName": "nvidia",
+            "initContainers": [validation_init("toolkit", p.validator_image, [
+                mount("run-nvidia", "/run/nvidia", propagation="HostToContainer")], wait_for="toolkit")],
+            "containers": [container],
+            "volumes": [host_path("run-nvidia", "/run/nvidia", "Directory")],
+        }
+        svc = service(NAME, p.namespace, app=NAME, port_name="dcgm", port=PORT,
+                      extra={"internalTrafficPolicy": "Local", "type": "ClusterIP"})
+        del svc["spec"]["ports"][0]["targetPort"]          # the asset leaves it to default to the port
+        return rbac(NAME, p.namespace, [SCC_RULE]) + [
+            svc,
+            daemonset(NAME, p.namespace, app=NAME, labels={"app": NAME}, deploy=cls.deploy_label,
+                      placement=p.placement, annotations={"openshift.io/scc": "hostmount-anyuid"}, pod_spec=pod_spec),
+        ]

@@ -1,0 +1,96 @@
+"""GPU feature discovery: ServiceAccount/Role/RoleBinding/ClusterRole/ClusterRoleBinding
+`nvidia-gpu-feature-discovery`, DaemonSet `gpu-feature-discovery`; as the Operator's state
+gpu-feature-discovery (assets/gpu-feature-discovery) after TransformGPUDiscoveryPlugin (v26.7).
+
+GFD labels each GPU node with what it finds (`nvidia.com/gpu.product`, `.count`, `.memory`, `cuda.*`,
+`mig.*`, ...). It publishes them through NFD: as NodeFeature objects (the NodeFeature API, hence the
+Role on nodefeatures.nfd.k8s-sigs.io) and as a feature file under
+/etc/kubernetes/node-feature-discovery/features.d; NFD's master turns either into node labels, which is
+why NFD must allow the `nvidia.com` label namespace (spec.nfd).
+
+As the Operator does without a device-plugin config, the asset's `config-manager-init` init container
+and `config-manager` sidecar are removed; `MIG_STRATEGY` (and `NVIDIA_MIG_MONITOR_DEVICES=all` unless
+the strategy is none) comes from the pools; the pod runs with runtimeClassName `nvidia`; the
+toolkit-validation init container waits for the validator's toolkit check (runAsUser 0, as
+transformValidationInitContainer sets it).
+
+Differences from upstream: none in the objects. The image is the device plugin's (k8s-device-plugin),
+as upstream, but versioned on its own (`spec.gfd.version`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ..slots import slot
+from .base import (SCC_RULE, Component, DaemonSetProps, Placement, daemonset, env, host_path, mount, rbac,
+                   resources_slot, validation_init)
+
+NAME = "nvidia-gpu-feature-discovery"
+DS_NAME = "gpu-feature-discovery"
+LABELS = {"app": DS_NAME, "app.kubernetes.io/part-of": "nvidia-gpu"}
+ROLE_RULES = [
+    SCC_RULE,
+    {"apiGroups": ["nfd.k8s-sigs.io"], "resources": ["nodefeatures"],
+     "verbs": ["get", "list", "watch", "create", "update"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+]
+CLUSTER_RULES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]
+FEATURES_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
+
+
+class GfdProps(DaemonSetProps):
+    image: str = Field(description="k8s-device-plugin image (GFD ships in it). Required.")
+    validator_image: str = Field(description="Validator image for the toolkit-validation init container. Required.")
+    mig_strategy: Literal["none", "single", "mixed"] = Field("single", description="MIG_STRATEGY. Omitted: single.")
+
+
+class GpuFeatureDiscovery(Component):
+    name = "gpu-feature-discovery"
+    values_key = "gfd"
+    props_type = GfdProps
+    deploy_label = "gpu-feature-discovery"
+
+    @classmethod
+    def from_plan(cls, plan) -> GfdProps | None:
+        if not plan.gfd:
+            return None
+        return GfdProps(namespace=plan.namespace, image=plan.image("gfd").ref,
+                        validator_image=plan.image("validator").ref, mig_strategy=plan.mig_strategy,
+                        placement=Placement.of(plan))
+
+    @classmethod
+    def render(cls, p: GfdProps) -> list[dict]:
+        mig = [env("MIG_STRATEGY", p.mig_strategy)]
+        if p.mig_strategy != "none":
+            mig.append(env("NVIDIA_MIG_MONITOR_DEVICES", "all"))
+        container = {
+            "name": "gpu-feature-discovery", "image": p.image, "imagePullPolicy": slot("imagePullPolicy"),
+            "command": ["gpu-feature-discovery"],
+            "env": [
+                env("GFD_SLEEP_INTERVAL", "60s"),
+                env("GFD_FAIL_ON_INIT_ERROR", "true"),
+                env("NAMESPACE", field_path="metadata.namespace"),
+                env("NODE_NAME", field_path="spec.nodeName"),
+                env("POD_NAME", field_path="metadata.name"),
+            ] + mig,
+            "resources": resources_slot("gfd"),
+            "securityContext": {"privileged": True},
+            "volumeMounts": [mount("output-dir", FEATURES_DIR), mount("host-sys", "/sys", read_only=True)],
+        }
+        init = validation_init("toolkit", p.validator_image,
+                               [mount("run-nvidia", "/run/nvidia", propagation="HostToContainer")], wait_for="toolkit")
+        pod_spec = {
+            "serviceAccountName": NAME,
+            "runtimeClassName": "nvidia",
+            "initContainers": [init],
+            "containers": [container],
+            "volumes": [host_path("output-dir", FEATURES_DIR), host_path("host-sys", "/sys"),
+                        host_path("run-nvidia", "/run/nvidia", "Directory")],
+        }
+        return rbac(NAME, p.namespace, ROLE_RULES, CLUSTER_RULES) + [
+            daemonset(DS_NAME, p.namespace, app=DS_NAME, labels=LABELS, selector=LABELS, deploy=cls.deploy_label,
+                      placement=p.placement, annotations=None, pod_spec=pod_spec),
+        ]

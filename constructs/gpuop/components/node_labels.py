@@ -1,0 +1,71 @@
+"""Node labels, in git: NodeFeatureRule `nvidia-gpu-node-labels` (nfd.k8s-sigs.io/v1alpha1, cluster
+scoped), read by Node Feature Discovery's master. It stands in for the Operator's node-labeling
+controller (controllers/state_manager.go, nodelabeling), which gpuop does not have.
+
+What the Operator writes at run time, and what this rule writes instead:
+- `nvidia.com/gpu.present=true` on nodes NFD sees an NVIDIA display controller on: PCI vendor `10de`,
+  class `0300` (VGA) or `0302` (3D) -- the same PCI facts behind the NFD labels
+  `feature.node.kubernetes.io/pci-0300_10de.present` / `pci-0302_10de.present` the Operator reads.
+- `nvidia.com/gpu.deploy.<component>=true` on those nodes, for every component the profile enables
+  (gathered from the components' `deploy_label`, so a new component brings its label). Each GPU
+  DaemonSet selects its own label, as upstream; the driver manager pauses these labels during a driver
+  upgrade to move the other operands off the node, as upstream.
+
+Differences from upstream, and why -- the opt-out:
+- The Operator sets a deploy label only where it is missing, so an admin's `...deploy.<c>=false` opts
+  a node out. NFD owns the labels it publishes and rewrites them on every update, and a NodeFeatureRule
+  matches node features (PCI, kernel, files), never existing node labels, so it cannot skip nodes that
+  say `false`. gpuop therefore moves the opt-out into the DaemonSets: each one requires, by node
+  affinity, `nvidia.com/gpu.deploy.operands NotIn [false]` (upstream's own "no operands here" key, not
+  published by NFD) and `gpuop/deploy.<component> NotIn [false]`. Label a node
+  `nvidia.com/gpu.deploy.operands=false` to keep every GPU operand off it, or
+  `gpuop/deploy.<component>=false` (e.g. `gpuop/deploy.dcgm-exporter=false`) for one component; the
+  DaemonSet controller removes the pod from a node as soon as it is labelled.
+- `nvidia.com/mig.config` and the mig-manager deploy label (MIG-capable nodes only) belong to the MIG
+  support; the sandbox/vGPU workload labels are not emitted (gpuop runs container workloads only).
+- NFD must allow the `nvidia.com` label namespace (master `extraLabelNs`); gpuop's NFD chart values do
+  that in `spec.nfd.mode: deploy` (catalog releases.yaml), an existing NFD must be configured so.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from .base import Component, Props, meta
+
+NAME = "nvidia-gpu-node-labels"
+PCI_MATCH = [{"feature": "pci.device", "matchExpressions": {
+    "vendor": {"op": "In", "value": ["10de"]},
+    "class": {"op": "In", "value": ["0300", "0302"]},
+}}]
+
+
+class NodeLabelsProps(Props):
+    deploy_labels: tuple[str, ...] = Field((), description=(
+        "Components whose nvidia.com/gpu.deploy.<name>=true label GPU nodes get. Omitted: none."))
+
+
+class NodeLabels(Component):
+    name = "node-labels"
+    values_key = None
+    props_type = NodeLabelsProps
+
+    @classmethod
+    def from_plan(cls, plan) -> NodeLabelsProps | None:
+        if not plan.nfd.rules:
+            return None
+        from . import COMPONENTS      # the registry imports this module
+
+        labels = [c.deploy_label for c in COMPONENTS if c.deploy_label and c.from_plan(plan) is not None]
+        return NodeLabelsProps(namespace=plan.namespace, deploy_labels=tuple(labels))
+
+    @classmethod
+    def render(cls, p: NodeLabelsProps) -> list[dict]:
+        rules = [{"name": "nvidia.com/gpu.present", "labels": {"nvidia.com/gpu.present": "true"},
+                  "matchFeatures": PCI_MATCH}]
+        if p.deploy_labels:
+            rules.append({"name": "nvidia.com/gpu.deploy",
+                          "labels": {f"nvidia.com/gpu.deploy.{c}": "true" for c in p.deploy_labels},
+                          "matchFeatures": PCI_MATCH})
+        return [{"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeatureRule",
+                 "metadata": meta(NAME, labels={"app.kubernetes.io/managed-by": "gpuop"}), "spec": {"rules": rules}}]
