@@ -26,3 +26,23 @@ def sort_key(obj: dict) -> tuple:
 def file_name(obj: dict) -> str:
     """Stable file name of one object: `<kind>-<name>.yaml`, lower case."""
     return f"{obj['kind'].lower()}-{obj['metadata']['name']}.yaml"
+
+
+# Argo CD sync waves inside a stack: identities and configuration exist before the workloads that
+# use them (Argo CD applies wave by wave and waits for each to be healthy). Kinds not listed, the
+# DaemonSets and custom resources among them, stay in the default wave 0, so workload objects carry
+# exactly the metadata upstream gives them. Flux and Helm ignore the annotation.
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+WAVES = {
+    "Namespace": "-3",
+    "ServiceAccount": "-2", "Role": "-2", "ClusterRole": "-2", "RoleBinding": "-2", "ClusterRoleBinding": "-2",
+    "ConfigMap": "-1", "Secret": "-1", "RuntimeClass": "-1",
+}
+
+
+def with_wave(body: dict) -> dict:
+    wave = WAVES.get(body["kind"])
+    if wave is None:
+        return body
+    meta = body["metadata"]
+    return {**body, "metadata": {**meta, "annotations": {**meta.get("annotations", {}), SYNC_WAVE: wave}}}

@@ -23,6 +23,7 @@ import cdk8s
 from constructs import Construct
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..order import with_wave
 from ..slots import fill, slot
 
 GPU_PRIORITY = "priorityClassName"
@@ -69,6 +70,7 @@ class Component(Construct):
         fill_json = self.node.try_get_context("gpuop:fill-values")
         values = json.loads(fill_json) if fill_json else None
         for body in self.render(props):
+            body = with_wave(body)
             emit(self, fill(body, values) if values is not None else body)
 
     @classmethod
