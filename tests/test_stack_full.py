@@ -42,14 +42,16 @@ def entry(index) -> dict:
 
 @pytest.fixture(scope="module")
 def full(dist, entry) -> dict:
-    """The full-stack objects, without the Argo CD sync-wave annotation gpuop adds (tested in
-    test_gitops_delivery.py), so they compare equal to the Operator's assets."""
+    """The full-stack objects, without the delivery annotations gpuop adds (Argo CD sync wave, Flux
+    substitution opt-out; tested in test_gitops_delivery.py), so they compare equal to the Operator's assets."""
     return by_key([without_wave(o) for o in load_dir(dist / entry["manifests"])])
 
 
 def without_wave(obj: dict) -> dict:
     ann = dict(obj["metadata"].get("annotations", {}))
-    if ann.pop("argocd.argoproj.io/sync-wave", None) is None:
+    wave = ann.pop("argocd.argoproj.io/sync-wave", None)
+    subst = ann.pop("kustomize.toolkit.fluxcd.io/substitute", None)
+    if wave is None and subst is None:
         return obj
     meta = {k: v for k, v in obj["metadata"].items() if k != "annotations"}
     if ann:

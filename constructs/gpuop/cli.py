@@ -94,7 +94,13 @@ def cmd_synth(args) -> int:
             issues += more.issues
         raise UserError(issues)
     check_target(args.output)
-    result = compile_profiles(_paths(args), settings, read_lock(args.output), previous_charts=read_charts(args.output),
+    lock, charts = read_lock(args.output), read_charts(args.output)
+    if charts and not lock.get("clusters"):
+        print(f"{args.output}: warning: packaged charts but no version lock ({args.output}/versions.lock.json): chart "
+              "versions restart at 0.1.0, and a Flux HelmRelease on a Git source (reconcileStrategy ChartVersion) "
+              "or an Argo CD Helm-repository source that already has 0.1.0 will not upgrade; restore the lock from "
+              "git", file=sys.stderr)
+    result = compile_profiles(_paths(args), settings, lock, previous_charts=charts,
                               jobs=args.jobs,
                               cache_dir=None if args.no_cache else args.cache, shard=args.shard,
                               progress=not args.no_progress)

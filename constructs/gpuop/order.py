@@ -7,6 +7,8 @@ not in the table (custom resources, RuntimeClass) come after it, by kind name.
 
 from __future__ import annotations
 
+import json
+
 KIND_RANK = (
     "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodSecurityPolicy", "PodDisruptionBudget",
     "ServiceAccount", "Secret", "ConfigMap", "StorageClass", "PersistentVolume", "PersistentVolumeClaim",
@@ -40,9 +42,21 @@ WAVES = {
 }
 
 
+# Flux's postBuild substitution replaces `${VAR}` in every object of a Kustomization — and turns the
+# operand scripts' shell variables into empty strings. Objects holding `${` opt out.
+SUBSTITUTE = "kustomize.toolkit.fluxcd.io/substitute"
+
+
 def with_wave(body: dict) -> dict:
+    """The delivery annotations gpuop adds to an object: its Argo CD sync wave, and Flux's substitution
+    opt-out where the object holds `${`."""
+    extra = {}
     wave = WAVES.get(body["kind"])
-    if wave is None:
+    if wave is not None:
+        extra[SYNC_WAVE] = wave
+    if "${" in json.dumps(body):
+        extra[SUBSTITUTE] = "disabled"
+    if not extra:
         return body
     meta = body["metadata"]
-    return {**body, "metadata": {**meta, "annotations": {**meta.get("annotations", {}), SYNC_WAVE: wave}}}
+    return {**body, "metadata": {**meta, "annotations": {**meta.get("annotations", {}), **extra}}}

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .errors import Issue, UserError
 from .profile.load import Positions, display
@@ -37,6 +37,17 @@ class ArgoSettings(_M):
 class FluxSettings(_M):
     namespace: str = Field("flux-system", description="Where Flux runs. Omitted: flux-system.")
     interval: str = Field("10m", pattern=r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$", description="Omitted: 10m.")
+    source: Literal["git", "oci"] = Field("git", description=(
+        "Where the HelmRelease takes the chart from: git (the chart folder in this repository) or oci (the "
+        "archives `gpuop publish --oci` pushed; set `oci`). Omitted: git."))
+    oci: str | None = Field(None, pattern=r"^oci://[^\s]+$", description=(
+        "oci://HOST/PATH the charts are published to; required with source: oci. Omitted: none."))
+
+    @model_validator(mode="after")
+    def _oci_needs_url(self):
+        if self.source == "oci" and not self.oci:
+            raise ValueError("source: oci needs `oci: oci://HOST/PATH` (where gpuop publish pushes the charts)")
+        return self
 
 
 class GitOps(_M):

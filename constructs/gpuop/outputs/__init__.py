@@ -16,7 +16,7 @@ from .. import __version__
 from ..yamlio import dump_json
 from . import argocd, charts, fleet, flux, helm, kustomize, manifests, version
 
-VERSION_PLACEHOLDER = "0.0.0-gpuop.unversioned"
+from .version import VERSION_PLACEHOLDER
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,10 @@ def build_cluster(stack, settings) -> ClusterBuild:
     files.update(kustomize.write(f"{c}/overlay"))
     chart_path = f"{gitops.path.rstrip('/')}/{c}/chart"
     files.update(argocd.write(plan, gitops, f"{c}/argocd", chart_path))
-    files.update(flux.write(plan, gitops, f"{c}/flux", chart_path))
+    kinds = sorted({(o.body["apiVersion"].rpartition("/")[0], o.body["kind"], "namespace" in o.body["metadata"])
+                    for o in stack.objects})
+    daemonsets = tuple(o.body["metadata"]["name"] for o in stack.objects if o.body["kind"] == "DaemonSet")
+    files.update(flux.write(plan, gitops, f"{c}/flux", chart_path, frozenset(kinds), daemonsets))
     digest = version.content_digest(chart)
     entry = {
         "name": c, "chart": f"{c}/chart", "digest": digest,
@@ -46,8 +49,7 @@ def build_cluster(stack, settings) -> ClusterBuild:
         "releaseName": c, "namespace": plan.namespace, "platform": plan.platform,
         "platformVersion": plan.platform_version, "kubeVersion": plan.kube_version, "stackRelease": plan.release,
         "labels": dict(plan.labels), "objects": len(stack.objects),
-        "kinds": sorted({(o.body["apiVersion"].rpartition("/")[0], o.body["kind"], "namespace" in o.body["metadata"])
-                         for o in stack.objects}),
+        "kinds": kinds, "fluxOverlay": f"{c}/flux-overlay",
     }
     return ClusterBuild(c, files, digest, version.minor_key(plan), entry)
 
@@ -64,10 +66,8 @@ def assemble(builds: list[ClusterBuild], previous_lock: dict, previous_charts: d
     for b in sorted(builds, key=lambda b: b.name):
         chart_version = version.next_version(lock.get(b.name), b.digest, b.minor_key)
         lock[b.name] = {"version": chart_version, "digest": b.digest, "minorKey": b.minor_key}
-        files.update(b.files)
-        chart_yaml = f"{b.name}/chart/Chart.yaml"
-        files[chart_yaml] = b.files[chart_yaml].replace(f"version: {VERSION_PLACEHOLDER}\n",
-                                                        f"version: {chart_version}\n", 1)
+        for path, text in b.files.items():      # the chart version, wherever the build left its placeholder
+            files[path] = text.replace(VERSION_PLACEHOLDER, chart_version) if VERSION_PLACEHOLDER in text else text
         tgz_name = f"{b.name}-{chart_version}.tgz"
         if tgz_name not in carried:
             prefix = f"{b.name}/chart/"

@@ -4,6 +4,8 @@
 GPU stack: Helm source on a git path (Argo CD syncs on the git revision); releaseName and kubeVersion
 pinned so Argo CD renders what gpuop validated. Cascading delete via the resources finalizer; automated
 sync with prune and self-heal; ServerSideApply so large objects never hit the annotation limit;
+The GPU Application is in the least-privilege AppProject `gpuop` (fleet/argocd/appproject.yaml);
+fields other controllers write are ignored (outputs/drift.py) and respected on sync.
 SkipDryRunOnMissingResource when the stack holds custom resources (NodeFeatureRule, ServiceMonitor)
 whose CRDs another Application installs, so the first sync does not fail before they exist.
 
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 from ..plan import StackPlan
 from ..yamlio import dump
+from . import drift
+from .fleet import PROJECT
 
 WAVE = "argocd.argoproj.io/sync-wave"
 
@@ -34,18 +38,19 @@ def _metadata(name: str, plan: StackPlan, gitops, wave: str | None) -> dict:
 
 def application(plan: StackPlan, gitops, chart_path: str) -> dict:
     a = gitops.argocd
-    options = ["ServerSideApply=true", "CreateNamespace=false"]
+    options = ["ServerSideApply=true", "CreateNamespace=false", "RespectIgnoreDifferences=true"]
     if plan.uses_crd_kinds:
         options.append("SkipDryRunOnMissingResource=true")
     return {
         "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
         "metadata": _metadata(f"gpuop-{plan.name}", plan, gitops, "0" if plan.nfd.mode == "deploy" else None),
         "spec": {
-            "project": a.project,
+            "project": PROJECT,
             "destination": {"server": a.server, "namespace": plan.namespace},
             "source": {"repoURL": gitops.repoURL, "targetRevision": gitops.revision, "path": chart_path,
                        "helm": {"releaseName": plan.name, "kubeVersion": plan.kube_version}},
             "syncPolicy": {"automated": {"prune": True, "selfHeal": True}, "syncOptions": options},
+            "ignoreDifferences": drift.argocd_ignore_differences(),
         },
     }
 

@@ -15,6 +15,7 @@ the compiled objects), so a chart can never create anything else.
 from __future__ import annotations
 
 from ..yamlio import dump, dump_json
+from . import drift, health
 
 PROJECT = "gpuop"
 
@@ -46,7 +47,9 @@ def application_set(gitops) -> dict:
                                "helm": {"releaseName": "{{.releaseName}}", "kubeVersion": "{{.kubeVersion}}"}},
                     "syncPolicy": {"automated": {"prune": True, "selfHeal": True},
                                    "syncOptions": ["ServerSideApply=true", "CreateNamespace=false",
+                                                   "RespectIgnoreDifferences=true",
                                                    "SkipDryRunOnMissingResource=true"]},
+                    "ignoreDifferences": drift.argocd_ignore_differences(),
                 },
             },
         },
@@ -76,7 +79,8 @@ def app_project(gitops, entries: list[dict]) -> dict:
 
 def write(gitops, entries: list[dict]) -> dict[str, str]:
     files = {"fleet/argocd/applicationset.yaml": dump(application_set(gitops)),
-             "fleet/argocd/appproject.yaml": dump(app_project(gitops, entries))}
+             "fleet/argocd/appproject.yaml": dump(app_project(gitops, entries)),
+             "fleet/argocd/argocd-cm-health.yaml": dump(health.argocd_cm(gitops, entries))}
     path = gitops.path.rstrip("/")
     for e in entries:
         files[f"{e['name']}/argocd/cluster.json"] = cluster_params(e, f"{path}/{e['chart']}")

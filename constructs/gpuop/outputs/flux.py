@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from ..plan import StackPlan
 from ..yamlio import dump
+from . import drift, health
+from .version import VERSION_PLACEHOLDER
 
 NFD_REPO = "node-feature-discovery"
 
@@ -51,11 +53,34 @@ def nfd_objects(plan: StackPlan, gitops) -> list[dict]:
     return [repo, release]
 
 
-def objects(plan: StackPlan, gitops, chart_path: str) -> list[dict]:
+def source(gitops) -> dict:
     f = gitops.flux
-    repo = {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+    return {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
             "metadata": {"name": "gpuop", "namespace": f.namespace, "labels": {"app.kubernetes.io/managed-by": "gpuop"}},
             "spec": {"url": gitops.repoURL, "ref": {"branch": gitops.revision}, "interval": f.interval}}
+
+
+def oci_repository(plan: StackPlan, gitops) -> dict:
+    """The chart as an OCI artifact (`gpuop publish --oci`), pinned to the chart version of this compile."""
+    f = gitops.flux
+    return {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
+            "metadata": {"name": f"gpuop-{plan.name}", "namespace": f.namespace, "labels": _labels(plan)},
+            "spec": {"url": f"{f.oci.rstrip('/')}/{plan.name}", "interval": f.interval,
+                     "ref": {"tag": VERSION_PLACEHOLDER},
+                     "layerSelector": {"mediaType": "application/vnd.cncf.helm.chart.content.v1.tar+gzip",
+                                       "operation": "copy"}}}
+
+
+def objects(plan: StackPlan, gitops, chart_path: str, kinds: frozenset = frozenset()) -> list[dict]:
+    f = gitops.flux
+    if f.source == "oci":
+        chart = {"chartRef": {"kind": "OCIRepository", "name": f"gpuop-{plan.name}", "namespace": f.namespace}}
+        src = oci_repository(plan, gitops)
+    else:
+        chart = {"chart": {"spec": {"chart": f"./{chart_path}", "reconcileStrategy": "ChartVersion",
+                                    "interval": f.interval,
+                                    "sourceRef": {"kind": "GitRepository", "name": "gpuop", "namespace": f.namespace}}}}
+        src = source(gitops)
     release = {
         "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
         "metadata": {"name": f"gpuop-{plan.name}", "namespace": f.namespace, "labels": _labels(plan)},
@@ -64,22 +89,59 @@ def objects(plan: StackPlan, gitops, chart_path: str) -> list[dict]:
             "releaseName": plan.name,
             "targetNamespace": plan.namespace,
             "storageNamespace": f.namespace,
-            "chart": {"spec": {"chart": f"./{chart_path}", "reconcileStrategy": "ChartVersion", "interval": f.interval,
-                               "sourceRef": {"kind": "GitRepository", "name": "gpuop", "namespace": f.namespace}}},
+            **chart,
             "install": {"crds": "CreateReplace", "remediation": {"retries": 3}},
             "upgrade": {"crds": "CreateReplace", "remediation": {"retries": 3}},
+            "driftDetection": drift.flux_drift_detection(),
         },
     }
+    exprs = health.flux_health_check_exprs({(g, k) for g, k, _ in kinds})
+    if exprs:
+        release["spec"]["healthCheckExprs"] = exprs
     nfd = nfd_objects(plan, gitops)
     if nfd:
         release["spec"]["dependsOn"] = [{"name": nfd[1]["metadata"]["name"], "namespace": f.namespace}]
-    return [repo, release] + nfd
+    return [src, release] + nfd
 
 
-def write(plan: StackPlan, gitops, base: str, chart_path: str) -> dict[str, str]:
-    repo, release, *nfd = objects(plan, gitops, chart_path)
-    files = {f"{base}/gitrepository.yaml": dump(repo), f"{base}/helmrelease.yaml": dump(release)}
+def overlay_kustomizations(plan: StackPlan, gitops, overlay_path: str, nfd_path: str | None,
+                           daemonsets: list[str]) -> list[dict]:
+    """The alternative delivery: Flux Kustomizations applying the rendered overlay (and NFD's HelmRelease
+    first, in deploy mode), with health checks on every DaemonSet."""
+    f = gitops.flux
+    ref = {"kind": "GitRepository", "name": "gpuop"}
+    out = []
+    if nfd_path:
+        out.append({"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                    "metadata": {"name": f"gpuop-{plan.name}-nfd", "namespace": f.namespace, "labels": _labels(plan)},
+                    "spec": {"interval": f.interval, "path": f"./{nfd_path}", "prune": True, "sourceRef": ref,
+                             "wait": True, "timeout": "10m"}})
+    main = {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+            "metadata": {"name": f"gpuop-{plan.name}", "namespace": f.namespace, "labels": _labels(plan)},
+            "spec": {"interval": f.interval, "path": f"./{overlay_path}", "prune": True, "sourceRef": ref,
+                     "timeout": "15m",
+                     "healthChecks": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": d,
+                                       "namespace": plan.namespace} for d in daemonsets]}}
+    if nfd_path:
+        main["spec"]["dependsOn"] = [{"name": f"gpuop-{plan.name}-nfd"}]
+    return out + [main]
+
+
+def write(plan: StackPlan, gitops, base: str, chart_path: str, kinds: frozenset = frozenset(),
+          daemonsets: tuple = ()) -> dict[str, str]:
+    src, release, *nfd = objects(plan, gitops, chart_path, kinds)
+    files = {f"{base}/{src['kind'].lower()}.yaml": dump(src), f"{base}/helmrelease.yaml": dump(release)}
     if nfd:
         files[f"{base}/nfd-helmrepository.yaml"] = dump(nfd[0])
         files[f"{base}/nfd-helmrelease.yaml"] = dump(nfd[1])
+    # alternative: the overlay through Flux Kustomizations (dist/<cluster>/flux-overlay/)
+    alt = base.rsplit("/", 1)[0] + "/flux-overlay"
+    root = gitops.path.rstrip("/")
+    nfd_path = f"{root}/{alt}/nfd" if nfd else None
+    files[f"{alt}/gitrepository.yaml"] = dump(source(gitops))
+    for k in overlay_kustomizations(plan, gitops, f"{root}/{plan.name}/overlay", nfd_path, list(daemonsets)):
+        files[f"{alt}/{k['metadata']['name'].removeprefix('gpuop-' + plan.name).lstrip('-') or 'stack'}-kustomization.yaml"] = dump(k)
+    if nfd:
+        files[f"{alt}/nfd/helmrepository.yaml"] = dump(nfd[0])
+        files[f"{alt}/nfd/helmrelease.yaml"] = dump(nfd[1])
     return files

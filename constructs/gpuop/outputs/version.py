@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 
 LOCK_FILE = "versions.lock.json"
+VERSION_PLACEHOLDER = "0.0.0-gpuop.unversioned"   # stands for the chart version until assemble assigns it
 FIRST = "0.1.0"
 
 

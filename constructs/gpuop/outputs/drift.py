@@ -1,0 +1,33 @@
+"""Drift contracts: fields of gpuop's objects that something other than the GitOps engine sets, so
+the engines neither report them as drift nor fight over them.
+
+| kind | field | who writes it |
+|---|---|---|
+| Namespace | labels `kubernetes.io/metadata.name` | the API server, on every namespace |
+| Namespace | annotations `openshift.io/sa.scc.*` | OpenShift's namespace controller |
+| ServiceAccount | `imagePullSecrets`, `secrets` | OpenShift adds its registry pull secret to every SA |
+| DaemonSet | pod template annotation `kubectl.kubernetes.io/restartedAt` | `kubectl rollout restart` |
+
+Argo CD gets `ignoreDifferences` (with `RespectIgnoreDifferences=true`, so a sync does not write the
+fields back); Flux gets `driftDetection.ignore` on the HelmRelease.
+"""
+
+from __future__ import annotations
+
+RULES = (
+    ("", "Namespace", ("/metadata/labels/kubernetes.io~1metadata.name",
+                       "/metadata/annotations/openshift.io~1sa.scc.mcs",
+                       "/metadata/annotations/openshift.io~1sa.scc.supplemental-groups",
+                       "/metadata/annotations/openshift.io~1sa.scc.uid-range")),
+    ("", "ServiceAccount", ("/imagePullSecrets", "/secrets")),
+    ("apps", "DaemonSet", ("/spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt",)),
+)
+
+
+def argocd_ignore_differences() -> list[dict]:
+    return [{"group": g, "kind": k, "jsonPointers": list(paths)} for g, k, paths in RULES]
+
+
+def flux_drift_detection() -> dict:
+    return {"mode": "enabled",
+            "ignore": [{"paths": list(paths), "target": {"group": g, "kind": k}} for g, k, paths in RULES]}
