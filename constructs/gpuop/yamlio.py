@@ -50,19 +50,23 @@ def dump(obj: Any) -> str:
                      allow_unicode=True, width=1 << 16)
 
 
-_memo: dict[str, str] = {}
+def by_content(fn):
+    """Memoize a function of one JSON-like object by the object's content. A fleet built from a few
+    designs repeats most objects verbatim; each distinct one is then rendered once per process."""
+    store: dict[str, Any] = {}
+
+    def wrapper(obj):
+        k = json.dumps(obj, sort_keys=True, separators=(",", ":"))
+        if k not in store:
+            if len(store) > 200_000:
+                store.clear()
+            store[k] = fn(obj)
+        return store[k]
+    wrapper.__doc__, wrapper.__name__ = fn.__doc__, fn.__name__
+    return wrapper
 
 
-def dump_memo(obj: Any, context: str = "") -> str:
-    """`dump`, memoized by content (plus a context string the output also depends on). A fleet built
-    from a few designs repeats most objects verbatim; each distinct one is represented once."""
-    k = context + "\0" + json.dumps(obj, sort_keys=True, separators=(",", ":"))
-    text = _memo.get(k)
-    if text is None:
-        if len(_memo) > 200_000:
-            _memo.clear()
-        text = _memo[k] = dump(obj)
-    return text
+dump_memo = by_content(dump)
 
 
 def dump_plain(obj: Any) -> str:

@@ -21,7 +21,7 @@ from ..plan import StackPlan
 from ..slots import MARKER, OPEN
 from ..stackobjects import Synthesized
 from ..values import values_schema
-from ..yamlio import dump, dump_json, dump_plain
+from ..yamlio import by_content, dump, dump_json, dump_plain
 
 TOKEN = "GPUOPSLOT{}X"
 TOKEN_RE = re.compile(r"GPUOPSLOT(\d+)X")
@@ -54,21 +54,9 @@ def _tokenize(obj, exprs: list):
     return obj
 
 
-_templates: dict[str, str] = {}
-
-
+@by_content
 def template(body: dict) -> str:
-    """The Helm template text of one object (memoized by content: fleets repeat objects)."""
-    k = json.dumps(body, sort_keys=True, separators=(",", ":"))
-    text = _templates.get(k)
-    if text is None:
-        if len(_templates) > 100_000:
-            _templates.clear()
-        text = _templates[k] = _template(body)
-    return text
-
-
-def _template(body: dict) -> str:
+    """The Helm template text of one object."""
     exprs: list = []
     text = dump(_tokenize(body, exprs))
     text = text.replace("{{", '{{ "{{" }}')
