@@ -149,10 +149,11 @@ def main() -> None:
            "cold_s": round(cold, 3), "noop_s": round(noop, 3), "one_changed_s": round(one, 3),
            "peak_rss_mb": round(max(rss_cold, rss_noop, rss_one), 1),
            "floor_libyaml_s": round(f_yaml, 3), "floor_json_s": round(f_json, 3),
-           "cold_per_profile_ms": round(1000 * cold / n, 2), "floor_libyaml_per_profile_ms": round(1000 * f_yaml / n, 2),
+           "cold_profiles_per_s": round(n / cold, 1), "cold_per_profile_ms": round(1000 * cold / n, 2), "floor_libyaml_per_profile_ms": round(1000 * f_yaml / n, 2),
            "cold_vs_libyaml_floor": round(cold / f_yaml, 2) if f_yaml else None,
            "runs": {"cold": cold_line, "noop": noop_line, "one_changed": one_line}}
     rows = [("profiles", n), ("objects", n_objs), ("cold compile (s)", res["cold_s"]),
+            ("cold: profiles/s", res["cold_profiles_per_s"]),
             ("nothing changed (s)", res["noop_s"]), ("one profile changed (s)", res["one_changed_s"]),
             ("peak RSS, whole tree (MB)", res["peak_rss_mb"]), ("floor: libyaml dump (s)", res["floor_libyaml_s"]),
             ("floor: json dump (s)", res["floor_json_s"]), ("cold / libyaml floor", res["cold_vs_libyaml_floor"])]

@@ -124,3 +124,44 @@ def test_corrupted_cache_entry_is_detected_and_rebuilt(fleet, tmp_path):
     proc = run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
     assert built(proc) == (12, 0)
     assert tree(w / "out") == tree(fleet / "clean")
+
+
+def test_progress_bar_only_on_a_terminal_and_never_in_ci(fleet, tmp_path):
+    """tqdm draws on stderr when it is a terminal; CI=true or a pipe keeps the log quiet."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import sys
+    import termios
+
+    def run(ci: bool) -> str:
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))   # a real terminal's size
+        env = {k: v for k, v in os.environ.items() if k != "CI"}
+        env["JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"] = "20"
+        if ci:
+            env["CI"] = "true"
+        out = tmp_path / ("ci" if ci else "tty")
+        proc = subprocess.Popen([sys.executable, "-m", "gpuop.cli", "synth", "-o", str(out), "--no-cache", "-j", "1"],
+                                cwd=fleet, env=env, stderr=slave, stdout=subprocess.DEVNULL)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+        proc.wait(timeout=300)
+        os.close(master)
+        assert proc.returncode == 0
+        return b"".join(chunks).decode(errors="replace")
+
+    tty = run(ci=False)
+    assert "/12 [" in tty and "cluster/s" in tty, tty
+    ci = run(ci=True)
+    assert "/12 [" not in ci and ci.startswith("gpuop: compiled 12 cluster(s)"), ci
