@@ -111,14 +111,18 @@ def test_corrupted_cache_entry_is_detected_and_rebuilt(fleet, tmp_path):
     shutil.copytree(fleet / "profiles", w / "profiles")
     shutil.copy(fleet / "gpuop.yaml", w / "gpuop.yaml")
     run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
-    entries = sorted((w / "cache" / "builds").rglob("*.json"))
-    assert len(entries) == 12
-    # tamper with one entry's content (keep it valid JSON), truncate another
-    doc = entries[0].read_text()
-    entries[0].write_text(doc.replace("nvidia-driver-daemonset", "nvidia-driver-daemonsat"))
-    entries[1].write_text(entries[1].read_text()[:100])
-    proc = run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
+    heads = sorted((w / "cache" / "builds").rglob("*.head.json"))
+    blobs = sorted((w / "cache" / "builds").rglob("*.files.json"))
+    assert len(heads) == len(blobs) == 12
+    # tamper with one build's files (still valid JSON), truncate another build's header
+    doc = blobs[0].read_text()
+    blobs[0].write_text(doc.replace("nvidia-driver-daemonset", "nvidia-driver-daemonsat"))
+    heads[5].write_text(heads[5].read_text()[:100])
+    proc = run_gpuop("synth", "-o", "fresh", "--cache", "cache", cwd=w, check=True)   # nothing to reuse: files needed
     assert built(proc) == (2, 10)
+    assert tree(w / "fresh") == tree(fleet / "clean")
+    proc = run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)     # unchanged output: reused
+    assert built(proc) == (0, 12)
     assert tree(w / "out") == tree(fleet / "clean")
     shutil.rmtree(w / "cache")        # deleting the cache only costs time
     proc = run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)

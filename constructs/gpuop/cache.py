@@ -5,8 +5,8 @@ every parent it extends, the catalogs, the settings and gpuop's own code (the ve
 source and data file of the package). Change a catalog or a parent profile and exactly the clusters
 that depend on it get new keys.
 
-Entries are JSON files under `<root>/builds/` holding the cluster's built files with a checksum of
-their payload; an entry whose checksum does not match (corrupted, truncated, edited) is removed and
+Entries are two JSON files per cluster under `<root>/builds/`, each with a checksum of its payload:
+the header (index entry, digests, file sizes) and the files, read only when they must be written; an entry whose checksum does not match (corrupted, truncated, edited) is removed and
 rebuilt, never used. Deleting the cache only costs time.
 """
 
@@ -65,16 +65,26 @@ class BuildCache:
         _atomic_write(path, json.dumps({"checksum": hashlib.sha256(payload.encode()).hexdigest(),
                                         "payload": payload}))
 
+    def _path(self, key: str, part: str) -> Path:
+        return self.root / "builds" / key[:2] / f"{key}.{part}.json"
+
     def get(self, key: str) -> dict | None:
+        """The header of a cluster's build (everything but its files), or None."""
         if not self.root:
             return None
-        value = self._read(self.root / "builds" / key[:2] / f"{key}.json")
+        value = self._read(self._path(key, "head"))
         if value is None or value.get("key") != key:
             self.misses += 1
             return None
         self.hits += 1
         return value
 
-    def put(self, key: str, value: dict) -> None:
+    def get_files(self, key: str) -> dict | None:
+        """The build's files (read only when they must be written), or None if missing or corrupt."""
+        value = self._read(self._path(key, "files")) if self.root else None
+        return value["files"] if value and value.get("key") == key else None
+
+    def put(self, key: str, head: dict, files: dict) -> None:
         if self.root:
-            self._write(self.root / "builds" / key[:2] / f"{key}.json", {**value, "key": key})
+            self._write(self._path(key, "files"), {"key": key, "files": files})
+            self._write(self._path(key, "head"), {**head, "key": key})

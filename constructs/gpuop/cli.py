@@ -82,7 +82,7 @@ def _paths(args) -> list[Path]:
 def cmd_synth(args) -> int:
     from .pipeline import compile_profiles, plan_all
     from .settings import load_settings
-    from .write import check_target, read_charts, read_lock, write_tree
+    from .write import check_target, read_previous, write_tree
 
     try:
         settings = load_settings(args.settings)
@@ -94,19 +94,18 @@ def cmd_synth(args) -> int:
             issues += more.issues
         raise UserError(issues)
     check_target(args.output)
-    lock, charts = read_lock(args.output), read_charts(args.output)
-    if charts and not lock.get("clusters"):
+    previous = read_previous(args.output)
+    if previous.charts and not previous.lock.get("clusters"):
         print(f"{args.output}: warning: packaged charts but no version lock ({args.output}/versions.lock.json): chart "
               "versions restart at 0.1.0, and a Flux HelmRelease on a Git source (reconcileStrategy ChartVersion) "
               "or an Argo CD Helm-repository source that already has 0.1.0 will not upgrade; restore the lock from "
               "git", file=sys.stderr)
-    result = compile_profiles(_paths(args), settings, lock, previous_charts=charts,
-                              jobs=args.jobs,
+    result = compile_profiles(_paths(args), settings, previous, jobs=args.jobs,
                               cache_dir=None if args.no_cache else args.cache, shard=args.shard,
                               progress=not args.no_progress)
     for w in result.warnings:
         print(w, file=sys.stderr)
-    write_tree(args.output, result.files)
+    write_tree(args.output, result.files, result.reuse)
     shard = f" (shard {args.shard[0]}/{args.shard[1]})" if args.shard else ""
     print(f"gpuop: compiled {len(result.names)} cluster(s){shard} into {args.output} "
           f"({result.built} built, {len(result.names) - result.built} unchanged)", file=sys.stderr)
@@ -117,13 +116,13 @@ def cmd_diff(args) -> int:
     from .diff import diff_trees, render, tree_from_dir, tree_from_git
     from .pipeline import compile_profiles
     from .settings import load_settings
-    from .write import read_charts, read_lock
+    from .write import read_previous
 
     settings = load_settings(args.settings)
     against = Path(args.against)
     old = tree_from_dir(against) if against.is_dir() else tree_from_git(args.against, str(args.output).rstrip("/"))
-    result = compile_profiles(_paths(args), settings, read_lock(args.output), previous_charts=read_charts(args.output),
-                              cache_dir=Path(".gpuop-cache"), progress=False)
+    result = compile_profiles(_paths(args), settings, read_previous(args.output), cache_dir=Path(".gpuop-cache"),
+                              progress=False, reuse=False)
     new = {k: (v.encode() if isinstance(v, str) else v) for k, v in result.files.items()}
     sys.stdout.write(render(diff_trees(old, new)))
     return 0

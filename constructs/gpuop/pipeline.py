@@ -28,7 +28,8 @@ from .validate import validate
 class CompileResult:
     names: tuple[str, ...]
     warnings: tuple[Issue, ...]
-    files: dict = field(repr=False)        # relative path -> text, the whole output tree
+    files: dict = field(repr=False)        # relative path -> text or bytes, to write
+    reuse: tuple = ()                      # relative paths moved unchanged from the previous output
     built: int = 0                         # clusters built this run (the rest came from the cache)
 
 
@@ -102,10 +103,13 @@ def quick_key(f: Path, salt: str) -> tuple[str, str] | None:
         return None
 
 
-def compile_profiles(paths: list[Path], settings, previous_lock: dict | None, *, jobs: int | None = 1,
+def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | None = 1,
                      cache_dir: Path | None = None, shard: tuple[int, int] | None = None,
-                     progress: bool = False, previous_charts: dict | None = None) -> CompileResult:
-    from .outputs import ClusterBuild, assemble
+                     progress: bool = False, reuse: bool = True) -> CompileResult:
+    """`previous` (write.Previous) is the last output: versions continue from its lock, and with
+    `reuse` a cluster whose output would be identical is moved from it instead of rewritten."""
+    from .outputs import ClusterBuild, assemble, reusable
+    from .outputs.version import next_version
 
     cat = catalog_mod.load()
     cache = BuildCache(cache_dir)
@@ -119,11 +123,19 @@ def compile_profiles(paths: list[Path], settings, previous_lock: dict | None, *,
         q = quick_key(f, salt) if cache.root else None
         hit = cache.get(q[0]) if q else None
         if hit:
-            named.append((f, q[1]))
-            if _in_shard(q[1], shard):
+            build = ClusterBuild(files=None, **hit["build"])
+            if _in_shard(build.name, shard):
+                lock = (previous.lock.get("clusters", {}) if previous else {}).get(build.name)
+                if not (reuse and reusable(build, previous, next_version(lock, build.digest, build.minor_key))):
+                    stored = cache.get_files(q[0])
+                    if stored is None:              # header without its files: rebuild
+                        todo.append((f, q[0]))
+                        continue
+                    build = ClusterBuild(**{**build.__dict__, "files": stored})
                 hits += 1
-                builds[q[1]] = ClusterBuild(**hit["build"])
+                builds[build.name] = build
                 warnings += [Issue(**w) for w in hit["warnings"]]
+            named.append((f, q[1]))
         else:
             todo.append((f, q[0] if q else None))
     issues: list[Issue] = []
@@ -136,12 +148,12 @@ def compile_profiles(paths: list[Path], settings, previous_lock: dict | None, *,
             builds[name] = build
             warnings += warns
             if key:
-                cache.put(key, {"build": build.__dict__, "warnings": [w.__dict__ for w in warns]})
+                cache.put(key, {"build": build.head(), "warnings": [w.__dict__ for w in warns]}, build.files)
     issues += _duplicate_names(named)
     if issues:
         raise UserError(issues)
-    files = assemble(list(builds.values()), previous_lock or {}, previous_charts, settings)
-    return CompileResult(tuple(sorted(builds)), tuple(sorted(warnings)), files,
+    out = assemble(list(builds.values()), previous, settings)
+    return CompileResult(tuple(sorted(builds)), tuple(sorted(warnings)), out.files, out.reuse,
                          built=len(builds) - hits)
 
 

@@ -10,7 +10,10 @@ import json
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+
+import yaml
 
 from .errors import Issue, UserError
 from .outputs.version import LOCK_FILE
@@ -29,10 +32,30 @@ def read_lock(out: Path) -> dict:
                               "restore it from git (deleting it restarts every chart at version 0.1.0)"))
 
 
-def read_charts(out: Path) -> dict[str, bytes]:
-    """The previous output's packaged charts (carried forward: published versions stay downloadable)."""
+@dataclass(frozen=True)
+class Previous:
+    """What the next compile carries forward from the last output folder."""
+    out: Path
+    lock: dict            # versions.lock.json
+    index: dict           # cluster name -> index.json entry
+    charts: dict          # archive file name -> Path (published versions stay downloadable)
+    charts_index: dict | None
+
+
+def read_previous(out: Path) -> Previous:
+    out = Path(out)
+    lock = read_lock(out)
+    try:
+        index = {c["name"]: c for c in json.loads((out / "index.json").read_text())["clusters"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        index = {}
     folder = out / "charts"
-    return {f.name: f.read_bytes() for f in sorted(folder.glob("*.tgz"))} if folder.is_dir() else {}
+    charts = {f.name: f for f in sorted(folder.glob("*.tgz"))} if folder.is_dir() else {}
+    try:
+        charts_index = yaml.load((folder / "index.yaml").read_text(), Loader=yaml.CSafeLoader)
+    except (OSError, yaml.YAMLError):
+        charts_index = None
+    return Previous(out, lock, index, charts, charts_index if isinstance(charts_index, dict) else None)
 
 
 def check_target(out: Path) -> None:
@@ -48,16 +71,26 @@ def check_target(out: Path) -> None:
                               "(it has no index.json); pass an empty or new folder, or a previous output folder"))
 
 
-def write_tree(out: Path, files: dict[str, str] | tuple) -> None:
+def write_tree(out: Path, files: dict | tuple, reuse: tuple = ()) -> None:
+    """Write `files` (and move the `reuse` paths unchanged from the current `out`) into a new tree,
+    then swap it in. On any failure the moved paths go back and `out` is as it was."""
     check_target(out)
     out = Path(out).absolute()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+    moved: list[str] = []
     try:
         os.chmod(tmp, 0o755)
+        for rel in reuse:
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.rename(out / rel, tmp / rel)
+            moved.append(rel)
+        made: set = set()
         for rel, text in (files.items() if isinstance(files, dict) else files):
             target = tmp / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.parent not in made:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                made.add(target.parent)
             target.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
@@ -67,5 +100,10 @@ def write_tree(out: Path, files: dict[str, str] | tuple) -> None:
         else:
             os.rename(tmp, out)
     except BaseException:
+        for rel in reversed(moved):
+            try:
+                os.rename(tmp / rel, out / rel)
+            except OSError:
+                pass
         shutil.rmtree(tmp, ignore_errors=True)
         raise

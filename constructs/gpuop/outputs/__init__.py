@@ -3,14 +3,18 @@
 Two steps, so the expensive one can be cached and run in parallel per cluster:
 - `build_cluster(stack, settings)`: everything under dist/<cluster>/ with the chart version left as
   a placeholder, plus the cluster's index entry. A pure function of the cluster's inputs.
-- `assemble(builds, previous_lock)`: assigns chart versions from the lock (same content, same
-  version), fills them in, and writes dist/index.json and dist/versions.lock.json.
+- `assemble(builds, previous)`: assigns chart versions from the lock (same content, same
+  version), fills them in, packages new chart versions, and writes dist/index.json and
+  dist/versions.lock.json. A cluster whose output is unchanged is not rewritten: its folder of the
+  previous output is moved into the new tree (checked by output digest, file list and sizes).
 Paths in index.json are relative to dist/.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import os
+from dataclasses import dataclass, field
 
 from .. import __version__
 from ..yamlio import dump_json
@@ -22,10 +26,44 @@ from .version import VERSION_PLACEHOLDER
 @dataclass(frozen=True)
 class ClusterBuild:
     name: str
-    files: dict             # path relative to dist/ -> text; Chart.yaml carries VERSION_PLACEHOLDER
+    files: dict | None      # path relative to dist/ -> text (VERSION_PLACEHOLDER for the chart version);
+                            # None: reuse dist/<name>/ of the previous output as it is
     digest: str             # chart content digest (placeholder version)
     minor_key: str          # what makes a content change a minor bump
     entry: dict             # index.json entry without chartVersion
+    files_digest: str = ""  # digest of `files` (placeholder version)
+    layout: dict = field(default_factory=dict)   # path -> [size, placeholder count]: checks a reused folder
+
+    def head(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "files"}
+
+
+def files_digest(files: dict) -> str:
+    h = hashlib.sha256()
+    for path in sorted(files):
+        h.update(path.encode() + b"\0" + files[path].encode() + b"\0")
+    return h.hexdigest()
+
+
+def output_digest(build: ClusterBuild, chart_version: str) -> str:
+    """Digest of dist/<cluster>/ as written: the build's files with the chart version filled in."""
+    return "sha256:" + hashlib.sha256(f"{build.files_digest}|{chart_version}".encode()).hexdigest()
+
+
+def reusable(build: ClusterBuild, previous, chart_version: str) -> bool:
+    """True when the previous output's dist/<cluster>/ is what this build would write: same output
+    digest in the previous index.json, and the folder holds exactly the expected files and sizes."""
+    if previous is None or previous.index.get(build.name, {}).get("outputDigest") != output_digest(build, chart_version):
+        return False
+    folder = previous.out / build.name
+    delta = len(chart_version) - len(VERSION_PLACEHOLDER)
+    try:
+        for path, (size, holes) in build.layout.items():
+            if (previous.out / path).stat().st_size != size + holes * delta:
+                return False
+        return sum(len(f) for _, _, f in os.walk(folder)) == len(build.layout)
+    except OSError:
+        return False
 
 
 def build_cluster(stack, settings) -> ClusterBuild:
@@ -51,32 +89,42 @@ def build_cluster(stack, settings) -> ClusterBuild:
         "labels": dict(plan.labels), "objects": len(stack.objects),
         "kinds": kinds, "fluxOverlay": f"{c}/flux-overlay",
     }
-    return ClusterBuild(c, files, digest, version.minor_key(plan), entry)
+    layout = {p: [len(t.encode()), t.count(VERSION_PLACEHOLDER)] for p, t in files.items()}
+    return ClusterBuild(c, files, digest, version.minor_key(plan), entry, files_digest(files), layout)
 
 
-def assemble(builds: list[ClusterBuild], previous_lock: dict, previous_charts: dict | None = None,
-             settings=None) -> dict:
+@dataclass(frozen=True)
+class Output:
+    files: dict              # relative path -> text or bytes, to write
+    reuse: tuple = ()        # relative paths to move unchanged from the previous output
+
+
+def assemble(builds: list[ClusterBuild], previous, settings=None) -> Output:
     """Versions, the packaged charts and the Helm repository index, index.json and the lock.
-    `previous_charts` is the previous output's charts/ folder (file name -> bytes), carried forward."""
+    `previous` (write.Previous or None) is the last output: its lock, index and charts carry forward."""
     files: dict = {}
-    lock = {name: dict(entry) for name, entry in previous_lock.get("clusters", {}).items()}
+    reuse: list[str] = []
+    lock = {name: dict(entry) for name, entry in (previous.lock if previous else {}).get("clusters", {}).items()}
     index = []
-    carried = dict(previous_charts or {})
-    repo = charts.entries_from(carried)
+    carried = dict(previous.charts) if previous else {}          # archive name -> Path of the old file
+    repo = charts.entries_from(carried, previous.charts_index if previous else None)
     for b in sorted(builds, key=lambda b: b.name):
         chart_version = version.next_version(lock.get(b.name), b.digest, b.minor_key)
         lock[b.name] = {"version": chart_version, "digest": b.digest, "minorKey": b.minor_key}
-        for path, text in b.files.items():      # the chart version, wherever the build left its placeholder
-            files[path] = text.replace(VERSION_PLACEHOLDER, chart_version) if VERSION_PLACEHOLDER in text else text
         tgz_name = f"{b.name}-{chart_version}.tgz"
-        if tgz_name not in carried:
-            prefix = f"{b.name}/chart/"
-            carried[tgz_name] = charts.archive(b.name, {p[len(prefix):]: t for p, t in files.items()
-                                                         if p.startswith(prefix)})
-            repo.setdefault(b.name, []).append(charts.entry(tgz_name, carried[tgz_name]))
-        index.append({**b.entry, "chartVersion": chart_version, "package": f"charts/{tgz_name}"})
-    for name, data in carried.items():
-        files[f"charts/{name}"] = data
+        if b.files is None:
+            reuse.append(b.name)
+        else:
+            for path, text in b.files.items():      # the chart version, wherever the build left its placeholder
+                files[path] = text.replace(VERSION_PLACEHOLDER, chart_version) if VERSION_PLACEHOLDER in text else text
+            if tgz_name not in carried:
+                prefix = f"{b.name}/chart/"
+                data = charts.archive(b.name, {p[len(prefix):]: t for p, t in files.items() if p.startswith(prefix)})
+                files[f"charts/{tgz_name}"] = data
+                repo.setdefault(b.name, []).append(charts.entry(tgz_name, data))
+        index.append({**b.entry, "chartVersion": chart_version, "package": f"charts/{tgz_name}",
+                      "outputDigest": output_digest(b, chart_version)})
+    reuse += [f"charts/{name}" for name in carried]
     files["charts/index.yaml"] = charts.index_yaml(repo)
     if settings is not None:
         files.update(fleet.write(settings.gitops, index))
@@ -84,8 +132,8 @@ def assemble(builds: list[ClusterBuild], previous_lock: dict, previous_charts: d
                                      "clusters": index})
     files[version.LOCK_FILE] = dump_json({"apiVersion": "gpuop/v1alpha1", "kind": "VersionLock",
                                           "clusters": dict(sorted(lock.items()))})
-    return files
+    return Output(files, tuple(reuse))
 
 
-def package(stacks, settings, previous_lock: dict) -> dict[str, str]:
-    return assemble([build_cluster(s, settings) for s in stacks], previous_lock, settings=settings)
+def package(stacks, settings, previous=None) -> Output:
+    return assemble([build_cluster(s, settings) for s in stacks], previous, settings=settings)

@@ -54,10 +54,23 @@ def entry(file: str, data: bytes) -> dict:
             "digest": digest(data), "file": file, "name": meta["name"]}
 
 
-def entries_from(archives: dict[str, bytes]) -> dict[str, list[dict]]:
+def entries_from(archives: dict, index: dict | None = None) -> dict[str, list[dict]]:
+    """Index entries of archives (name -> bytes or Path). Entries of a previous index.yaml are reused
+    for archives whose digest they match; any other archive is opened and read."""
+    known = {}
+    for name, versions in ((index or {}).get("entries") or {}).items():
+        for e in versions:
+            if e.get("urls"):
+                known[e["urls"][0]] = {"version": str(e["version"]), "appVersion": str(e.get("appVersion", "")),
+                                       "kubeVersion": e.get("kubeVersion", ""), "description": e.get("description", ""),
+                                       "digest": e.get("digest"), "file": e["urls"][0], "name": name}
     out: dict[str, list[dict]] = {}
     for file in sorted(archives):
-        e = entry(file, archives[file])
+        data = archives[file]
+        data = data.read_bytes() if hasattr(data, "read_bytes") else data
+        e = known.get(file)
+        if e is None or e["digest"] != digest(data):
+            e = entry(file, data)
         out.setdefault(e["name"], []).append(e)
     return out
 
