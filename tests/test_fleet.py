@@ -169,3 +169,21 @@ def test_progress_bar_only_on_a_terminal_and_never_in_ci(fleet, tmp_path):
     assert "/12 [" in tty and "cluster/s" in tty, tty
     ci = run(ci=True)
     assert "/12 [" not in ci and ci.startswith("gpuop: compiled 12 cluster(s)"), ci
+
+
+def test_unchanged_clusters_are_moved_not_rewritten_and_edits_are_repaired(fleet, tmp_path):
+    w = tmp_path / "w"
+    shutil.copytree(fleet / "profiles", w / "profiles")
+    shutil.copy(fleet / "gpuop.yaml", w / "gpuop.yaml")
+    run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
+    probe = w / "out" / "c03" / "manifests" / "namespace-gpu-operator.yaml"
+    inode = probe.stat().st_ino
+    one = w / "profiles" / "c04.yaml"
+    one.write_text(one.read_text().replace("pool: p4", "pool: p4b"))
+    run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
+    assert probe.stat().st_ino == inode                      # c03 unchanged: its folder was moved over
+    edited = w / "out" / "c05" / "manifests" / "namespace-gpu-operator.yaml"
+    original = edited.read_bytes()
+    edited.write_text("kind: Broken\n")                      # a hand edit of the output
+    run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
+    assert edited.read_bytes() == original                   # detected (size) and rewritten

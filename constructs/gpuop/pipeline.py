@@ -8,6 +8,7 @@ builds only the clusters whose name hashes to shard k of n) and a progress bar.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import sys
@@ -77,6 +78,18 @@ def _duplicate_names(named: list[tuple[Path, str]]) -> list[Issue]:
     return issues
 
 
+_parsed: dict = {}
+
+
+def _quick_parse(raw: bytes) -> dict:
+    """A profile's document without positions (parents are shared: parsed once per run)."""
+    if raw not in _parsed:
+        if len(_parsed) > 4096:
+            _parsed.clear()
+        _parsed[raw] = yaml.load(raw, Loader=yaml.CSafeLoader)
+    return copy.deepcopy(_parsed[raw])
+
+
 def quick_key(f: Path, salt: str) -> tuple[str, str] | None:
     """(cache key, cluster name) from the bytes of a profile and its parents, without validation;
     None when anything is unusual (the full path then reports it)."""
@@ -88,7 +101,7 @@ def quick_key(f: Path, salt: str) -> tuple[str, str] | None:
         while True:
             raw = path.read_bytes()
             h.update(raw)
-            d = yaml.load(raw, Loader=yaml.CSafeLoader)
+            d = _quick_parse(raw)
             seen.append(path.resolve())
             ref = d.pop("extends", None)
             doc = merge(d, doc)

@@ -89,6 +89,7 @@ def build_cluster(stack, settings) -> ClusterBuild:
         "labels": dict(plan.labels), "objects": len(stack.objects),
         "kinds": kinds, "fluxOverlay": f"{c}/flux-overlay",
     }
+    files[f"{c}/argocd/cluster.json"] = fleet.cluster_params(entry, chart_path)
     layout = {p: [len(t.encode()), t.count(VERSION_PLACEHOLDER)] for p, t in files.items()}
     return ClusterBuild(c, files, digest, version.minor_key(plan), entry, files_digest(files), layout)
 

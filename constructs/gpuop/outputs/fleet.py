@@ -21,6 +21,7 @@ PROJECT = "gpuop"
 
 
 def cluster_params(entry: dict, chart_path: str) -> str:
+    """dist/<cluster>/argocd/cluster.json: the ApplicationSet's parameters for one cluster."""
     return dump_json({"name": entry["name"], "namespace": entry["namespace"], "releaseName": entry["releaseName"],
                       "chartPath": chart_path, "kubeVersion": entry["kubeVersion"]})
 
@@ -81,7 +82,4 @@ def write(gitops, entries: list[dict]) -> dict[str, str]:
     files = {"fleet/argocd/applicationset.yaml": dump(application_set(gitops)),
              "fleet/argocd/appproject.yaml": dump(app_project(gitops, entries)),
              "fleet/argocd/argocd-cm-health.yaml": dump(health.argocd_cm(gitops, entries))}
-    path = gitops.path.rstrip("/")
-    for e in entries:
-        files[f"{e['name']}/argocd/cluster.json"] = cluster_params(e, f"{path}/{e['chart']}")
     return files
