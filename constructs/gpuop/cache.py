@@ -45,6 +45,27 @@ class BuildCache:
     def __init__(self, root: Path | None):
         self.root = Path(root) if root else None
         self.hits = self.misses = self.rejected = 0
+        self._meta: dict | None = None
+        self._meta_dirty = False
+
+    # per profile file digest: its `extends` reference and metadata.name, so computing a cluster's key
+    # needs no YAML parsing for files seen before (one small JSON file for the whole fleet)
+    def file_meta(self, file_digest: str) -> list | None:
+        if not self.root:
+            return None
+        if self._meta is None:
+            self._meta = self._read(self.root / "files.json") or {}
+        return self._meta.get(file_digest)
+
+    def put_file_meta(self, file_digest: str, meta: list) -> None:
+        if self.root and self._meta is not None and self._meta.get(file_digest) != meta:
+            self._meta[file_digest] = meta
+            self._meta_dirty = True
+
+    def flush(self) -> None:
+        if self.root and self._meta_dirty:
+            self._write(self.root / "files.json", self._meta)
+            self._meta_dirty = False
 
     def _read(self, path: Path) -> dict | None:
         try:

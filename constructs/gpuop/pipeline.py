@@ -90,28 +90,35 @@ def _quick_parse(raw: bytes) -> dict:
     return copy.deepcopy(_parsed[raw])
 
 
-def quick_key(f: Path, salt: str) -> tuple[str, str] | None:
+def quick_key(f: Path, salt: str, cache: BuildCache | None = None) -> tuple[str, str] | None:
     """(cache key, cluster name) from the bytes of a profile and its parents, without validation;
-    None when anything is unusual (the full path then reports it)."""
+    None when anything is unusual (the full path then reports it). Each file's `extends` and name
+    come from the cache's file index when its bytes were seen before, else from a quick parse."""
     h = hashlib.sha256(salt.encode())
-    doc: dict = {}
+    names: list = []
     seen: list[Path] = []
     path = f
     try:
         while True:
             raw = path.read_bytes()
             h.update(raw)
-            d = _quick_parse(raw)
+            digest = hashlib.sha256(raw).hexdigest()
+            meta = cache.file_meta(digest) if cache else None
+            if meta is None:
+                d = _quick_parse(raw)
+                name = (d.get("metadata") or {}).get("name")
+                meta = [d.get("extends"), name if isinstance(name, str) else None]
+                if cache:
+                    cache.put_file_meta(digest, meta)
             seen.append(path.resolve())
-            ref = d.pop("extends", None)
-            doc = merge(d, doc)
-            if ref is None:
+            names.append(meta[1])
+            if meta[0] is None:
                 break
-            path = path.parent / ref
+            path = path.parent / meta[0]
             if path.resolve() in seen:
                 return None
-        name = doc["metadata"]["name"]
-        return (h.hexdigest(), name) if isinstance(name, str) else None
+        name = next((n for n in names if n), None)      # the child's name wins over a parent's
+        return (h.hexdigest(), name) if name else None
     except Exception:  # malformed in any way: let the validating path say what is wrong
         return None
 
@@ -133,7 +140,7 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
     hits = 0
     named: list[tuple[Path, str]] = []
     for f in _files(paths):
-        q = quick_key(f, salt) if cache.root else None
+        q = quick_key(f, salt, cache) if cache.root else None
         hit = cache.get(q[0]) if q else None
         if hit:
             build = ClusterBuild(files=None, **hit["build"])
@@ -162,6 +169,7 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
             warnings += warns
             if key:
                 cache.put(key, {"build": build.head(), "warnings": [w.__dict__ for w in warns]}, build.files)
+    cache.flush()
     issues += _duplicate_names(named)
     if issues:
         raise UserError(issues)

@@ -39,7 +39,26 @@ class Previous:
     lock: dict            # versions.lock.json
     index: dict           # cluster name -> index.json entry
     charts: dict          # archive file name -> Path (published versions stay downloadable)
-    charts_index: dict | None
+
+    def charts_index(self) -> dict | None:
+        """charts/index.yaml, parsed (only when a new chart version must be added to it)."""
+        try:
+            doc = yaml.load((self.out / "charts" / "index.yaml").read_text(), Loader=yaml.CSafeLoader)
+        except (OSError, yaml.YAMLError):
+            return None
+        return doc if isinstance(doc, dict) else None
+
+    def charts_index_ok(self) -> bool:
+        """The previous index.yaml can be kept as it is: it exists and lists exactly the archives."""
+        path = self.out / "charts" / "index.yaml"
+        if not path.is_file():
+            return False
+        listed = set()
+        for line in path.read_text().splitlines():     # urls entries: "    - <name>-<version>.tgz"
+            stripped = line.strip()
+            if stripped.startswith("- ") and stripped.endswith(".tgz"):
+                listed.add(stripped[2:])
+        return listed == set(self.charts)
 
 
 def read_previous(out: Path) -> Previous:
@@ -51,11 +70,7 @@ def read_previous(out: Path) -> Previous:
         index = {}
     folder = out / "charts"
     charts = {f.name: f for f in sorted(folder.glob("*.tgz"))} if folder.is_dir() else {}
-    try:
-        charts_index = yaml.load((folder / "index.yaml").read_text(), Loader=yaml.CSafeLoader)
-    except (OSError, yaml.YAMLError):
-        charts_index = None
-    return Previous(out, lock, index, charts, charts_index if isinstance(charts_index, dict) else None)
+    return Previous(out, lock, index, charts)
 
 
 def check_target(out: Path) -> None:

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from .. import catalog
-from . import geometry, picture
+geometry = picture = None   # imported by run(): `gpuop --help` and synth need not load them
 
 _ENTRY = re.compile(r"^(?P<name>[^=\s]+)=(?P<count>.*)$")
 
@@ -54,6 +54,8 @@ def parse_layout(entries: list[str]) -> dict[str, int]:
 
 
 def run(args) -> int:
+    global geometry, picture
+    from . import geometry, picture  # noqa: F811
     try:
         if args.mig_command == "gpus":
             sys.stdout.write(gpus_table())

@@ -55,13 +55,13 @@ def reusable(build: ClusterBuild, previous, chart_version: str) -> bool:
     digest in the previous index.json, and the folder holds exactly the expected files and sizes."""
     if previous is None or previous.index.get(build.name, {}).get("outputDigest") != output_digest(build, chart_version):
         return False
-    folder = previous.out / build.name
+    root = str(previous.out) + "/"
     delta = len(chart_version) - len(VERSION_PLACEHOLDER)
     try:
         for path, (size, holes) in build.layout.items():
-            if (previous.out / path).stat().st_size != size + holes * delta:
+            if os.stat(root + path).st_size != size + holes * delta:
                 return False
-        return sum(len(f) for _, _, f in os.walk(folder)) == len(build.layout)
+        return sum(len(f) for _, _, f in os.walk(root + build.name)) == len(build.layout)
     except OSError:
         return False
 
@@ -108,7 +108,7 @@ def assemble(builds: list[ClusterBuild], previous, settings=None) -> Output:
     lock = {name: dict(entry) for name, entry in (previous.lock if previous else {}).get("clusters", {}).items()}
     index = []
     carried = dict(previous.charts) if previous else {}          # archive name -> Path of the old file
-    repo = charts.entries_from(carried, previous.charts_index if previous else None)
+    new_archives: dict[str, bytes] = {}
     for b in sorted(builds, key=lambda b: b.name):
         chart_version = version.next_version(lock.get(b.name), b.digest, b.minor_key)
         lock[b.name] = {"version": chart_version, "digest": b.digest, "minorKey": b.minor_key}
@@ -121,12 +121,15 @@ def assemble(builds: list[ClusterBuild], previous, settings=None) -> Output:
             if tgz_name not in carried:
                 prefix = f"{b.name}/chart/"
                 data = charts.archive(b.name, {p[len(prefix):]: t for p, t in files.items() if p.startswith(prefix)})
-                files[f"charts/{tgz_name}"] = data
-                repo.setdefault(b.name, []).append(charts.entry(tgz_name, data))
+                files[f"charts/{tgz_name}"] = new_archives[tgz_name] = data
         index.append({**b.entry, "chartVersion": chart_version, "package": f"charts/{tgz_name}",
                       "outputDigest": output_digest(b, chart_version)})
     reuse += [f"charts/{name}" for name in carried]
-    files["charts/index.yaml"] = charts.index_yaml(repo)
+    if new_archives or previous is None or not previous.charts_index_ok():
+        files["charts/index.yaml"] = charts.index_yaml(charts.entries_from({**carried, **new_archives},
+                                                                            previous.charts_index() if previous else None))
+    else:                                           # no new version: the repository index is unchanged
+        reuse.append("charts/index.yaml")
     if settings is not None:
         files.update(fleet.write(settings.gitops, index))
     files["index.json"] = dump_json({"apiVersion": "gpuop/v1alpha1", "kind": "Index", "gpuop": __version__,
