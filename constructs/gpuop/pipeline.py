@@ -159,6 +159,7 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
         else:
             todo.append((f, q[0] if q else None))
     issues: list[Issue] = []
+    pending: list = []
     for f, key, name, errs, warns, build in _build_many(todo, settings, shard, jobs, progress):
         issues += errs
         if name is None:
@@ -168,11 +169,13 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
             builds[name] = build
             warnings += warns
             if key:
-                cache.put(key, {"build": build.head(), "warnings": [w.__dict__ for w in warns]}, build.files)
-    cache.flush()
+                pending.append((key, {"build": build.head(), "warnings": [w.__dict__ for w in warns]}, build.files))
     issues += _duplicate_names(named)
     if issues:
-        raise UserError(issues)
+        raise UserError(issues)        # a failed compile writes nothing, the cache included
+    for key, head, files in pending:
+        cache.put(key, head, files)
+    cache.flush()
     out = assemble(list(builds.values()), previous, settings)
     return CompileResult(tuple(sorted(builds)), tuple(sorted(warnings)), out.files, out.reuse,
                          built=len(builds) - hits)
