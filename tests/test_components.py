@@ -38,6 +38,8 @@ def ds(objs, name):
     ("driver-startup-probe.sh", "state-driver/0400_configmap.yaml"),
     ("toolkit-entrypoint.sh", "state-container-toolkit/0400_configmap.yaml"),
     ("device-plugin-entrypoint.sh", "state-device-plugin/0400_configmap.yaml"),
+    ("mig-manager-entrypoint.sh", "state-mig-manager/0420_configmap.yaml"),
+    ("mig-manager-gpu-clients.yaml", "state-mig-manager/0410_configmap.yaml"),
 ])
 def test_operand_scripts_are_upstreams_bytes(script, state):
     data = asset(state)["data"]
@@ -156,7 +158,7 @@ def test_disabling_a_component_removes_all_its_objects():
                      "dcgm-exporter", "gpu-feature-discovery"]
 
 
-@pytest.mark.parametrize("cluster", ["prod-east", "lab-west", "full-stack"])
+@pytest.mark.parametrize("cluster", ["prod-east", "lab-west", "full-stack", "mig-sharing", "openshift"])
 def test_golden_files_per_component(dist, index, cluster):
     entry = next(e for e in index["clusters"] if e["name"] == cluster)
     objs = load_dir(dist / entry["manifests"])
@@ -165,6 +167,9 @@ def test_golden_files_per_component(dist, index, cluster):
         comp = obj["metadata"]["name"].replace("-daemonset", "").replace("-startup-probe", "").replace("-entrypoint", "")
         comp = comp.removesuffix("-read-pods").removesuffix("-metrics")          # dcgm-exporter's extra objects
         comp = {"gpu-feature-discovery": "nvidia-gpu-feature-discovery"}.get(comp, comp)   # upstream's DS name
+        comp = comp.removesuffix("-alerts")                                   # node-status-exporter's PrometheusRule
+        if comp.startswith("nvidia-driver-") or comp == "driver-toolkit":    # driver variants, the DTK ImageStream
+            comp = "nvidia-driver"
         by_component.setdefault(f"{obj['kind'].lower()}" if obj["kind"] in ("Namespace", "RuntimeClass") else comp,
                                 []).append(obj)
     for comp, items in sorted(by_component.items()):

@@ -76,7 +76,7 @@ def test_health_checks_for_kinds_the_engines_lack(dist, index):
         hr = next(o for o in load_dir(dist / c["flux"]) if o["metadata"]["name"] == f"gpuop-{c['name']}")
         kinds = {k[1] for k in c["kinds"]}
         exprs = {e["kind"] for e in hr["spec"].get("healthCheckExprs", [])}
-        assert exprs == kinds & {"NodeFeatureRule", "ServiceMonitor"}
+        assert exprs == kinds & {"NodeFeatureRule", "ServiceMonitor", "PrometheusRule", "SecurityContextConstraints"}
 
 
 def test_drift_settings_for_fields_controllers_mutate(dist, index):

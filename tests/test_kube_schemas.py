@@ -12,8 +12,12 @@ from conftest import load_dir
 
 # Custom resources have no built-in schema; their structure is checked in test_stack_full.py
 # (NodeFeatureRule: NFD's CRD is not among the reference CRDs; ServiceMonitor: neither is the
-# Prometheus Operator's).
-CRD_KINDS = {("nfd.k8s-sigs.io/v1alpha1", "NodeFeatureRule"), ("monitoring.coreos.com/v1", "ServiceMonitor")}
+# Prometheus Operator's). OpenShift's kinds are not in kubernetes-validate either: test_openshift.py
+# validates them, strictly, against schemas it writes from the OpenShift API's documented fields
+# (SecurityContextConstraints, ImageStream) and the Prometheus Operator's (PrometheusRule).
+CRD_KINDS = {("nfd.k8s-sigs.io/v1alpha1", "NodeFeatureRule"), ("monitoring.coreos.com/v1", "ServiceMonitor"),
+             ("monitoring.coreos.com/v1", "PrometheusRule"), ("security.openshift.io/v1", "SecurityContextConstraints"),
+             ("image.openshift.io/v1", "ImageStream")}
 
 
 def test_every_object_passes_strict_kubernetes_schemas(dist, index):

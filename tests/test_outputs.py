@@ -19,14 +19,17 @@ def tree(folder: Path) -> dict[str, str]:
 
 
 def test_index_lists_every_cluster_with_its_paths(dist, index):
-    assert [c["name"] for c in index["clusters"]] == ["full-stack", "lab-west", "prod-east"]
+    bundled = [load(f.read_text())["metadata"]["name"] for f in sorted((REPO / "profiles").glob("*.yaml"))
+               if not f.name.startswith("_")]
+    assert [c["name"] for c in index["clusters"]] == sorted(bundled)
+    assert {"full-stack", "lab-west", "prod-east", "openshift"} <= set(bundled)
     for c in index["clusters"]:
         for k in ("name", "chart", "chartVersion", "digest", "manifests", "overlay", "argocd", "flux",
                   "releaseName", "namespace"):
             assert c[k], k
         for k in ("chart", "manifests", "overlay", "argocd", "flux"):
             assert (dist / c[k]).is_dir(), c[k]
-        assert c["namespace"] == "gpu-operator"
+        assert c["namespace"] == ("nvidia-gpu-operator" if c["platform"] == "openshift" else "gpu-operator")
 
 
 def test_same_profiles_compile_to_identical_bytes(workdir, dist, tmp_path):

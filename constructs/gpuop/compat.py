@@ -10,7 +10,8 @@ The facts live in the catalogs, not here: which architectures a driver branch dr
 which OS is only partner-validated and which runtimes the release supports (releases.yaml).
 
 Rules (each has a test with a profile that breaks it and the exact message, tests/test_compat.py):
-- driver-architecture: the driver branch does not drive a pool's GPU architecture (535 on B200).
+- driver-architecture: the driver branch does not drive a pool's GPU architecture (535 on B200); each
+  pool is checked against its own driver (`nodePools[i].driver`) or spec.driver.
 - driver-floor: the driver is older than the GPU's minimum (HGX B200 >= 570.133.20).
 - open-modules: kernelModuleType proprietary on a GPU that needs the open modules (Blackwell, GH200).
 - driver-version-unlisted (warning): a full driver version the catalog does not list for its branch.
@@ -28,35 +29,50 @@ def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split(".") if p.isdigit())
 
 
+def _effective(at, version, loc, default, cat, warnings):
+    """(branch, effective version, where it came from) of a profile driver version, or None if unknown."""
+    branch = cat.branch(version or default)
+    if branch is None:
+        return None                        # unknown branch: validate.py / platform_rules.py report it
+    field = "spec.driver.version" if len(loc) == 3 else f"spec.nodePools[{loc[2]}].driver.version"
+    if version is None:
+        return branch, default, "the stack release's default driver"
+    if "." in version:
+        if version not in branch.versions and version != branch.latest:
+            warnings.append(at(loc, f"driver {version} is not a version the catalog lists for branch "
+                               f"{branch.branch} (listed: {', '.join(branch.versions)}); the driver image with "
+                               "this tag must exist in the registry", "warning"))
+        return branch, version, field
+    return branch, branch.latest, f"{field}, branch {branch.branch} -> {branch.latest}"
+
+
 def _driver_rules(at, spec, release, cat) -> tuple[list[Issue], list[Issue]]:
+    """Each pool's GPU against the driver it gets: the pool's own `driver` or spec.driver."""
     errors: list[Issue] = []
     warnings: list[Issue] = []
     d = spec.driver
-    if not d.enabled or not cat.drivers:
+    if not cat.drivers:
         return errors, warnings
     default = release.components["driver"].version
-    branch = cat.branch(d.version or default)
-    if branch is None:
-        return errors, warnings            # unknown branch: validate.py reports it
-    if d.version is None:
-        effective, source = default, "the stack release's default driver"
-    elif "." in d.version:
-        effective, source = d.version, "spec.driver.version"
-        if d.version not in branch.versions and d.version != branch.latest:
-            warnings.append(at(("spec", "driver", "version"), f"driver {d.version} is not a version the catalog "
-                               f"lists for branch {branch.branch} (listed: {', '.join(branch.versions)}); the "
-                               "driver image with this tag must exist in the registry", "warning"))
-    else:
-        effective, source = branch.latest, f"spec.driver.version, branch {branch.branch} -> {branch.latest}"
+    cluster = _effective(at, d.version, ("spec", "driver", "version"), default, cat, warnings) if d.enabled else None
     for i, pool in enumerate(spec.nodePools):
+        own = pool.driver.version if pool.driver is not None else None
+        enabled = pool.driver.enabled if pool.driver is not None and pool.driver.enabled is not None else d.enabled
         gpu = cat.gpus.get(pool.gpu)
-        if gpu is None:
-            continue                       # unknown model: validate.py reports it
+        if not enabled or gpu is None:
+            continue                       # preinstalled driver, or unknown model (validate.py reports it)
+        loc = ("spec", "nodePools", i, "driver", "version") if own else ("spec", "driver", "version")
+        found = _effective(at, own, loc, default, cat, warnings) if own else (
+            cluster or _effective(at, d.version, loc, default, cat, warnings))
+        if found is None:
+            continue
+        branch, effective, source = found
+        field = f"spec.nodePools[{i}].driver.version" if own else "spec.driver.version"
         where = ("spec", "nodePools", i, "gpu")
         if gpu.architecture not in branch.architectures:
             fits = [b.branch for b in cat.drivers if gpu.architecture in b.architectures]
             errors.append(at(where, f"{pool.gpu} ({gpu.architecture}) is not supported by driver branch "
-                             f"{branch.branch} ({source}); set spec.driver.version to a branch for "
+                             f"{branch.branch} ({source}); set {field} to a branch for "
                              f"{gpu.architecture}: {', '.join(fits)}"))
         else:
             floor = getattr(gpu, "minDriverVersion", None)
@@ -66,7 +82,7 @@ def _driver_rules(at, spec, release, cat) -> tuple[list[Issue], list[Issue]]:
         if d.kernelModuleType == "proprietary" and getattr(gpu, "openKernelModulesRequired", False):
             errors.append(at(("spec", "driver", "kernelModuleType"), f"{pool.gpu} (spec.nodePools[{i}]) needs "
                              "the open kernel modules; allowed: auto, open"))
-    return errors, warnings
+    return errors, sorted(set(warnings))
 
 
 def _matrix_rules(at, spec, release) -> tuple[list[Issue], list[Issue]]:

@@ -38,7 +38,9 @@ SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 WAVES = {
     "Namespace": "-3",
     "ServiceAccount": "-2", "Role": "-2", "ClusterRole": "-2", "RoleBinding": "-2", "ClusterRoleBinding": "-2",
+    "SecurityContextConstraints": "-2",          # OpenShift: pods are admitted only once their SCC exists
     "ConfigMap": "-1", "Secret": "-1", "RuntimeClass": "-1",
+    "ImageStream": "-1",                         # OpenShift: resolves the Driver Toolkit image when DaemonSets are applied
 }
 
 

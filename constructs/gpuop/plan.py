@@ -1,7 +1,8 @@
 """Stage 3, plan: a validated profile + the catalogs -> one frozen `StackPlan` per cluster.
 
-Every contextual default is resolved here, once (namespace and runtime from the platform, driver
-version from the release or a branch, image tags from the OS, per-component version overrides,
+Every contextual default is resolved here, once (namespace, runtime, NFD mode and ServiceMonitors from
+the platform, driver version from the release or a branch, image tags from the OS, the driver
+DaemonSets a cluster needs (platform.py: per RHCOS build, kernel, OS, pool driver), per-component version overrides,
 upstream tolerations, the upgrade policy, placement additions, monitoring, the NFD chart and its
 values), so components are pure functions of their props and never look at the profile or the catalog
 themselves.
@@ -15,7 +16,9 @@ import json
 from dataclasses import dataclass, field
 
 from . import __version__
+from . import pools as pool_rules
 from .catalog import Catalog, RuntimeFiles
+from .platform import DriverVariant, driver_variants, version_resolver
 from .profile.models import ClusterProfile, Resources
 from .slots import slot
 from .validate import ValidProfile
@@ -23,6 +26,7 @@ from .validate import ValidProfile
 UPSTREAM_TOLERATIONS = ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},)
 DEFAULT_NAMESPACE = {"kubernetes": "gpu-operator", "openshift": "nvidia-gpu-operator"}
 DEFAULT_RUNTIME = {"kubernetes": "containerd", "openshift": "crio"}
+DEFAULT_NFD_MODE = {"kubernetes": "deploy", "openshift": "existing"}      # OpenShift: Red Hat's NFD Operator
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,18 @@ class NfdPlan:
 
 
 @dataclass(frozen=True)
+class OpenShiftPlan:
+    """OpenShift facts the components need (catalog releases.yaml `openshift`)."""
+    dtk_image_stream: str = "driver-toolkit"     # the Driver Toolkit ImageStream (and tag source) ...
+    dtk_namespace: str = "openshift"             # ... in this namespace
+    dtk_label: str = "openshift.driver-toolkit"
+    dtk_version_label: str = "openshift.driver-toolkit.rhcos"
+    monitoring_label: str = "openshift.io/cluster-monitoring"
+    prometheus_sa: str = "prometheus-k8s"
+    prometheus_namespace: str = "openshift-monitoring"
+
+
+@dataclass(frozen=True)
 class StackPlan:
     name: str
     labels: tuple[tuple[str, str], ...]
@@ -135,6 +151,9 @@ class StackPlan:
     dcgm_exporter: DcgmExporterPlan | None = None    # None: exporter off
     node_status_exporter: NodeStatusExporterPlan | None = None
     nfd: NfdPlan = field(default_factory=NfdPlan)
+    driver_variants: tuple[DriverVariant, ...] = ()   # the driver DaemonSets (platform.py); () = none
+    openshift: OpenShiftPlan | None = None            # None: not OpenShift
+    pool_configs: pool_rules.PoolConfigs = field(default_factory=pool_rules.PoolConfigs)  # MIG / plugin configs, labels
 
     @property
     def uses_crd_kinds(self) -> bool:
@@ -168,23 +187,24 @@ def _component_values(enabled: bool, resources: Resources | None) -> dict | None
 
 
 # Profile sections with a per-component version override (each also names its image in the catalog).
-VERSIONED = ("toolkit", "devicePlugin", "gfd", "dcgm", "dcgmExporter", "validator", "nodeStatusExporter")
+VERSIONED = ("toolkit", "devicePlugin", "gfd", "dcgm", "dcgmExporter", "validator", "nodeStatusExporter", "migManager")
 # Profile section -> Helm values key, for components a user can switch off at deploy time.
 SWITCHABLE = ("driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "nodeStatusExporter")
 CONTROL_PLANE_TOLERATION = {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "",
                             "effect": "NoSchedule"}
 
 
-def _monitor(sm) -> Monitor | None:
-    if not sm.enabled:
+def _monitor(sm, platform: str) -> Monitor | None:
+    if not (sm.enabled if sm.enabled is not None else platform == "openshift"):
         return None
     return Monitor(sm.interval, sm.honorLabels, tuple(sorted(sm.additionalLabels.items())))
 
 
 def _nfd(spec, release, values: dict) -> NfdPlan:
     chart = release.nfd
-    if chart is None or spec.nfd.mode == "existing":
-        return NfdPlan(mode=spec.nfd.mode, rules=spec.nfd.rules)
+    mode = spec.nfd.mode or DEFAULT_NFD_MODE[spec.platform.type]
+    if chart is None or mode == "existing":
+        return NfdPlan(mode=mode, rules=spec.nfd.rules)
     nfd_values = json.loads(json.dumps(chart.values))
     nfd_values["priorityClassName"] = values["priorityClassName"]
     nfd_values.setdefault("worker", {})["tolerations"] = [CONTROL_PLANE_TOLERATION] + values["tolerations"]
@@ -224,9 +244,15 @@ def build_plan(valid: ValidProfile, cat: Catalog) -> StackPlan:
         v = _component_values(settings.enabled, settings.resources)
         if v is not None:
             values[key] = v
+    pool_configs = pool_rules.build(spec, cat)
+    if pool_configs.mig_manager:                 # a key only where the component exists
+        values["migManager"] = _component_values(True, spec.migManager.resources)
     values["validator"] = {"resources": spec.validator.resources.model_dump(exclude_none=True)
                            if spec.validator.resources else {}}
     ds, up, dx, nse = spec.daemonsets, spec.driver.upgradePolicy, spec.dcgmExporter, spec.nodeStatusExporter
+    variants = driver_variants(spec, release, version_resolver(spec, comps["driver"].version, cat))
+    if variants and "driver" not in values:      # the driver is off cluster-wide but on for some pools
+        values["driver"] = _component_values(True, spec.driver.resources)
     h = hashlib.sha256()
     for src in valid.loaded.sources:
         h.update(src.read_bytes())
@@ -246,7 +272,7 @@ def build_plan(valid: ValidProfile, cat: Catalog) -> StackPlan:
         release=release.name,
         operator_version=release.operatorVersion,
         images=tuple(sorted(images.items())),
-        driver_version=driver_version if spec.driver.enabled else None,
+        driver_version=driver_version if variants else None,
         kernel_module_type=spec.driver.kernelModuleType,
         toolkit=spec.toolkit.enabled,
         device_plugin=spec.devicePlugin.enabled,
@@ -264,8 +290,17 @@ def build_plan(valid: ValidProfile, cat: Catalog) -> StackPlan:
         pull_secrets=tuple(spec.images.pullSecrets),
         gfd=spec.gfd.enabled,
         dcgm=spec.dcgm.enabled,
-        dcgm_exporter=DcgmExporterPlan(_monitor(dx.serviceMonitor), tuple((m.field, m.type, m.help) for m in dx.metrics),
+        dcgm_exporter=DcgmExporterPlan(_monitor(dx.serviceMonitor, platform), tuple((m.field, m.type, m.help) for m in dx.metrics),
                                        dx.podLabels, dx.podUID, tuple(dx.podLabelAllowlist)) if dx.enabled else None,
-        node_status_exporter=NodeStatusExporterPlan(_monitor(nse.serviceMonitor)) if nse.enabled else None,
+        node_status_exporter=NodeStatusExporterPlan(_monitor(nse.serviceMonitor, platform)) if nse.enabled else None,
         nfd=_nfd(spec, release, values),
+        driver_variants=variants,
+        openshift=_openshift(release) if platform == "openshift" else None,
+        pool_configs=pool_configs,
     )
+
+
+def _openshift(release) -> OpenShiftPlan:
+    o = release.openshift
+    return OpenShiftPlan(o.driverToolkit.imageStream, o.driverToolkit.namespace, o.dtkLabel, o.dtkVersionLabel,
+                         o.monitoringLabel, o.prometheus.serviceAccount, o.prometheus.namespace)

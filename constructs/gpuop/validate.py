@@ -23,6 +23,8 @@ from . import compat as compat_rules
 from .errors import Issue, UserError
 from .profile.load import LoadedProfile
 from .mig import rules as mig_rules
+from . import platform_rules
+from . import pools as pool_rules
 from .profile.models import ClusterProfile
 
 
@@ -123,6 +125,10 @@ PATTERNS = {
                                                 "e.g. registry.example.com/nvidia"),
     r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$": ("a duration", "numbers with units ms, s, m or h, e.g. 10m, 1h30m"),
     r"^[A-Za-z0-9._/-]+$": ("a path", "letters, digits, '.', '_', '/' and '-'"),
+    r"^[0-9]+\.[0-9]+\.[0-9]+-[A-Za-z0-9._-]+$": ("a kernel version", "the node's `uname -r`, e.g. "
+                                                 "6.8.0-45-generic"),
+    r"^4[0-9]{1,2}\.[0-9]+\.[0-9]{12}-[0-9]+$": ("an RHCOS build", "the node's OSTREE_VERSION label, e.g. "
+                                               "419.96.202507091512-0"),
 }
 
 
@@ -289,9 +295,10 @@ def check_rules(loaded: LoadedProfile, cat: catalog_mod.Catalog) -> tuple[list[I
     if release is not None:
         m = release.matrix
         version_ok = True
-        if ptype == "openshift":
-            errors.append(at(("spec", "platform", "type"), "openshift is not supported by this gpuop version yet "
-                             "(SecurityContextConstraints and Driver Toolkit builds are not emitted); allowed: kubernetes"))
+        if ptype == "openshift" and pver is not None and pver not in m.openshift:
+            version_ok = False
+            errors.append(at(("spec", "platform", "version"), f"OpenShift {pver} is outside stack release "
+                             f"{release.name}'s support matrix; allowed: {', '.join(m.openshift)}"))
         elif ptype == "kubernetes" and pver is not None and pver not in m.kubernetes:
             version_ok = False
             errors.append(at(("spec", "platform", "version"), f"Kubernetes {pver} is outside stack release "
@@ -306,6 +313,10 @@ def check_rules(loaded: LoadedProfile, cat: catalog_mod.Catalog) -> tuple[list[I
                 fitting = [n for n, e in m.os.items() if e.platform == ptype]
                 errors.append(at(("spec", "os"), f"{os_name} is an OS for {entry.platform}, not {ptype}; "
                                  f"allowed: {', '.join(fitting)}"))
+            elif ptype == "openshift" and pver is not None and version_ok and pver not in entry.openshift:
+                errors.append(at(("spec", "os"), f"{os_name} is the OS of OpenShift {', '.join(entry.openshift)}, "
+                                 f"not {pver}; allowed with OpenShift {pver}: "
+                                 f"{', '.join(n for n, e in m.os.items() if pver in e.openshift)}"))
             elif ptype == "kubernetes" and pver is not None and version_ok and pver not in entry.kubernetes:
                 errors.append(at(("spec", "os"), f"{os_name} is supported with Kubernetes "
                                  f"{', '.join(entry.kubernetes)} in stack release {release.name}, not {pver}; "
@@ -346,7 +357,7 @@ def validate(loaded: LoadedProfile, cat: catalog_mod.Catalog | None = None) -> V
         shape_issues = exc.issues
     errors, warnings = check_rules(loaded, cat)
     if profile is not None:  # rules that need the typed profile
-        for rules in (compat_rules, mig_rules):
+        for rules in (compat_rules, mig_rules, pool_rules, platform_rules):
             e, w = rules.check(loaded, profile, cat)
             errors += e
             warnings += w

@@ -6,7 +6,7 @@ chart come from its cluster profile (plan.py), so values.yaml differs per cluste
 does not.
 
 Each component the profile enables has a key (`driver`, `toolkit`, `devicePlugin`, `dcgm`,
-`dcgmExporter`, `gfd`, `nodeStatusExporter`) with `enabled` and `resources`; a component the profile
+`dcgmExporter`, `gfd`, `nodeStatusExporter`, `migManager`) with `enabled` and `resources`; a component the profile
 leaves off has no key and no templates. The validator always runs, so its key has `resources` only.
 Switching a component off here removes its objects at deploy time; decisions other components took at
 compile time stay (docs/components.md).
@@ -59,6 +59,7 @@ class ChartValues(_Values):
     dcgmExporter: ComponentValues | None = None
     gfd: ComponentValues | None = None
     nodeStatusExporter: ComponentValues | None = None
+    migManager: ComponentValues | None = None
 
 
 @lru_cache(maxsize=1)

@@ -34,6 +34,7 @@ class OsEntry(_Frozen):
     openshift: tuple[str, ...] = ()
     support: Literal["supported", "partner-validated"] = "supported"
     note: str | None = None
+    select: dict[str, str] = Field(default_factory=dict)   # nodeLabels key name -> value telling its nodes apart
 
 
 class RuntimeSupport(_Frozen):
@@ -57,6 +58,7 @@ class RuntimeFiles(_Frozen):
     dropIn: str | None = None
     socket: str | None = None
     socketEnv: str | None = None
+    hooks: dict[str, str] = Field(default_factory=dict)     # platform -> crio-hooks host dir (else the asset's)
 
 
 class NfdChart(_Frozen):
@@ -70,6 +72,42 @@ class NfdChart(_Frozen):
     values: dict = Field(default_factory=dict)   # the settings the GPU stack needs, upstream's subchart values
 
 
+class NodeLabels(_Frozen):
+    """The NFD label keys driver DaemonSets select on (releases.yaml names the sources)."""
+    osId: str
+    osVersionId: str
+    osVersionMajor: str
+    kernel: str
+    rhcosBuild: str
+
+
+class ImageStreamRef(_Frozen):
+    imageStream: str
+    namespace: str
+
+
+class ServiceAccountRef(_Frozen):
+    serviceAccount: str
+    namespace: str
+
+
+class NamespaceRule(_Frozen):
+    exact: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()
+
+    def matches(self, name: str) -> bool:
+        return name in self.exact or name.startswith(self.prefixes)
+
+
+class OpenShiftFacts(_Frozen):
+    driverToolkit: ImageStreamRef
+    dtkLabel: str
+    dtkVersionLabel: str
+    monitoringLabel: str
+    prometheus: ServiceAccountRef
+    noImageLookupNamespaces: NamespaceRule
+
+
 class Release(_Frozen):
     name: str
     operatorVersion: str
@@ -79,6 +117,9 @@ class Release(_Frozen):
     runtimes: dict[str, RuntimeFiles]
     matrix: Matrix
     nfd: NfdChart | None = None
+    nodeLabels: NodeLabels | None = None
+    precompiled: dict[str, tuple[str, ...]] = Field(default_factory=dict)   # os -> driver branches
+    openshift: OpenShiftFacts | None = None
 
 
 class Gpu(_Frozen):

@@ -4,6 +4,8 @@ A component is a cdk8s `Construct` (`Component(scope, id, props)`) whose props a
 pydantic model. `render(props)` is a pure function returning the component's objects as plain dicts
 (bodies stay in Python: one cdk8s `ApiObject` call and one JSON patch per object, ≈3 bridge calls);
 `from_plan(plan)` derives the props from a `StackPlan`, or None when the component is off.
+`objects(props)` is what a construct emits: `render(props)` plus the platform's transforms (on
+OpenShift, openshift.py's SCC per DaemonSet ServiceAccount, enabled by the props' Placement).
 Construct ids are `<Kind>-<name>`: stable, since renaming one is a breaking change.
 
 Every GPU DaemonSet is built by `daemonset()`: upstream's `nvidia.com/gpu.deploy.<component>=true`
@@ -40,15 +42,20 @@ class Props(BaseModel):
 
 
 class Placement(BaseModel):
-    """Where a GPU DaemonSet may run beyond its deploy label: the profile's spec.daemonsets additions."""
+    """Where a GPU DaemonSet may run beyond its deploy label (the profile's spec.daemonsets additions), and
+    the platform admission it must pass (OpenShift: an SCC of its own, components/openshift.py)."""
     model_config = ConfigDict(extra="forbid", frozen=True)
     node_selector: dict[str, str] = Field(default_factory=dict, description="Extra nodeSelector labels. Omitted: none.")
     node_affinity: tuple[tuple[str, str, tuple[str, ...]], ...] = Field(
         (), description="Extra required node affinity (key, operator, values). Omitted: none.")
+    openshift: bool = Field(False, description=(
+        "OpenShift: the component's pods run under a SecurityContextConstraints of their own, which only the "
+        "component's ServiceAccount may use. Omitted: false (Pod Security Admission only)."))
 
     @classmethod
     def of(cls, plan) -> "Placement":
-        return cls(node_selector=dict(plan.scheduling.node_selector), node_affinity=plan.scheduling.node_affinity)
+        return cls(node_selector=dict(plan.scheduling.node_selector), node_affinity=plan.scheduling.node_affinity,
+                   openshift=plan.platform == "openshift")
 
 
 class DaemonSetProps(Props):
@@ -69,13 +76,25 @@ class Component(Construct):
         self.props = props
         fill_json = self.node.try_get_context("gpuop:fill-values")
         values = json.loads(fill_json) if fill_json else None
-        for body in self.render(props):
+        for body in self.objects(props):
             body = with_wave(body)
             emit(self, fill(body, values) if values is not None else body)
 
     @classmethod
     def render(cls, props: Props) -> list[dict]:
         raise NotImplementedError
+
+    @classmethod
+    def objects(cls, props: Props) -> list[dict]:
+        """`render(props)` and the platform's transforms on top (as the Operator applies its OpenShift
+        transforms after each state's own): on OpenShift, the SCCs and their RBAC (openshift.py)."""
+        objs = cls.render(props)
+        placement = getattr(props, "placement", None)
+        if placement is not None and placement.openshift:
+            from .openshift import secure
+
+            objs = secure(objs)
+        return objs
 
     @classmethod
     def from_plan(cls, plan) -> Props | None:
@@ -165,25 +184,33 @@ def resources_slot(values_key: str) -> str:
     return slot(f"{values_key}.resources")
 
 
-def node_affinity(deploy: str, placement: Placement) -> dict:
-    """Required node affinity: the node-wide and per-component opt-out labels, then the profile's additions."""
+def node_affinity(deploy: str, placement: Placement, alternatives: tuple = ()) -> dict:
+    """Required node affinity: the node-wide and per-component opt-out labels, then the profile's additions.
+    `alternatives` (label sets, e.g. node pools' nodeSelectors) make one term each, ORed, every term
+    carrying the common requirements; () keeps the single term."""
     terms = [{"key": OPERANDS_LABEL, "operator": "NotIn", "values": ["false"]},
              {"key": OPT_OUT_PREFIX + deploy, "operator": "NotIn", "values": ["false"]}]
     for key, op, values in placement.node_affinity:
         terms.append({"key": key, "operator": op, **({"values": list(values)} if values else {})})
-    return {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": terms}]}}
+    if not alternatives:
+        return {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": terms}]}}
+    return {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": terms + [{"key": k, "operator": "In", "values": [v]} for k, v in alt]}
+        for alt in alternatives]}}
 
 
 def daemonset(name: str, namespace: str, *, app: str, labels: dict, annotations: dict | None,
               pod_spec: dict, deploy: str, placement: Placement, selector: dict | None = None,
-              pod_annotations: dict | None = None, update_strategy: dict | None = None) -> dict:
+              pod_annotations: dict | None = None, update_strategy: dict | None = None,
+              node_selector: dict | None = None, alternatives: tuple = ()) -> dict:
     """A GPU DaemonSet with the fields every operand shares: selector on `app` (or `selector`), node
     selector `nvidia.com/gpu.deploy.<deploy>=true` plus the profile's labels, node affinity for the
     opt-outs plus the profile's requirements (merged into pod_spec's own affinity), tolerations /
-    priority class / pull secrets as value slots."""
-    affinity = {"nodeAffinity": node_affinity(deploy, placement), **pod_spec.pop("affinity", {})}
+    priority class / pull secrets as value slots. `node_selector` adds labels (a driver variant's NFD
+    labels), `alternatives` ORed affinity terms (node_affinity)."""
+    affinity = {"nodeAffinity": node_affinity(deploy, placement, alternatives), **pod_spec.pop("affinity", {})}
     spec = {
-        "nodeSelector": {f"nvidia.com/gpu.deploy.{deploy}": "true", **placement.node_selector},
+        "nodeSelector": {f"nvidia.com/gpu.deploy.{deploy}": "true", **placement.node_selector, **(node_selector or {})},
         "affinity": affinity,
         "tolerations": slot("tolerations"),
         "priorityClassName": slot("priorityClassName"),

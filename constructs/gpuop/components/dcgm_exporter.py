@@ -18,7 +18,12 @@ Differences from upstream, and why:
   ServiceMonitor without its CRD fails the whole sync. The Service's scrape annotation works either way.
 - The custom metrics ConfigMap is generated from a typed list in the profile (field, type, help) and
   has a fixed name, instead of a user-named ConfigMap holding free CSV text.
-- The OpenShift-only SCC, PrometheusRule and SELinux init container are not emitted (no OpenShift yet).
+- OpenShift: PrometheusRule `nvidia-dcgm-exporter` (the asset 1000_prometheus_rule_openshift.yaml: the
+  `accelerator_*` recording rules) and the ServiceMonitor on by default (the platform has its CRD); the
+  SCC is openshift.py's. The SELinux init container the Operator adds on OpenShift
+  (transformDCGMExporterForOpenShift: relabels /var/lib/kubelet/pod-resources, its entrypoint from a
+  ConfigMap v26.7 no longer ships an asset for) is not emitted: the exporter container is privileged
+  (spc_t), which reads the kubelet's pod-resources socket without relabelling.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from ..plan import Monitor
 from ..slots import slot
 from .base import (SCC_RULE, Component, DaemonSetProps, Placement, daemonset, env, host_path, meta, mount, rbac,
                    resources_slot, service, service_monitor, validation_init)
+from .openshift import prometheus_rule
 
 NAME = "nvidia-dcgm-exporter"
 READ_PODS = "nvidia-dcgm-exporter-read-pods"
@@ -49,6 +55,7 @@ class DcgmExporterProps(DaemonSetProps):
     pod_uid: bool = Field(False, description="Export pod UIDs. Omitted: false.")
     pod_label_allowlist: tuple[str, ...] = Field((), description="Pod label key regexes. Omitted: all labels.")
     service_monitor: Monitor | None = Field(None, description="ServiceMonitor settings. Omitted: none emitted.")
+    prometheus_rule: bool = Field(False, description="Emit the OpenShift PrometheusRule. Omitted: false.")
 
 
 def metrics_csv(metrics) -> str:
@@ -97,7 +104,7 @@ class DcgmExporter(Component):
                                  validator_image=plan.image("validator").ref, remote_hostengine=plan.dcgm,
                                  metrics=x.metrics, pod_labels=x.pod_labels, pod_uid=x.pod_uid,
                                  pod_label_allowlist=x.pod_label_allowlist, service_monitor=x.service_monitor,
-                                 placement=Placement.of(plan))
+                                 prometheus_rule=plan.openshift is not None, placement=Placement.of(plan))
 
     @classmethod
     def render(cls, p: DcgmExporterProps) -> list[dict]:
@@ -136,6 +143,8 @@ class DcgmExporter(Component):
         if p.service_monitor:
             objs.append(service_monitor(NAME, p.namespace, app=NAME, port_name="gpu-metrics", job_label="app",
                                         monitor=p.service_monitor))
+        if p.prometheus_rule:
+            objs.append(prometheus_rule(NAME, p.namespace, NAME, "dcgm-exporter-rules.yaml"))
         objs.append(daemonset(NAME, p.namespace, app=NAME, labels=LABELS, deploy=cls.deploy_label,
                               placement=p.placement, annotations={"openshift.io/scc": NAME}, pod_spec=pod_spec))
         return objs

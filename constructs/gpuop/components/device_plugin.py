@@ -1,10 +1,15 @@
 """Device plugin: ServiceAccount/Role/RoleBinding/ClusterRole/ClusterRoleBinding `nvidia-device-plugin`,
 ConfigMap `nvidia-device-plugin-entrypoint`, DaemonSet `nvidia-device-plugin-daemonset`; as the
-Operator's state-device-plugin after TransformDevicePlugin (v26.7, CDI on, no plugin config).
+Operator's state-device-plugin after TransformDevicePlugin (v26.7, CDI on).
 
-Without a plugin config the Operator removes the config-manager containers; so does gpuop (per-pool
-plugin configs for time-slicing and MPS add them back, see the sharing support). `MIG_STRATEGY` comes
-from the pools' MIG strategy; CDI switches the device list strategy to `cdi-annotations,cdi-cri`.
+Without a plugin config the Operator removes the config-manager containers; so does gpuop. When pools
+share GPUs (time-slicing, MPS) or differ in MIG strategy, the generated config (ConfigMap
+`device-plugin-config`, plugin_config.py) brings them back exactly as handleDevicePluginConfig does:
+config-manager init and sidecar, CONFIG_FILE, the config volumes, shareProcessNamespace. The MIG env is
+applyMIGConfiguration's: `MIG_STRATEGY` (the pools' common strategy) and NVIDIA_MIG_MONITOR_DEVICES=all
+unless it is none; with no common strategy, no MIG_STRATEGY and each pool's config carries
+flags.migStrategy (the env would override the file). CDI switches the device list strategy to
+`cdi-annotations,cdi-cri`. Differences from upstream: none in the objects.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..slots import slot
+from . import plugin_config
 from .base import SCC_RULE, Component, DaemonSetProps, Placement, daemonset, env, host_path, meta, mount, rbac, resources_slot, validation_init
 
 NAME = "nvidia-device-plugin"
@@ -25,9 +31,17 @@ ENTRYPOINT = (Path(__file__).parent / "scripts" / "device-plugin-entrypoint.sh")
 class DevicePluginProps(DaemonSetProps):
     image: str = Field(description="k8s-device-plugin image. Required.")
     validator_image: str = Field(description="Validator image for the toolkit-validation init container. Required.")
-    mig_strategy: Literal["none", "single", "mixed"] = Field("single", description="MIG_STRATEGY. Omitted: single.")
+    mig_strategy: Literal["none", "single", "mixed"] | None = Field("single", description=(
+        "MIG_STRATEGY; None: unset, each pool's plugin config decides. Omitted: single."))
+    plugin_config: bool = Field(False, description="Mount ConfigMap device-plugin-config with the config manager. "
+                                "Omitted: no plugin config, no config-manager containers.")
     toolkit_install_dir: str = Field("/usr/local/nvidia", description="Where the toolkit installed the CDI "
                                      "hook. Omitted: /usr/local/nvidia.")
+
+
+def mig_strategy(plan) -> str | None:
+    """MIG_STRATEGY of the device plugin, GFD and MPS daemon: the cluster's, or None (per pool)."""
+    return None if plan.pool_configs.per_pool_strategy else plan.mig_strategy
 
 
 class DevicePlugin(Component):
@@ -41,8 +55,8 @@ class DevicePlugin(Component):
         if not plan.device_plugin:
             return None
         return DevicePluginProps(namespace=plan.namespace, image=plan.image("devicePlugin").ref,
-                                 validator_image=plan.image("validator").ref, mig_strategy=plan.mig_strategy,
-                                 placement=Placement.of(plan))
+                                 validator_image=plan.image("validator").ref, mig_strategy=mig_strategy(plan),
+                                 plugin_config=bool(plan.pool_configs.plugin_configs), placement=Placement.of(plan))
 
     @classmethod
     def render(cls, p: DevicePluginProps) -> list[dict]:
@@ -57,7 +71,8 @@ class DevicePlugin(Component):
                 env("NVIDIA_VISIBLE_DEVICES", "all"),
                 env("NVIDIA_DRIVER_CAPABILITIES", "all"),
                 env("MPS_ROOT", "/run/nvidia/mps"),
-                env("MIG_STRATEGY", p.mig_strategy),
+                *plugin_config.config_file_env(p.plugin_config),
+                *plugin_config.mig_env(p.mig_strategy),
                 env("CDI_ENABLED", "true"),
                 env("CDI_ANNOTATION_PREFIX", "cdi.k8s.io/"),
                 env("NVIDIA_CDI_HOOK_PATH", f"{p.toolkit_install_dir}/toolkit/nvidia-cdi-hook"),
@@ -95,6 +110,8 @@ class DevicePlugin(Component):
                 host_path("mps-shm", "/run/nvidia/mps/shm"),
             ],
         }
+        if p.plugin_config:
+            plugin_config.apply(pod_spec, container, p.image, "nvidia-device-plugin", resources_slot("devicePlugin"))
         labels = {"app": DS_NAME}
         cluster_rules = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]
         return rbac(NAME, p.namespace, [SCC_RULE], cluster_rules) + [

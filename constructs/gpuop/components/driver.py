@@ -1,10 +1,24 @@
 """Driver: ServiceAccount/Role/RoleBinding/ClusterRole/ClusterRoleBinding `nvidia-driver`, ConfigMap
-`nvidia-driver-startup-probe`, DaemonSet `nvidia-driver-daemonset`; as the Operator's state-driver
-(assets/state-driver, ClusterPolicy path) renders them for a vanilla cluster.
+`nvidia-driver-startup-probe`, DaemonSet `nvidia-driver-daemonset` (or one per variant: see below); on
+OpenShift also ImageStream `driver-toolkit` (and the SCC `nvidia-driver`, openshift.py); as the
+Operator's state-driver (assets/state-driver, ClusterPolicy path) renders them.
+
+Several driver DaemonSets (the plan's driver variants, platform.py), as the Operator splits the state:
+- OpenShift: `nvidia-driver-daemonset-<RHCOS build>` per build, nodeSelector
+  feature.node.kubernetes.io/system-os_release.OSTREE_VERSION=<build>, labels `app: <name>`,
+  `openshift.driver-toolkit: "true"` (+ `openshift.driver-toolkit.rhcos: <build>` on the DaemonSet),
+  image tag `<version>-rhcos<x.y>`, OPENSHIFT_VERSION env, and the Driver Toolkit sidecar
+  `openshift-driver-toolkit-ctr` whose image OpenShift resolves (openshift.py says how);
+- precompiled: `nvidia-driver-daemonset-<kernel>-<os>` per kernel, nodeSelector kernel-version.full,
+  labels `nvidia.com/precompiled: "true"` and `nvidia.com/precompiled.kernel-version`, tag
+  `<branch>-<kernel>-<os>` (golden/driver-precompiled.yaml);
+- mixed OS and per-pool drivers: `nvidia-driver-daemonset[-<version>][-<os tag>]`, selected by NFD's OS
+  labels and, where one OS carries several drivers, by the pools' labels (one affinity term per pool).
+Each split DaemonSet selects its pods by `app: <its name>` (upstream: only the DTK split does).
 
 Differences from upstream, and why:
-- The peermem, nvidia-fs, gdrcopy and Driver Toolkit sidecars of the asset are left out: the Operator
-  removes them too unless RDMA, GDS, GDRCopy or OpenShift DTK are on, and gpuop does not offer those yet.
+- The peermem, nvidia-fs and gdrcopy sidecars of the asset are left out: the Operator removes them too
+  unless RDMA, GDS or GDRCopy are on, and gpuop does not offer those yet.
 - No `DRIVER_CONFIG_DIGEST` env: the Operator computes it at run time to skip needless restarts; a
   static stack changes the pod template only when the config changes, which has the same effect.
 - `KERNEL_MODULE_TYPE` is always set (auto included), so the chosen module type is visible in git.
@@ -29,10 +43,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..slots import slot
 from .base import SCC_RULE, Component, DaemonSetProps, Placement, daemonset, env, host_path, meta, mount, rbac, resources_slot
+from .openshift import DTK_SHARED, DTK_SHARED_PATH, dtk_container, dtk_image_stream
 
 NAME = "nvidia-driver"
 DS_NAME = "nvidia-driver-daemonset"
@@ -49,9 +64,26 @@ CLUSTER_RULES = [
 ROLE_RULES = [SCC_RULE]
 
 
+class Variant(BaseModel):
+    """One driver DaemonSet (a plan.DriverVariant)."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(DS_NAME, description="DaemonSet name. Omitted: nvidia-driver-daemonset.")
+    tag: str = Field(description="Driver image tag. Required.")
+    node_selector: dict[str, str] = Field(default_factory=dict, description="Extra nodeSelector labels. Omitted: none.")
+    alternatives: tuple[tuple[tuple[str, str], ...], ...] = Field((), description=(
+        "Node pools' label sets, one ORed affinity term each. Omitted: no pool restriction."))
+    labels: dict[str, str] = Field(default_factory=dict, description="Extra DaemonSet labels. Omitted: none.")
+    pod_labels: dict[str, str] = Field(default_factory=dict, description="Extra pod labels. Omitted: none.")
+    rhcos: str | None = Field(None, description="RHCOS build: adds the Driver Toolkit sidecar. Omitted: none.")
+    split: bool = Field(False, description="One of several DaemonSets: `app` is its name. Omitted: false.")
+
+
 class DriverProps(DaemonSetProps):
-    image: str = Field(description="Driver image with its `<version>-<os>` tag. Required: no default is "
-                                   "computable without the OS.")
+    repository: str = Field(description="Driver image without tag (`<registry>/driver`). Required.")
+    variants: tuple[Variant, ...] = Field(description="The driver DaemonSets, at least one. Required.")
+    openshift_version: str | None = Field(None, description="OPENSHIFT_VERSION env (OpenShift). Omitted: not set.")
+    dtk_image_stream: str = Field("driver-toolkit", description="Driver Toolkit ImageStream. Omitted: driver-toolkit.")
+    dtk_namespace: str = Field("openshift", description="Namespace of its source tags. Omitted: openshift.")
     manager_image: str = Field(description="k8s-driver-manager image. Required.")
     kernel_module_type: Literal["auto", "open", "proprietary"] = Field(
         "auto", description="KERNEL_MODULE_TYPE of the driver container. Omitted: auto.")
@@ -90,15 +122,18 @@ def _manager(p: DriverProps) -> dict:
     }
 
 
-def _driver_ctr(p: DriverProps) -> dict:
+def _driver_ctr(p: DriverProps, v: Variant) -> dict:
     e = [env("NVIDIA_VISIBLE_DEVICES", "void"),
          env("NODE_NAME", field_path="spec.nodeName"), env("NODE_IP", field_path="status.hostIP"),
          env("KERNEL_MODULE_TYPE", p.kernel_module_type)]
     if p.kernel_module_type == "open":
         e.append(env("OPEN_KERNEL_MODULES_ENABLED", "true"))
+    if p.openshift_version:
+        e.append(env("OPENSHIFT_VERSION", p.openshift_version))
+    command, args = (["ocp_dtk_entrypoint"], ["nv-ctr-run-with-dtk"]) if v.rhcos else (["nvidia-driver"], ["init"])
     return {
-        "name": "nvidia-driver-ctr", "image": p.image, "imagePullPolicy": slot("imagePullPolicy"),
-        "command": ["nvidia-driver"], "args": ["init"], "env": e,
+        "name": "nvidia-driver-ctr", "image": f"{p.repository}:{v.tag}", "imagePullPolicy": slot("imagePullPolicy"),
+        "command": command, "args": args, "env": e,
         "resources": resources_slot("driver"),
         "securityContext": {"privileged": True, "seLinuxOptions": {"level": "s0"}},
         "volumeMounts": [
@@ -114,7 +149,7 @@ def _driver_ctr(p: DriverProps) -> dict:
             mount("host-sys-devices-system", "/sys/devices/system"),
             mount("nv-firmware", "/lib/firmware"),
             mount("driver-startup-probe-script", "/usr/local/bin/startup-probe.sh", sub_path="startup-probe.sh"),
-        ],
+        ] + ([mount(DTK_SHARED, DTK_SHARED_PATH)] if v.rhcos else []),
         "startupProbe": {"exec": {"command": ["sh", "/usr/local/bin/startup-probe.sh"]},
                          "initialDelaySeconds": 60, "failureThreshold": 120, "successThreshold": 1,
                          "periodSeconds": 10, "timeoutSeconds": 60},
@@ -158,10 +193,16 @@ class Driver(Component):
 
     @classmethod
     def from_plan(cls, plan) -> DriverProps | None:
-        if plan.driver_version is None:
+        if not plan.driver_variants:
             return None
-        u = plan.upgrade
-        return DriverProps(namespace=plan.namespace, image=plan.image("driver").ref,
+        u, o = plan.upgrade, plan.openshift
+        variants = tuple(Variant(name=v.name, tag=v.tag, node_selector=dict(v.node_selector), alternatives=v.pool_terms,
+                                 labels=dict(v.labels), pod_labels=dict(v.pod_labels), rhcos=v.rhcos, split=v.split)
+                         for v in plan.driver_variants)
+        dtk = {"dtk_image_stream": o.dtk_image_stream, "dtk_namespace": o.dtk_namespace} if o else {}
+        return DriverProps(namespace=plan.namespace, repository=f"{slot('imageRegistry')}/{plan.image('driver').path}",
+                           variants=variants,
+                           openshift_version=plan.platform_version if o else None, **dtk,
                            manager_image=plan.image("driverManager").ref,
                            kernel_module_type=plan.kernel_module_type, placement=Placement.of(plan),
                            gpu_pod_eviction=u.gpu_pod_deletion, auto_drain=u.drain,
@@ -171,7 +212,26 @@ class Driver(Component):
 
     @classmethod
     def render(cls, p: DriverProps) -> list[dict]:
-        labels = {"app": DS_NAME, "app.kubernetes.io/component": NAME, "nvidia.com/precompiled": "false"}
+        objs = rbac(NAME, p.namespace, ROLE_RULES, CLUSTER_RULES) + [
+            {"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": meta("nvidia-driver-startup-probe", p.namespace,
+                              {"app": DS_NAME, "app.kubernetes.io/component": NAME}),
+             "data": {"startup-probe.sh": PROBE}}]
+        builds = [v.rhcos for v in p.variants if v.rhcos]
+        if builds:
+            objs.append(dtk_image_stream(p.dtk_image_stream, p.namespace, p.dtk_namespace, sorted(set(builds)),
+                                         {"app.kubernetes.io/component": NAME}))
+        return objs + [cls._daemonset(p, v) for v in p.variants]
+
+    @classmethod
+    def _daemonset(cls, p: DriverProps, v: Variant) -> dict:
+        app = v.name if v.split else DS_NAME
+        labels = {"app": app, "app.kubernetes.io/component": NAME, "nvidia.com/precompiled": "false", **v.pod_labels}
+        containers = [_driver_ctr(p, v)]
+        volumes = VOLUMES
+        if v.rhcos:
+            containers.append(dtk_container(f"{p.dtk_image_stream}:{v.rhcos}", v.rhcos))
+            volumes = VOLUMES + [{"name": DTK_SHARED, "emptyDir": {}}]
         pod_spec = {
             "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
                 "labelSelector": {"matchExpressions": [{"key": "app.kubernetes.io/component", "operator": "In",
@@ -180,16 +240,12 @@ class Driver(Component):
             "serviceAccountName": NAME,
             "hostPID": True,
             "initContainers": [_manager(p)],
-            "containers": [_driver_ctr(p)],
-            "volumes": VOLUMES,
+            "containers": containers,
+            "volumes": volumes,
         }
-        return rbac(NAME, p.namespace, ROLE_RULES, CLUSTER_RULES) + [
-            {"apiVersion": "v1", "kind": "ConfigMap",
-             "metadata": meta("nvidia-driver-startup-probe", p.namespace,
-                              {"app": DS_NAME, "app.kubernetes.io/component": NAME}),
-             "data": {"startup-probe.sh": PROBE}},
-            daemonset(DS_NAME, p.namespace, app=DS_NAME, labels=labels, deploy=cls.deploy_label,
-                      placement=p.placement, annotations={"openshift.io/scc": NAME}, pod_spec=pod_spec,
-                      pod_annotations={"kubectl.kubernetes.io/default-container": "nvidia-driver-ctr"},
-                      update_strategy=update_strategy(p)),
-        ]
+        ds = daemonset(v.name, p.namespace, app=app, labels=labels, deploy=cls.deploy_label,
+                       placement=p.placement, annotations={"openshift.io/scc": NAME}, pod_spec=pod_spec,
+                       pod_annotations={"kubectl.kubernetes.io/default-container": "nvidia-driver-ctr"},
+                       update_strategy=update_strategy(p), node_selector=v.node_selector, alternatives=v.alternatives)
+        ds["metadata"]["labels"] = {**labels, **v.labels}
+        return ds

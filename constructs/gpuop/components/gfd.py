@@ -9,13 +9,18 @@ Role on nodefeatures.nfd.k8s-sigs.io) and as a feature file under
 why NFD must allow the `nvidia.com` label namespace (spec.nfd).
 
 As the Operator does without a device-plugin config, the asset's `config-manager-init` init container
-and `config-manager` sidecar are removed; `MIG_STRATEGY` (and `NVIDIA_MIG_MONITOR_DEVICES=all` unless
-the strategy is none) comes from the pools; the pod runs with runtimeClassName `nvidia`; the
-toolkit-validation init container waits for the validator's toolkit check (runAsUser 0, as
+and `config-manager` sidecar are removed; with one (pools that share GPUs or differ in MIG strategy)
+they stay, as handleDevicePluginConfig renders them (plugin_config.py): GFD reads the pool's config to
+label `nvidia.com/gpu.replicas`, the sharing strategy and `nvidia.com/mps.capable` (which the MPS control
+daemon selects on). `MIG_STRATEGY` (and `NVIDIA_MIG_MONITOR_DEVICES=all` unless the strategy is none)
+comes from the pools, or only the latter when pools differ; the pod runs with runtimeClassName `nvidia`;
+the toolkit-validation init container waits for the validator's toolkit check (runAsUser 0, as
 transformValidationInitContainer sets it).
 
 Differences from upstream: none in the objects. The image is the device plugin's (k8s-device-plugin),
 as upstream, but versioned on its own (`spec.gfd.version`).
+On OpenShift, labels go through NFD's feature files, not the NodeFeature API (USE_NODE_FEATURE_API=false),
+as the Operator sets it there (NOTES.md §3).
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from typing import Literal
 from pydantic import Field
 
 from ..slots import slot
+from . import plugin_config
+from .device_plugin import mig_strategy
 from .base import (SCC_RULE, Component, DaemonSetProps, Placement, daemonset, env, host_path, mount, rbac,
                    resources_slot, validation_init)
 
@@ -44,7 +51,12 @@ FEATURES_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
 class GfdProps(DaemonSetProps):
     image: str = Field(description="k8s-device-plugin image (GFD ships in it). Required.")
     validator_image: str = Field(description="Validator image for the toolkit-validation init container. Required.")
-    mig_strategy: Literal["none", "single", "mixed"] = Field("single", description="MIG_STRATEGY. Omitted: single.")
+    mig_strategy: Literal["none", "single", "mixed"] | None = Field("single", description=(
+        "MIG_STRATEGY; None: unset, each pool's plugin config decides. Omitted: single."))
+    plugin_config: bool = Field(False, description="Read the pools' device plugin config through the config "
+                                "manager. Omitted: no config.")
+    config_manager_image: str = Field("", description="Image of the config-manager containers (the device "
+                                      "plugin's, as upstream). Omitted: none (only needed with plugin_config).")
 
 
 class GpuFeatureDiscovery(Component):
@@ -58,14 +70,13 @@ class GpuFeatureDiscovery(Component):
         if not plan.gfd:
             return None
         return GfdProps(namespace=plan.namespace, image=plan.image("gfd").ref,
-                        validator_image=plan.image("validator").ref, mig_strategy=plan.mig_strategy,
-                        placement=Placement.of(plan))
+                        validator_image=plan.image("validator").ref, mig_strategy=mig_strategy(plan),
+                        plugin_config=bool(plan.pool_configs.plugin_configs),
+                        config_manager_image=plan.image("devicePlugin").ref, placement=Placement.of(plan))
 
     @classmethod
     def render(cls, p: GfdProps) -> list[dict]:
-        mig = [env("MIG_STRATEGY", p.mig_strategy)]
-        if p.mig_strategy != "none":
-            mig.append(env("NVIDIA_MIG_MONITOR_DEVICES", "all"))
+        mig = plugin_config.config_file_env(p.plugin_config) + plugin_config.mig_env(p.mig_strategy)
         container = {
             "name": "gpu-feature-discovery", "image": p.image, "imagePullPolicy": slot("imagePullPolicy"),
             "command": ["gpu-feature-discovery"],
@@ -75,7 +86,7 @@ class GpuFeatureDiscovery(Component):
                 env("NAMESPACE", field_path="metadata.namespace"),
                 env("NODE_NAME", field_path="spec.nodeName"),
                 env("POD_NAME", field_path="metadata.name"),
-            ] + mig,
+            ] + mig + ([env("USE_NODE_FEATURE_API", "false")] if p.placement.openshift else []),
             "resources": resources_slot("gfd"),
             "securityContext": {"privileged": True},
             "volumeMounts": [mount("output-dir", FEATURES_DIR), mount("host-sys", "/sys", read_only=True)],
@@ -90,6 +101,8 @@ class GpuFeatureDiscovery(Component):
             "volumes": [host_path("output-dir", FEATURES_DIR), host_path("host-sys", "/sys"),
                         host_path("run-nvidia", "/run/nvidia", "Directory")],
         }
+        if p.plugin_config:
+            plugin_config.apply(pod_spec, container, p.config_manager_image, "gpu-feature-discovery", resources_slot("gfd"))
         return rbac(NAME, p.namespace, ROLE_RULES, CLUSTER_RULES) + [
             daemonset(DS_NAME, p.namespace, app=DS_NAME, labels=LABELS, selector=LABELS, deploy=cls.deploy_label,
                       placement=p.placement, annotations=None, pod_spec=pod_spec),

@@ -21,8 +21,17 @@ Differences from upstream, and why -- the opt-out:
   `nvidia.com/gpu.deploy.operands=false` to keep every GPU operand off it, or
   `gpuop/deploy.<component>=false` (e.g. `gpuop/deploy.dcgm-exporter=false`) for one component; the
   DaemonSet controller removes the pod from a node as soon as it is labelled.
-- `nvidia.com/mig.config` and the mig-manager deploy label (MIG-capable nodes only) belong to the MIG
-  support; the sandbox/vGPU workload labels are not emitted (gpuop runs container workloads only).
+- `nvidia.com/gpu.deploy.mig-manager=true` (when the MIG manager runs) only on nodes whose GPU is
+  MIG-capable, told by PCI device id (every MIG-capable id of the GPU catalog), as the Operator labels
+  only MIG-capable nodes.
+- Per pool, `nvidia.com/mig.config=<the pool's mig-parted config>` and
+  `nvidia.com/device-plugin.config=<the pool's plugin config>` (pools.py), one rule per GPU model on its
+  PCI device ids (vendor 10de + device). NFD sees hardware, not the pool's node labels: where pools of
+  the same GPU model need different values, no rule is emitted for that label; the validate stage warns
+  at the pools and names the labels their node group template must carry. The Operator sets
+  `mig.config=all-disabled` on unlabelled MIG-capable nodes; gpuop labels declared pools explicitly
+  (`all-disabled` for MIG-capable pools without a layout), so taking a layout off a pool turns MIG off.
+- The sandbox/vGPU workload labels are not emitted (gpuop runs container workloads only).
 - NFD must allow the `nvidia.com` label namespace (master `extraLabelNs`); gpuop's NFD chart values do
   that in `spec.nfd.mode: deploy` (catalog releases.yaml), an existing NFD must be configured so.
 """
@@ -40,9 +49,24 @@ PCI_MATCH = [{"feature": "pci.device", "matchExpressions": {
 }}]
 
 
+def pci_match(device_ids) -> list[dict]:
+    """NVIDIA display controllers with one of these PCI device ids (NFD pci.device attribute `device`)."""
+    return [{"feature": "pci.device", "matchExpressions": {
+        "vendor": {"op": "In", "value": ["10de"]},
+        "device": {"op": "In", "value": list(device_ids)},
+        "class": {"op": "In", "value": ["0300", "0302"]},
+    }}]
+
+
 class NodeLabelsProps(Props):
     deploy_labels: tuple[str, ...] = Field((), description=(
         "Components whose nvidia.com/gpu.deploy.<name>=true label GPU nodes get. Omitted: none."))
+    mig_capable_labels: tuple[str, ...] = Field((), description=(
+        "Components whose deploy label only MIG-capable GPU nodes get. Omitted: none."))
+    mig_capable_ids: tuple[str, ...] = Field((), description=(
+        "NFD PCI device ids (4 lowercase hex) of the MIG-capable GPUs. Omitted: none."))
+    pool_rules: tuple[tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]], ...] = Field((), description=(
+        "(GPU model, PCI device ids, labels) per GPU model whose pools agree on their labels. Omitted: none."))
 
 
 class NodeLabels(Component):
@@ -56,8 +80,14 @@ class NodeLabels(Component):
             return None
         from . import COMPONENTS      # the registry imports this module
 
-        labels = [c.deploy_label for c in COMPONENTS if c.deploy_label and c.from_plan(plan) is not None]
-        return NodeLabelsProps(namespace=plan.namespace, deploy_labels=tuple(labels))
+        on = [c for c in COMPONENTS if c.deploy_label and c.from_plan(plan) is not None]
+        pc = plan.pool_configs
+        return NodeLabelsProps(
+            namespace=plan.namespace,
+            deploy_labels=tuple(c.deploy_label for c in on if not getattr(c, "mig_capable_only", False)),
+            mig_capable_labels=tuple(c.deploy_label for c in on if getattr(c, "mig_capable_only", False)),
+            mig_capable_ids=pc.mig_capable_ids,
+            pool_rules=tuple((r.gpu, r.device_ids, r.labels) for r in pc.nfd_rules))
 
     @classmethod
     def render(cls, p: NodeLabelsProps) -> list[dict]:
@@ -67,5 +97,11 @@ class NodeLabels(Component):
             rules.append({"name": "nvidia.com/gpu.deploy",
                           "labels": {f"nvidia.com/gpu.deploy.{c}": "true" for c in p.deploy_labels},
                           "matchFeatures": PCI_MATCH})
+        if p.mig_capable_labels and p.mig_capable_ids:
+            rules.append({"name": "nvidia.com/gpu.deploy.mig-capable",
+                          "labels": {f"nvidia.com/gpu.deploy.{c}": "true" for c in p.mig_capable_labels},
+                          "matchFeatures": pci_match(p.mig_capable_ids)})
+        for gpu, ids, labels in p.pool_rules:
+            rules.append({"name": f"gpuop.pool.{gpu}", "labels": dict(labels), "matchFeatures": pci_match(ids)})
         return [{"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeatureRule",
                  "metadata": meta(NAME, labels={"app.kubernetes.io/managed-by": "gpuop"}), "spec": {"rules": rules}}]

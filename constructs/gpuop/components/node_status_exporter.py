@@ -13,7 +13,9 @@ Differences from upstream, and why:
   which gpuop cannot check); the Service carries `prometheus.io/scrape: "true"` either way.
 - The asset's `imagePullPolicy: Always` is replaced by the stack's pull policy, as the Operator's
   transform does.
-- The OpenShift SCC and PrometheusRule (alerts) are not emitted (no OpenShift yet).
+- OpenShift: PrometheusRule `nvidia-node-status-exporter-alerts` (the asset
+  0800_prometheus_rule_openshift.yaml: alerts when a node cannot expose GPUs for 30 minutes) and the
+  ServiceMonitor on by default; the SCC is openshift.py's.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from ..plan import Monitor
 from ..slots import slot
 from .base import (Component, DaemonSetProps, Placement, daemonset, env, host_path, mount, rbac, resources_slot,
                    service, service_monitor)
+from .openshift import prometheus_rule
 
 NAME = "nvidia-node-status-exporter"
 PORT = 8000
@@ -38,6 +41,7 @@ CLUSTER_RULES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "l
 class NodeStatusExporterProps(DaemonSetProps):
     image: str = Field(description="gpu-operator (validator) image. Required.")
     service_monitor: Monitor | None = Field(None, description="ServiceMonitor settings. Omitted: none emitted.")
+    prometheus_rule: bool = Field(False, description="Emit the OpenShift PrometheusRule. Omitted: false.")
 
 
 class NodeStatusExporter(Component):
@@ -52,7 +56,8 @@ class NodeStatusExporter(Component):
         if x is None:
             return None
         return NodeStatusExporterProps(namespace=plan.namespace, image=plan.image("nodeStatusExporter").ref,
-                                       service_monitor=x.service_monitor, placement=Placement.of(plan))
+                                       service_monitor=x.service_monitor, placement=Placement.of(plan),
+                                       prometheus_rule=plan.openshift is not None)
 
     @classmethod
     def render(cls, p: NodeStatusExporterProps) -> list[dict]:
@@ -83,6 +88,8 @@ class NodeStatusExporter(Component):
         if p.service_monitor:
             objs.append(service_monitor(NAME, p.namespace, app=NAME, port_name="node-status", job_label="node-status",
                                         monitor=p.service_monitor))
+        if p.prometheus_rule:
+            objs.append(prometheus_rule(f"{NAME}-alerts", p.namespace, NAME, "node-status-exporter-rules.yaml"))
         objs.append(daemonset(NAME, p.namespace, app=NAME, labels=labels, deploy=cls.deploy_label,
                               placement=p.placement, annotations={"openshift.io/scc": NAME}, pod_spec=pod_spec))
         return objs

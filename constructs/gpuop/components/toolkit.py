@@ -3,8 +3,13 @@
 Operator's state-container-toolkit after TransformToolkit and transformForRuntime (v26.7).
 
 The runtime's config file, drop-in and socket directories are mounted under /runtime/... exactly as
-the Operator does; which files a runtime uses comes from the stack release catalog. CDI is on (the
-v26.7 default), so the `nvidia` runtime is not made the node's default.
+the Operator does; which files a runtime uses comes from the stack release catalog (containerd: config,
+conf.d drop-in, socket, CONTAINERD_RUNTIME_CLASS; CRI-O: /etc/crio/config.toml read, the drop-in
+crio.conf.d/99-nvidia.conf written, no socket; docker: daemon.json and its socket). CDI is on (the
+v26.7 default), so the `nvidia` runtime is not made the node's default and CRIO_CONFIG_MODE is
+`config` (runtime handlers in the drop-in, no OCI prestart hook). The `crio-hooks` host directory is
+the asset's /run/containers/oci/hooks.d, except CRI-O off OpenShift: /usr/share/containers/oci/hooks.d
+(TransformToolkit; catalog `runtimes.crio.hooks`). On OpenShift the runtime is always CRI-O.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ NAME = "nvidia-container-toolkit"
 DS_NAME = "nvidia-container-toolkit-daemonset"
 ENTRYPOINT = (Path(__file__).parent / "scripts" / "toolkit-entrypoint.sh").read_text()
 CONFIG_DIR, DROP_IN_DIR, SOCKET_DIR = "/runtime/config-dir/", "/runtime/config-dir.d/", "/runtime/sock-dir/"
+ASSET_HOOKS_DIR = "/run/containers/oci/hooks.d"      # state-container-toolkit/0500_daemonset.yaml `crio-hooks`
 
 
 class ToolkitProps(DaemonSetProps):
@@ -30,6 +36,7 @@ class ToolkitProps(DaemonSetProps):
     runtime: str = Field("containerd", description="containerd, crio or docker. Omitted: containerd.")
     runtime_files: RuntimeFiles = Field(description="The runtime's config/drop-in/socket host paths. Required.")
     runtime_class: str = Field("nvidia", description="Runtime handler registered in containerd. Omitted: nvidia.")
+    hooks_dir: str = Field(ASSET_HOOKS_DIR, description="Host directory of the `crio-hooks` volume. Omitted: the asset's.")
 
 
 def _runtime_wiring(p: ToolkitProps) -> tuple[list[dict], list[dict], list[dict]]:
@@ -67,7 +74,8 @@ class ContainerToolkit(Component):
             return None
         return ToolkitProps(namespace=plan.namespace, image=plan.image("toolkit").ref,
                             validator_image=plan.image("validator").ref, runtime=plan.runtime,
-                            runtime_files=plan.runtime_files, placement=Placement.of(plan))
+                            runtime_files=plan.runtime_files, placement=Placement.of(plan),
+                            hooks_dir=plan.runtime_files.hooks.get(plan.platform, ASSET_HOOKS_DIR))
 
     @classmethod
     def render(cls, p: ToolkitProps) -> list[dict]:
@@ -119,7 +127,7 @@ class ContainerToolkit(Component):
                 host_path("driver-install-dir", "/run/nvidia/driver", "DirectoryOrCreate"),
                 host_path("host-root", "/"),
                 host_path("toolkit-install-dir", "/usr/local/nvidia"),
-                host_path("crio-hooks", "/run/containers/oci/hooks.d"),
+                host_path("crio-hooks", p.hooks_dir),
                 host_path("host-dev-char", "/dev/char"),
                 host_path("cdi-root", "/var/run/cdi", "DirectoryOrCreate"),
             ] + rt_vols,

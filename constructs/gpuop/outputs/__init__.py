@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from .. import __version__
 from ..yamlio import dump_json
+from .. import pools
 from . import argocd, charts, fleet, flux, helm, kustomize, manifests, version
 
 from .version import VERSION_PLACEHOLDER
@@ -90,6 +91,8 @@ def build_cluster(stack, settings) -> ClusterBuild:
         "kinds": kinds, "fluxOverlay": f"{c}/flux-overlay",
     }
     files[f"{c}/argocd/cluster.json"] = fleet.cluster_params(entry, chart_path)
+    files.update(pools.write(plan, f"{c}/node-labels.yaml"))
+    entry.update(pools.index_entry(plan))
     layout = {p: [len(t.encode()), t.count(VERSION_PLACEHOLDER)] for p, t in files.items()}
     return ClusterBuild(c, files, digest, version.minor_key(plan), entry, files_digest(files), layout)
 

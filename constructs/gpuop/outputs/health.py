@@ -1,7 +1,7 @@
 """Health checks the engines lack for kinds in the stack.
 
-Argo CD ships no health check for NodeFeatureRule or ServiceMonitor (neither has a status: present
-means applied) and no longer ships the one for Applications, which waves between Applications (NFD
+Argo CD ships no health check for NodeFeatureRule, ServiceMonitor, PrometheusRule or OpenShift's
+SecurityContextConstraints (none has a status: present means applied) and no longer ships the one for Applications, which waves between Applications (NFD
 before the GPU stack in an app-of-apps) need. gpuop writes them as an `argocd-cm` snippet
 (fleet/argocd/argocd-cm-health.yaml: merge its data into Argo CD's argocd-cm). Flux gets the same
 knowledge as CEL `healthCheckExprs` on the HelmRelease.
@@ -31,7 +31,9 @@ return hs
 
 # group, kind, apiVersion of the custom kinds gpuop emits that have no status of their own
 NO_STATUS_KINDS = (("nfd.k8s-sigs.io", "NodeFeatureRule", "nfd.k8s-sigs.io/v1alpha1"),
-                   ("monitoring.coreos.com", "ServiceMonitor", "monitoring.coreos.com/v1"))
+                   ("monitoring.coreos.com", "ServiceMonitor", "monitoring.coreos.com/v1"),
+                   ("monitoring.coreos.com", "PrometheusRule", "monitoring.coreos.com/v1"),
+                   ("security.openshift.io", "SecurityContextConstraints", "security.openshift.io/v1"))
 
 
 def argocd_cm(gitops, entries: list[dict]) -> dict:

@@ -35,6 +35,8 @@ def next_version(previous: dict | None, digest: str, minor_key: str) -> str:
 
 
 def minor_key(plan) -> str:
-    branch = plan.driver_version.split(".")[0] if plan.driver_version else "none"
+    branches = sorted({v.version.split(".")[0] for v in getattr(plan, "driver_variants", ())}
+                      | ({plan.driver_version.split(".")[0]} if plan.driver_version else set()))
+    branch = "+".join(branches) or "none"
     images = ",".join(f"{k}={v.path}:{v.tag}" for k, v in plan.images if k != "driver")
     return hashlib.sha256(f"{plan.release}|{branch}|{images}".encode()).hexdigest()[:16]

@@ -134,6 +134,23 @@ class Driver(ComponentSettings):
         "Which kernel modules the driver container builds. Omitted: auto (the driver picks by GPU)."))
     upgradePolicy: UpgradePolicy = Field(default_factory=UpgradePolicy, description=(
         "How a driver version change rolls out. Omitted: one node at a time, GPU pods deleted first, no drain."))
+    precompiled: bool = Field(False, description=(
+        "Use NVIDIA's precompiled driver images (tag <branch>-<kernel>-<os>) instead of building the kernel "
+        "modules on the node: one driver DaemonSet per kernel in `kernels`, selected by NFD's "
+        "kernel-version.full label; `version` must then be a branch. Only where the stack release publishes "
+        "them (Ubuntu). Omitted: false."))
+    kernels: list[Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+-[A-Za-z0-9._-]+$", max_length=63)]] = Field(
+        default_factory=list, description=(
+            "Kernel versions of the GPU nodes (`uname -r`, NFD's feature.node.kubernetes.io/kernel-version.full "
+            "label) to run precompiled drivers for; required with `precompiled`. Nodes on another kernel get no "
+            "driver. Omitted: none."))
+    rhcosVersions: list[Annotated[str, Field(pattern=r"^4[0-9]{1,2}\.[0-9]+\.[0-9]{12}-[0-9]+$")]] = Field(
+        default_factory=list, description=(
+            "OpenShift: the RHCOS builds of the GPU nodes (NFD's feature.node.kubernetes.io/system-os_release."
+            "OSTREE_VERSION label, e.g. 419.96.202507091512-0). One driver DaemonSet per build, built with the "
+            "Driver Toolkit image OpenShift ships for that build. List the old and the new build while an "
+            "OpenShift update is rolling. Required on OpenShift with the driver enabled; not allowed elsewhere. "
+            "Omitted: none."))
 
 
 class ValidatorSettings(Model):
@@ -144,8 +161,9 @@ class ValidatorSettings(Model):
 
 
 class ServiceMonitor(Model):
-    enabled: bool = Field(False, description=(
-        "Emit a Prometheus Operator ServiceMonitor (needs its CRD in the cluster). Omitted: false; the "
+    enabled: bool | None = Field(None, description=(
+        "Emit a Prometheus Operator ServiceMonitor (needs its CRD in the cluster). Omitted: true on OpenShift "
+        "(the platform's monitoring stack has the CRD and scrapes the namespace), false elsewhere; the "
         "Service carries prometheus.io/scrape=true for annotation-based scraping either way."))
     interval: str = Field("15s", pattern=r"^([0-9]+(ms|s|m|h))+$", description="Scrape interval. Omitted: 15s.")
     honorLabels: bool = Field(False, description="Keep the exporter's labels on conflicts. Omitted: false.")
@@ -193,10 +211,11 @@ class NodeStatusExporter(ComponentSettings):
 
 
 class Nfd(Model):
-    mode: Literal["deploy", "existing"] = Field("deploy", description=(
+    mode: Literal["deploy", "existing"] | None = Field(None, description=(
         "deploy: gpuop emits an Argo CD Application and Flux HelmRepository/HelmRelease for NFD's own "
         "Helm chart (pinned by the stack release), ordered before the GPU stack. existing: NFD is already "
-        "installed (it must allow the nvidia.com label namespace). Omitted: deploy."))
+        "installed (it must allow the nvidia.com label namespace). Omitted: existing on OpenShift (Red Hat's "
+        "NFD Operator), deploy elsewhere."))
     rules: bool = Field(True, description=(
         "Emit the NodeFeatureRule that labels GPU nodes (nvidia.com/gpu.present and the deploy labels of the "
         "enabled components). False: you label the nodes yourself, e.g. in the node group template. "
@@ -252,20 +271,78 @@ class Mig(Model):
         "MIG profile -> instance count per GPU, e.g. {\"3g.40gb\": 1, \"1g.10gb\": 2}. Omitted: MIG off."))
 
 
+class SharedResource(Model):
+    name: str = Field(description=(
+        "A resource this pool's device plugin advertises: nvidia.com/gpu, or nvidia.com/mig-<profile> ('+' "
+        "written '.') for each profile of a mixed-strategy MIG layout. Required."))
+    replicas: int = Field(ge=2, description=(
+        "How many pods may share one device of this resource (the device plugin refuses fewer than 2). Required."))
+
+
+class TimeSlicing(Model):
+    replicas: int | None = Field(None, ge=2, description=(
+        "How many pods may share each device the pool advertises (a GPU, or a MIG device) by time-slicing. "
+        "Omitted: only the resources listed in `resources` are shared (one of the two is required)."))
+    renameByDefault: bool = Field(False, description=(
+        "Advertise shared devices as <resource>.shared (e.g. nvidia.com/gpu.shared), so pods opt in to sharing. "
+        "Omitted: false (shared devices keep the plain resource name)."))
+    failRequestsGreaterThanOne: bool = Field(False, description=(
+        "Refuse pods that ask for more than one shared device (2 replicas are not 2x a GPU). Omitted: false "
+        "(as the device plugin)."))
+    resources: list[SharedResource] = Field(default_factory=list, description=(
+        "Per-resource replica counts; they override `replicas` for the resources they name. Omitted: every "
+        "resource the pool advertises is shared with `replicas`."))
+
+
+class Mps(Model):
+    replicas: int = Field(ge=2, description=(
+        "How many pods may share each full GPU of the pool through CUDA MPS (each gets 1/replicas of its memory "
+        "and compute); MPS shares nvidia.com/gpu only, not MIG devices. Required."))
+    renameByDefault: bool = Field(False, description=(
+        "Advertise the shared GPUs as nvidia.com/gpu.shared. Omitted: false."))
+
+
+class Sharing(Model):
+    timeSlicing: TimeSlicing | None = Field(None, description=(
+        "Time-slicing: pods take turns on the same device. Omitted: no time-slicing. Exclusive with mps."))
+    mps: Mps | None = Field(None, description=(
+        "CUDA Multi-Process Service: pods run on the same GPU at once, each with a fixed share; adds the MPS "
+        "control daemon. Omitted: no MPS. Exclusive with timeSlicing."))
+
+
+class PoolDriver(Model):
+    enabled: bool | None = Field(None, description=(
+        "False: this pool's nodes have a preinstalled driver and get no driver DaemonSet. Omitted: "
+        "spec.driver.enabled."))
+    version: str | None = Field(None, pattern=r"^\d{3}(\.\d+){0,2}$", description=(
+        "Driver version or branch for this pool's nodes; pools with different drivers get different driver "
+        "DaemonSets, so their nodeSelectors must tell them apart. Omitted: spec.driver.version."))
+
+
 class NodePool(Model):
     name: PoolName = Field(description="DNS-1123 label, unique in the profile. Required.")
     gpu: str = Field(description="GPU model, a canonical name of the GPU catalog (`gpuop mig gpus`). Required.")
     nodeSelector: Labels = Field(default_factory=dict, description=(
         "Labels that select this pool's nodes. Omitted: the pool is told apart by its GPU model only."))
     mig: Mig | None = Field(None, description="Omitted: MIG disabled on this pool.")
+    os: str | None = Field(None, description=(
+        "Node OS of this pool when it differs from spec.os (mixed-OS clusters, Kubernetes only): the pool's "
+        "nodes get the driver image for their OS from a driver DaemonSet selected by NFD's OS labels. "
+        "Omitted: spec.os."))
+    driver: PoolDriver | None = Field(None, description="Omitted: spec.driver.")
+    sharing: Sharing | None = Field(None, description=(
+        "GPU sharing on this pool's nodes, written into the device plugin's config and selected by the node "
+        "label nvidia.com/device-plugin.config. Omitted: no sharing (one pod per GPU or MIG device)."))
 
 
 class ClusterSpec(Model):
     platform: Platform
-    os: str = Field(description="Node OS with version, e.g. ubuntu24.04, rhel9.6 or rhcos4.19; must be in "
-                                "the stack release's support matrix. Required.")
+    os: str = Field(description="Node OS with version, e.g. ubuntu24.04, rhel9.6 or rhcos4.19 (rhcos<platform "
+                                "version> on OpenShift); must be in the stack release's support matrix. Pools may "
+                                "set their own. Required.")
     containerRuntime: Literal["containerd", "crio", "docker"] | None = Field(None, description=(
-        "Omitted: crio on OpenShift, containerd elsewhere."))
+        "The runtime the container toolkit configures (config files and host paths per runtime). OpenShift "
+        "runs CRI-O only. Omitted: crio on OpenShift, containerd elsewhere."))
     namespace: Annotated[str, AfterValidator(_dns_label(63))] | None = Field(None, description=(
         "Where the stack is installed. Omitted: nvidia-gpu-operator on OpenShift, gpu-operator elsewhere."))
     release: str | None = Field(None, description=(
@@ -283,6 +360,9 @@ class ClusterSpec(Model):
         "GPU feature discovery. Omitted: enabled."))
     nodeStatusExporter: NodeStatusExporter = Field(default_factory=NodeStatusExporter, description=(
         "Omitted: disabled."))
+    migManager: ComponentSettings = Field(default_factory=ComponentSettings, description=(
+        "MIG manager: applies each pool's MIG layout on its nodes; deployed only when some pool has a MIG "
+        "layout. False: nothing applies the layouts (partition the GPUs yourself). Omitted: enabled."))
     nfd: Nfd = Field(default_factory=Nfd, description=(
         "Node Feature Discovery and the GPU node labels. Omitted: deploy NFD, emit the NodeFeatureRule."))
     images: Images = Field(default_factory=Images, description="Omitted: release registry, no pull secrets.")
