@@ -150,3 +150,21 @@ def test_warns_about_the_chart_version_trap_when_the_lock_is_missing(workdir, tm
     proc = run_gpuop("synth", "-o", "out", cwd=w, check=True)
     assert "warning: packaged charts but no version lock" in proc.stderr
     assert "reconcileStrategy ChartVersion" in proc.stderr
+
+
+def test_every_gitops_object_synth_writes_passes_crd_schemas_and_cel(dist, index):
+    """All Argo CD and Flux objects of the whole output, fleet objects included, against the upstream
+    CRDs (strict) and the hand-coded CEL rules."""
+    every = CrdValidator.from_files(sorted(CRDS.glob("*.yaml")))
+    folders = [dist / "fleet" / "argocd"] + [dist / c[k] for c in index["clusters"]
+                                             for k in ("argocd", "flux", "fluxOverlay")]
+    folders += [f / "nfd" for f in folders if (f / "nfd").is_dir()]
+    checked = set()
+    for folder in folders:
+        for obj in load_dir(folder):
+            if obj["kind"] == "ConfigMap":          # the argocd-cm health snippet
+                continue
+            assert every.errors(obj) == [] and cel.errors(obj) == [], (folder, obj["kind"], every.errors(obj))
+            checked.add(obj["kind"])
+    assert {"Application", "ApplicationSet", "AppProject", "GitRepository", "HelmRelease", "HelmRepository",
+            "Kustomization"} <= checked
