@@ -130,3 +130,12 @@ def test_republishing_other_content_under_a_published_version_is_refused(workdir
     assert proc.returncode == 2, proc.stderr
     assert (f"out/charts/prod-east-0.1.0.tgz: {remote}/prod-east:0.1.0 is already published with other content; "
             "refusing to overwrite it") in proc.stderr
+
+
+def test_unreachable_registry_is_a_user_error_not_a_bug(workdir, tmp_path):
+    w = _project(workdir, tmp_path / "w")
+    run_gpuop("synth", "-o", "out", cwd=w, check=True)
+    proc = run_gpuop("publish", "--oci", f"oci://127.0.0.1:{_free_port()}/gpu", "--plain-http", "out", cwd=w)
+    assert proc.returncode == 2, proc.stderr
+    assert "registry error:" in proc.stderr and "connection refused" in proc.stderr
+    assert "please report" not in proc.stderr and "Traceback" not in proc.stderr

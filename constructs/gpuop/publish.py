@@ -62,6 +62,9 @@ def publish_oci(dist: Path, remote: str, *, plain_http: bool = False) -> list[Ou
                 continue
             client.push(str(archive), remote, plain_http=plain_http)
             outcomes.append(Outcome(name, version, "pushed"))
+    except helm.HelmError as exc:          # the registry's answer (unreachable, auth, ...): not a gpuop bug
+        detail = " ".join(str(exc).split())
+        raise UserError(issues + [Issue(remote, 0, 0, "", f"registry error: {detail}")])
     finally:
         client.close()
     if issues:
