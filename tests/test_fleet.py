@@ -187,3 +187,7 @@ def test_unchanged_clusters_are_moved_not_rewritten_and_edits_are_repaired(fleet
     edited.write_text("kind: Broken\n")                      # a hand edit of the output
     run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
     assert edited.read_bytes() == original                   # detected (size) and rewritten
+    stray = w / "out" / "c06" / "chart" / "templates" / "stray.yaml"
+    stray.write_text("kind: Stray\n")                        # a file gpuop did not write
+    run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
+    assert not stray.exists()

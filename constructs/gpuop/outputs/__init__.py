@@ -62,7 +62,10 @@ def reusable(build: ClusterBuild, previous, chart_version: str) -> bool:
         for path, (size, holes) in build.layout.items():
             if os.stat(root + path).st_size != size + holes * delta:
                 return False
-        return sum(len(f) for _, _, f in os.walk(root + build.name)) == len(build.layout)
+        dirs = {p.rsplit("/", 1)[0] for p in build.layout}
+        dirs |= {d.rsplit("/", i)[0] for d in dirs for i in range(1, d.count("/") + 1)}   # and their parents
+        entries = sum(len(os.listdir(root + d)) for d in dirs)
+        return entries == len(build.layout) + len(dirs) - 1     # every entry is a known file or folder
     except OSError:
         return False
 
