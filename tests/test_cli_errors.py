@@ -701,3 +701,11 @@ def test_refuses_an_output_folder_that_holds_the_project(project):
     proc = gpuop(project, "synth", "--no-cache", "-o", ".")
     assert (project / "profiles" / "a.yaml").is_file() and (project / "gpuop.yaml").is_file()
     assert proc.returncode == 2 and tree(project) == before, proc.stderr
+
+
+def test_unwritable_output_location_is_a_user_error(project):
+    write(project, "a.yaml", VALID)
+    proc = gpuop(project, "synth", "--no-cache", "-o", "/proc/gpuop-cannot-write-here")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("/proc/gpuop-cannot-write-here: cannot write the output folder: ")
+    assert "please report" not in proc.stderr and "Traceback" not in proc.stderr

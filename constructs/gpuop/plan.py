@@ -152,6 +152,8 @@ class StackPlan:
     node_status_exporter: NodeStatusExporterPlan | None = None
     nfd: NfdPlan = field(default_factory=NfdPlan)
     driver_variants: tuple[DriverVariant, ...] = ()   # the driver DaemonSets (platform.py); () = none
+    pci_vendor: str = ""                                # how NFD recognises NVIDIA GPUs (GPU catalog)
+    pci_classes: tuple[str, ...] = ()
     openshift: OpenShiftPlan | None = None            # None: not OpenShift
     pool_configs: pool_rules.PoolConfigs = field(default_factory=pool_rules.PoolConfigs)  # MIG / plugin configs, labels
 
@@ -259,6 +261,8 @@ def build_plan(valid: ValidProfile, cat: Catalog) -> StackPlan:
     h.update(cat.digest.encode())
     h.update(__version__.encode())
     return StackPlan(
+        pci_vendor=cat.pci.vendor,
+        pci_classes=tuple(cat.pci.displayClasses),
         name=p.metadata.name,
         labels=tuple(sorted(p.metadata.labels.items())),
         namespace=spec.namespace or DEFAULT_NAMESPACE[platform],

@@ -91,6 +91,14 @@ def write_tree(out: Path, files: dict | tuple, reuse: tuple = ()) -> None:
     then swap it in. On any failure the moved paths go back and `out` is as it was."""
     check_target(out)
     out = Path(out).absolute()
+    try:
+        _write_tree(out, files, reuse)
+    except OSError as exc:             # the place, not gpuop: unwritable, full, read-only
+        raise UserError(Issue(str(out), 0, 0, "", f"cannot write the output folder: {exc.strerror or exc} "
+                              f"({exc.filename or out}); nothing was changed"))
+
+
+def _write_tree(out: Path, files, reuse) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
     moved: list[str] = []

@@ -139,9 +139,15 @@ class DriverBranch(_Frozen):
     architectures: tuple[str, ...] = ()
 
 
+class PciIdentity(_Frozen):
+    vendor: str
+    displayClasses: tuple[str, ...]
+
+
 class Catalog(_Frozen):
     releases: tuple[Release, ...]
     gpus: dict[str, Gpu]
+    pci: PciIdentity
     drivers: tuple[DriverBranch, ...] = Field(default=())
     digest: str
 
@@ -165,14 +171,16 @@ def load() -> Catalog:
     rel, raw = _read("releases.yaml")
     h.update(raw)
     gpus: dict[str, Gpu] = {}
+    pci = None
     drivers: tuple[DriverBranch, ...] = ()
     if (DATA / "gpus.yaml").exists():
         doc, raw = _read("gpus.yaml")
         h.update(raw)
         gpus = {g["name"]: Gpu(**g) for g in doc["gpus"]}
+        pci = PciIdentity(**doc["pci"])
     if (DATA / "drivers.yaml").exists():
         doc, raw = _read("drivers.yaml")
         h.update(raw)
         drivers = tuple(DriverBranch(**b) for b in doc["branches"])
     releases = tuple(sorted((Release(**r) for r in rel["releases"]), key=lambda r: tuple(map(int, r.name.split(".")))))
-    return Catalog(releases=releases, gpus=gpus, drivers=drivers, digest=h.hexdigest())
+    return Catalog(releases=releases, gpus=gpus, drivers=drivers, pci=pci, digest=h.hexdigest())

@@ -43,22 +43,19 @@ from pydantic import Field
 from .base import Component, Props, meta
 
 NAME = "nvidia-gpu-node-labels"
-PCI_MATCH = [{"feature": "pci.device", "matchExpressions": {
-    "vendor": {"op": "In", "value": ["10de"]},
-    "class": {"op": "In", "value": ["0300", "0302"]},
-}}]
-
-
-def pci_match(device_ids) -> list[dict]:
-    """NVIDIA display controllers with one of these PCI device ids (NFD pci.device attribute `device`)."""
-    return [{"feature": "pci.device", "matchExpressions": {
-        "vendor": {"op": "In", "value": ["10de"]},
-        "device": {"op": "In", "value": list(device_ids)},
-        "class": {"op": "In", "value": ["0300", "0302"]},
-    }}]
+def pci_match(p, device_ids=()) -> list[dict]:
+    """NVIDIA display controllers (vendor and classes from the GPU catalog), optionally only those with
+    one of these PCI device ids (NFD pci.device attribute `device`)."""
+    expr = {"vendor": {"op": "In", "value": [p.pci_vendor]}}
+    if device_ids:
+        expr["device"] = {"op": "In", "value": list(device_ids)}
+    expr["class"] = {"op": "In", "value": list(p.pci_classes)}
+    return [{"feature": "pci.device", "matchExpressions": expr}]
 
 
 class NodeLabelsProps(Props):
+    pci_vendor: str = Field(description="PCI vendor id of NVIDIA GPUs (GPU catalog). Required.")
+    pci_classes: tuple[str, ...] = Field(description="PCI classes of GPU display controllers (GPU catalog). Required.")
     deploy_labels: tuple[str, ...] = Field((), description=(
         "Components whose nvidia.com/gpu.deploy.<name>=true label GPU nodes get. Omitted: none."))
     mig_capable_labels: tuple[str, ...] = Field((), description=(
@@ -83,7 +80,7 @@ class NodeLabels(Component):
         on = [c for c in COMPONENTS if c.deploy_label and c.from_plan(plan) is not None]
         pc = plan.pool_configs
         return NodeLabelsProps(
-            namespace=plan.namespace,
+            namespace=plan.namespace, pci_vendor=plan.pci_vendor, pci_classes=plan.pci_classes,
             deploy_labels=tuple(c.deploy_label for c in on if not getattr(c, "mig_capable_only", False)),
             mig_capable_labels=tuple(c.deploy_label for c in on if getattr(c, "mig_capable_only", False)),
             mig_capable_ids=pc.mig_capable_ids,
@@ -92,16 +89,16 @@ class NodeLabels(Component):
     @classmethod
     def render(cls, p: NodeLabelsProps) -> list[dict]:
         rules = [{"name": "nvidia.com/gpu.present", "labels": {"nvidia.com/gpu.present": "true"},
-                  "matchFeatures": PCI_MATCH}]
+                  "matchFeatures": pci_match(p)}]
         if p.deploy_labels:
             rules.append({"name": "nvidia.com/gpu.deploy",
                           "labels": {f"nvidia.com/gpu.deploy.{c}": "true" for c in p.deploy_labels},
-                          "matchFeatures": PCI_MATCH})
+                          "matchFeatures": pci_match(p)})
         if p.mig_capable_labels and p.mig_capable_ids:
             rules.append({"name": "nvidia.com/gpu.deploy.mig-capable",
                           "labels": {f"nvidia.com/gpu.deploy.{c}": "true" for c in p.mig_capable_labels},
-                          "matchFeatures": pci_match(p.mig_capable_ids)})
+                          "matchFeatures": pci_match(p, p.mig_capable_ids)})
         for gpu, ids, labels in p.pool_rules:
-            rules.append({"name": f"gpuop.pool.{gpu}", "labels": dict(labels), "matchFeatures": pci_match(ids)})
+            rules.append({"name": f"gpuop.pool.{gpu}", "labels": dict(labels), "matchFeatures": pci_match(p, ids)})
         return [{"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeatureRule",
                  "metadata": meta(NAME, labels={"app.kubernetes.io/managed-by": "gpuop"}), "spec": {"rules": rules}}]
