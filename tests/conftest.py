@@ -55,7 +55,7 @@ def index(dist) -> dict:
 
 def load_dir(folder: Path) -> list[dict]:
     """Every YAML object in a folder, kustomization.yaml excepted."""
-    from gpuop.yamlio import load_all
+    from gpuop.kube.yamlio import load_all
 
     objs = []
     for f in sorted(folder.glob("*.yaml")):

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from gpuop.checks.crdschema import CrdValidator
-from gpuop.yamlio import load
+from gpuop.verify.crdschema import CrdValidator
+from gpuop.kube.yamlio import load
 
 from conftest import CRDS, load_dir
 

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from gpuop.yamlio import load_all
+from gpuop.kube.yamlio import load_all
 
 from conftest import REPO, by_key, load_dir
 

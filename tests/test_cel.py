@@ -10,7 +10,7 @@ import shutil
 import pytest
 import yaml
 
-from gpuop.checks import cel
+from gpuop.verify import cel
 
 from conftest import CRDS, run_gpuop
 

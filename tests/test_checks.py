@@ -8,9 +8,9 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 
-from gpuop.checks import crdschema
-from gpuop.checks.crdschema import CrdValidator, to_json_schema
-from gpuop.checks.kubeschema import KubeValidator, SchemaNotFound, supported_versions
+from gpuop.verify import crdschema
+from gpuop.verify.crdschema import CrdValidator, to_json_schema
+from gpuop.verify.kubeschema import KubeValidator, SchemaNotFound, supported_versions
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "shared" / "refs" / "crds"
 

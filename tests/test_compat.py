@@ -14,9 +14,9 @@ import pytest
 
 from gpuop import catalog
 from gpuop.errors import UserError
-from gpuop.plan import build_plan
+from gpuop.plan.build import build_plan
 from gpuop.profile.load import load_profile
-from gpuop.validate import validate
+from gpuop.validate.runner import validate
 
 HEAD = """\
 apiVersion: gpuop/v1alpha1

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpuop.components import COMPONENTS
-from gpuop.yamlio import dump, load_all
+from gpuop.stack.registry import COMPONENTS, component_props
+from gpuop.kube.yamlio import dump, load_all
 
 from conftest import ASSETS, REFS, by_key, load_dir
 
@@ -145,15 +145,14 @@ def test_namespace_and_runtime_classes(prod):
 def test_disabling_a_component_removes_all_its_objects():
     from gpuop.components.device_plugin import DevicePlugin
     from gpuop.components.toolkit import ContainerToolkit
-    from gpuop.plan import StackPlan  # noqa: F401
 
     assert DevicePlugin in COMPONENTS and ContainerToolkit in COMPONENTS
-    # from_plan returns None when off: checked on a plan built from a profile below
+    # a component the plan leaves off gets no props: checked on a plan built from a profile below
     from test_plan_helpers import plan_for
 
     plan = plan_for({"devicePlugin": {"enabled": False}, "driver": {"enabled": False}})
-    assert DevicePlugin.from_plan(plan) is None
-    names = [c.name for c in COMPONENTS if c.from_plan(plan) is not None]
+    assert dict(component_props(plan)).get(DevicePlugin) is None
+    names = [c.name for c, _ in component_props(plan)]
     assert names == ["namespace", "node-labels", "runtime-class", "toolkit", "operator-validator",
                      "dcgm-exporter", "gpu-feature-discovery"]
 

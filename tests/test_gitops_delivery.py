@@ -9,9 +9,9 @@ import shutil
 import pytest
 import yaml
 
-from gpuop.checks import cel
-from gpuop.checks.crdschema import CrdValidator
-from gpuop.yamlio import load
+from gpuop.verify import cel
+from gpuop.verify.crdschema import CrdValidator
+from gpuop.kube.yamlio import load
 
 from conftest import CRDS, load_dir, run_gpuop
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpuop.checks.crdschema import CrdValidator
-from gpuop.yamlio import load
+from gpuop.verify.crdschema import CrdValidator
+from gpuop.kube.yamlio import load
 
 from conftest import CRDS, load_dir
 

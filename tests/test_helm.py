@@ -8,7 +8,7 @@ import copy
 import helm_python as helm
 import pytest
 
-from gpuop.yamlio import load, load_all
+from gpuop.kube.yamlio import load, load_all
 
 from conftest import by_key, load_dir
 
@@ -91,7 +91,7 @@ def test_values_override_at_deploy_time(dist, index):
 def test_literal_template_braces_are_escaped(tmp_path):
     """Text such as Prometheus alert templates must reach the cluster verbatim, not be executed by Helm."""
     from gpuop.outputs.helm import template
-    from gpuop.slots import slot
+    from gpuop.kube.slots import slot
 
     body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "n"},
             "data": {"alert": "GPU {{ $labels.gpu }} is hot", "raw": "}} {{", "image": slot("imageRegistry") + "/a:{{b}}"}}

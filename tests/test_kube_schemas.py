@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import kubernetes_validate
 
-from gpuop.checks.kubeschema import KubeValidator
+from gpuop.verify.kubeschema import KubeValidator
 
 from conftest import load_dir
 

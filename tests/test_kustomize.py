@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from gpuop.yamlio import load_all
+from gpuop.kube.yamlio import load_all
 
 from conftest import by_key, load_dir
 
@@ -24,7 +24,7 @@ def test_overlay_builds_to_the_manifests(dist, index):
 
 
 def test_manifest_kustomization_lists_every_object_file(dist, index):
-    from gpuop.yamlio import load
+    from gpuop.kube.yamlio import load
 
     for entry in index["clusters"]:
         folder = dist / entry["manifests"]

@@ -18,7 +18,8 @@ import yaml
 
 from conftest import REFS, REPO, run_gpuop
 from gpuop import catalog
-from gpuop.mig import geometry, picture
+from gpuop.mig import geometry
+from gpuop.mig import picture
 from gpuop.mig.geometry import check_layout
 
 GPUS = catalog.load().gpus
@@ -418,7 +419,7 @@ def test_synth_refuses_an_impossible_layout_located(tmp_path):
 def _issues(tmp_path: Path, text: str):
     from gpuop.errors import UserError
     from gpuop.profile.load import load_profile
-    from gpuop.validate import validate
+    from gpuop.validate.runner import validate
 
     (tmp_path / "p.yaml").write_text(text)
     try:

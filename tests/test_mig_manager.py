@@ -16,11 +16,13 @@ import shutil
 import pytest
 import yaml
 
-from gpuop import catalog, pools
-from gpuop.components import COMPONENTS
+from gpuop import catalog
+from gpuop.plan import pools
+from gpuop.outputs import node_labels
+from gpuop.stack.registry import COMPONENTS, component_props
 from gpuop.components.mig_manager import MigManager
 from gpuop.mig import geometry
-from gpuop.slots import fill
+from gpuop.kube.slots import fill
 
 from conftest import ASSETS, by_key, load_dir, run_gpuop
 from test_plan_helpers import plan_for
@@ -156,7 +158,7 @@ def rules_by_name(objs) -> dict:
 
 def profile_pools(name):
     from gpuop.profile.load import load_profile
-    from gpuop.validate import validate
+    from gpuop.validate.runner import validate
     from conftest import REPO
 
     return validate(load_profile(REPO / "profiles" / f"{name}.yaml")).profile.spec.nodePools
@@ -274,8 +276,7 @@ def test_rbac_and_config_maps_are_upstreams(dist, index):
 def objects(spec: dict) -> dict:
     plan = plan_for(spec)
     out = {}
-    for c in COMPONENTS:
-        props = c.from_plan(plan)
+    for c, props in component_props(plan):
         for o in (c.render(props) if props else []):
             out[(o["kind"], o["metadata"]["name"])] = fill(o, plan.values)
     return out, plan
@@ -330,18 +331,18 @@ def test_same_gpu_different_layouts_get_no_guessed_rule():
     assert [r.gpu for r in pc.nfd_rules] == []                      # nothing NFD could set
     assert [(p.name, dict(p.manual)) for p in pc.manual] == [
         ("small", {"nvidia.com/mig.config": "7x1g.10gb"}), ("big", {"nvidia.com/mig.config": "2x3g.40gb"})]
-    doc = pools.document(plan)
+    doc = node_labels.document(plan)
     assert doc["pools"][0] == {"name": "small", "gpu": "H100-SXM5-80GB", "nodeSelector": {"pool": "small"},
                                "labels": {"nvidia.com/mig.config": "7x1g.10gb"}, "why": pc.manual[0].why}
-    assert list(pools.write(plan, "t/node-labels.yaml")) == ["t/node-labels.yaml"]
-    assert pools.index_entry(plan) == {"nodeGroupLabels": {"small": {"nvidia.com/mig.config": "7x1g.10gb"},
+    assert list(node_labels.write(plan, "t/node-labels.yaml")) == ["t/node-labels.yaml"]
+    assert node_labels.index_entry(plan) == {"nodeGroupLabels": {"small": {"nvidia.com/mig.config": "7x1g.10gb"},
                                                            "big": {"nvidia.com/mig.config": "2x3g.40gb"}}}
     objs, _ = objects({"nodePools": [
         {"name": "small", "gpu": "H100-SXM5-80GB", "mig": {"strategy": "single", "layout": {"1g.10gb": 7}}},
         {"name": "big", "gpu": "H100-SXM5-80GB", "mig": {"strategy": "single", "layout": {"3g.40gb": 2}}}]})
     rules = objs[("NodeFeatureRule", "nvidia-gpu-node-labels")]["spec"]["rules"]
     assert not [r for r in rules if "nvidia.com/mig.config" in r["labels"]]
-    assert pools.document(plan_for({})) is None and pools.write(plan_for({}), "x") == {}
+    assert node_labels.document(plan_for({})) is None and node_labels.write(plan_for({}), "x") == {}
 
 
 @pytest.fixture()

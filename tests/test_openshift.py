@@ -19,11 +19,11 @@ import pytest
 import yaml
 
 from gpuop import catalog
-from gpuop.checks.crdschema import CrdValidator
+from gpuop.verify.crdschema import CrdValidator
 from gpuop.errors import UserError
 from gpuop.profile.load import load_profile
-from gpuop.validate import validate
-from gpuop.yamlio import load_all
+from gpuop.validate.runner import validate
+from gpuop.kube.yamlio import load_all
 
 from conftest import ASSETS, REFS, by_key, load_dir
 from test_helm import render
@@ -175,7 +175,7 @@ def test_daemonsets_name_and_require_their_scc(objs):
 
 def test_scc_wiring_reaches_every_daemonset_component():
     """Components added later (MIG manager, MPS) get their SCC through Placement, without code of their own."""
-    from gpuop.components import COMPONENTS
+    from gpuop.stack.registry import COMPONENTS, component_props
     from test_plan_helpers import plan_for
 
     plan = plan_for({"platform": {"type": "openshift", "version": "4.19"}, "os": "rhcos4.19",
@@ -184,10 +184,7 @@ def test_scc_wiring_reaches_every_daemonset_component():
                      "nodePools": [{"name": "a", "gpu": "H100-SXM5-80GB", "mig": {"strategy": "mixed",
                                                                                   "layout": {"3g.40gb": 2}}}]})
     sccs = {}
-    for c in COMPONENTS:
-        props = c.from_plan(plan)
-        if props is None:
-            continue
+    for c, props in component_props(plan):
         out = c.objects(props)
         accounts = {o["spec"]["template"]["spec"]["serviceAccountName"] for o in out if o["kind"] == "DaemonSet"}
         assert {o["metadata"]["name"] for o in out if o["kind"] == "SecurityContextConstraints"} == accounts, c.name

@@ -8,7 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
-from gpuop.yamlio import load
+from gpuop.kube.yamlio import load
 
 from conftest import REPO, run_gpuop
 
@@ -45,8 +45,8 @@ def test_committed_dist_and_schemas_are_current(dist):
     """dist/ and schemas/ in git are what the bundled profiles compile to today."""
     assert tree(REPO / "dist") == tree(dist), "run `make run` and commit dist/"
     from gpuop.profile.models import profile_json_schema
-    from gpuop.values import values_schema
-    from gpuop.yamlio import dump_json
+    from gpuop.outputs.values import values_schema
+    from gpuop.kube.yamlio import dump_json
 
     assert (REPO / "schemas" / "profile.schema.json").read_text() == dump_json(profile_json_schema()), \
         "schemas/ is stale: run `make schema`"

@@ -8,10 +8,10 @@ from pathlib import Path
 import yaml
 
 from gpuop import catalog
-from gpuop.plan import build_plan
+from gpuop.plan.build import build_plan
 from gpuop.profile.load import load_profile
 from gpuop.profile.load import merge
-from gpuop.validate import validate
+from gpuop.validate.runner import validate
 
 BASE = {"apiVersion": "gpuop/v1alpha1", "kind": "ClusterProfile", "metadata": {"name": "t"},
         "spec": {"platform": {"type": "kubernetes", "version": "1.33"}, "os": "ubuntu24.04",

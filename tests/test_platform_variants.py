@@ -23,11 +23,11 @@ import pytest
 import yaml
 
 from gpuop import catalog
-from gpuop.checks.kubeschema import KubeValidator
+from gpuop.verify.kubeschema import KubeValidator
 from gpuop.errors import UserError
 from gpuop.profile.load import load_profile
-from gpuop.validate import validate
-from gpuop.yamlio import load_all
+from gpuop.validate.runner import validate
+from gpuop.kube.yamlio import load_all
 
 from conftest import REFS, by_key, load_dir, run_gpuop
 from test_helm import render

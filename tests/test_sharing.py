@@ -17,9 +17,9 @@ import shutil
 import pytest
 import yaml
 
-from gpuop import pools
-from gpuop.components import COMPONENTS
-from gpuop.slots import fill
+from gpuop.plan import pools
+from gpuop.stack.registry import COMPONENTS, component_props
+from gpuop.kube.slots import fill
 
 from conftest import ASSETS, REPO, by_key, load_dir, run_gpuop
 from test_helm import render
@@ -192,8 +192,7 @@ def test_no_sharing_no_config_no_config_manager():
 
 def component_objects(plan) -> dict:
     out = {}
-    for c in COMPONENTS:
-        props = c.from_plan(plan)
+    for c, props in component_props(plan):
         for o in (c.render(props) if props else []):
             out[(o["kind"], o["metadata"]["name"])] = fill(o, plan.values)
     return out

@@ -17,9 +17,10 @@ import pytest
 import yaml
 
 from gpuop import catalog
-from gpuop.components import COMPONENTS
-from gpuop.outputs import argocd, flux
-from gpuop.slots import fill
+from gpuop.stack.registry import COMPONENTS, component_props
+from gpuop.outputs import argocd
+from gpuop.outputs import flux
+from gpuop.kube.slots import fill
 
 from conftest import ASSETS, by_key, load_dir
 from test_helm import render
@@ -183,7 +184,7 @@ def test_dcgm_exporter_defaults_match_the_asset():
     """Vanilla exporter: built-in metrics, embedded host engine, no API token, no pod-reading RBAC."""
     from gpuop.components.dcgm_exporter import DcgmExporter
 
-    objs = {(o["kind"], o["metadata"]["name"]): o for o in DcgmExporter.render(DcgmExporter.from_plan(plan_for({})))}
+    objs = {(o["kind"], o["metadata"]["name"]): o for o in DcgmExporter.render(dict(component_props(plan_for({}))).get(DcgmExporter))}
     assert set(objs) == {("ServiceAccount", "nvidia-dcgm-exporter"), ("Role", "nvidia-dcgm-exporter"),
                          ("RoleBinding", "nvidia-dcgm-exporter"), ("Service", "nvidia-dcgm-exporter"),
                          ("DaemonSet", "nvidia-dcgm-exporter")}
@@ -330,8 +331,7 @@ def test_per_component_version_and_resources_overrides():
                      "dcgmExporter": {"version": "4.6.1-4.9.0-distroless"}, "validator": {"version": "v26.7.1"},
                      "dcgm": {"enabled": True, "version": "4.6.1-1-ubuntu24.04"}})
     objs = {}
-    for c in COMPONENTS:
-        props = c.from_plan(plan)
+    for c, props in component_props(plan):
         for o in (c.render(props) if props else []):
             objs[(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])] = fill(o, plan.values)
     assert pod(objs, "gpu-feature-discovery")["containers"][0]["image"] == "nvcr.io/nvidia/k8s-device-plugin:v0.21.0"
@@ -367,7 +367,7 @@ def test_driver_update_strategy(policy, strategy):
     from gpuop.components.driver import Driver
 
     plan = plan_for({"driver": {"upgradePolicy": policy}})
-    (daemonset,) = [o for o in Driver.render(Driver.from_plan(plan)) if o["kind"] == "DaemonSet"]
+    (daemonset,) = [o for o in Driver.render(dict(component_props(plan)).get(Driver)) if o["kind"] == "DaemonSet"]
     assert daemonset["spec"]["updateStrategy"] == strategy
 
 
@@ -381,8 +381,7 @@ ALL_ON = {"dcgm": {"enabled": True}, "nodeStatusExporter": {"enabled": True, "se
 def objects(spec: dict) -> dict:
     plan = plan_for(spec)
     out = {}
-    for c in COMPONENTS:
-        props = c.from_plan(plan)
+    for c, props in component_props(plan):
         for o in (c.render(props) if props else []):
             out[(o["kind"], o["metadata"]["name"])] = (c.name, o)
     return out
@@ -461,7 +460,7 @@ def test_nfd_is_deployed_from_its_own_chart_before_the_stack(dist, entry):
 
 
 def test_existing_nfd_gets_no_nfd_objects():
-    from gpuop.settings import GitOps
+    from gpuop.profile.settings import GitOps
 
     plan = plan_for({"nfd": {"mode": "existing"}})
     gitops = GitOps(repoURL="https://git.example.com/x.git")

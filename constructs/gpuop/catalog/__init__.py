@@ -182,5 +182,6 @@ def load() -> Catalog:
         doc, raw = _read("drivers.yaml")
         h.update(raw)
         drivers = tuple(DriverBranch(**b) for b in doc["branches"])
+    h.update((DATA / "mig.yaml").read_bytes())      # catalog/mig.py: a MIG fact change invalidates caches too
     releases = tuple(sorted((Release(**r) for r in rel["releases"]), key=lambda r: tuple(map(int, r.name.split(".")))))
     return Catalog(releases=releases, gpus=gpus, drivers=drivers, pci=pci, digest=h.hexdigest())

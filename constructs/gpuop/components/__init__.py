@@ -1,43 +1,7 @@
-"""The component registry: one explicit tuple, in the Operator's state order. Never found by name.
+"""Stage 4, construct: one module per GPU component, each a cdk8s construct built from its props alone.
 
-Each entry is a `Component` subclass (a cdk8s construct) with `from_plan(plan) -> props | None` and a
-pure `render(props)`. Adding a component means adding its module and one line here.
-
-Order (controllers/state_manager.go): node labels (the Operator's node-labeling controller runs before
-any state), pre-requisites (RuntimeClasses), driver, container-toolkit, operator-validation,
-device-plugin (after its config, the user's ConfigMap upstream), mps-control-daemon, dcgm, dcgm-exporter,
-gpu-feature-discovery, mig-manager, node-status-exporter. The namespace comes first because everything
-else lives in it.
+A module names the objects it owns and the upstream asset it mirrors, and where it differs on purpose.
+Shared pieces: base.py (the construct base class), props.py (props declared once), builders.py (object
+shapes every operand repeats), openshift.py (the OpenShift transforms). The registry that orders the
+components and derives their props from a plan is stack/registry.py; nothing here reads a plan.
 """
-
-from .dcgm import Dcgm
-from .dcgm_exporter import DcgmExporter
-from .device_plugin import DevicePlugin
-from .driver import Driver
-from .mig_manager import MigManager
-from .mps_control_daemon import MpsControlDaemon
-from .gfd import GpuFeatureDiscovery
-from .namespace import Namespace
-from .node_labels import NodeLabels
-from .node_status_exporter import NodeStatusExporter
-from .plugin_config import PluginConfig
-from .runtime_class import RuntimeClasses
-from .toolkit import ContainerToolkit
-from .validator import OperatorValidator
-
-COMPONENTS = (
-    Namespace,
-    NodeLabels,
-    RuntimeClasses,
-    Driver,
-    ContainerToolkit,
-    OperatorValidator,
-    PluginConfig,
-    DevicePlugin,
-    MpsControlDaemon,
-    Dcgm,
-    DcgmExporter,
-    GpuFeatureDiscovery,
-    MigManager,
-    NodeStatusExporter,
-)

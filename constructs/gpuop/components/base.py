@@ -1,19 +1,13 @@
-"""What every component shares: the construct base class and small builders for pod specs.
+"""The construct base class every component extends, and `emit` (one plain dict -> one cdk8s ApiObject).
 
 A component is a cdk8s `Construct` (`Component(scope, id, props)`) whose props are one frozen
 pydantic model. `render(props)` is a pure function returning the component's objects as plain dicts
-(bodies stay in Python: one cdk8s `ApiObject` call and one JSON patch per object, ≈3 bridge calls);
-`from_plan(plan)` derives the props from a `StackPlan`, or None when the component is off.
-`objects(props)` is what a construct emits: `render(props)` plus the platform's transforms (on
+(bodies stay in Python: one cdk8s `ApiObject` call and one JSON patch per object, ≈3 bridge calls).
+Props are derived from a plan outside the component (stack/derive.py), so a component is built and
+tested from its props alone. `objects(props)` is what a construct emits: `render(props)` plus the platform's transforms (on
 OpenShift, openshift.py's SCC per DaemonSet ServiceAccount, enabled by the props' Placement).
-Construct ids are `<Kind>-<name>`: stable, since renaming one is a breaking change.
-
-Every GPU DaemonSet is built by `daemonset()`: upstream's `nvidia.com/gpu.deploy.<component>=true`
-node selector plus the profile's `spec.daemonsets.nodeSelector`; tolerations, priority class and pull
-secrets as Helm value slots; and one difference from upstream, a required node affinity on the opt-out
-labels `nvidia.com/gpu.deploy.operands NotIn [false]` and `gpuop/deploy.<component> NotIn [false]`
-(plus `spec.daemonsets.nodeAffinity`), because the deploy labels are NFD's and cannot carry an admin's
-`false` (node_labels.py explains).
+Construct ids are `<Kind>-<name>`: stable, since renaming one is a breaking change. Shared props live
+in props.py, shared object builders in builders.py.
 """
 
 from __future__ import annotations
@@ -23,44 +17,11 @@ from typing import ClassVar
 
 import cdk8s
 from constructs import Construct
-from pydantic import BaseModel, ConfigDict, Field
 
-from ..order import with_wave
-from ..slots import fill, slot
-
-GPU_PRIORITY = "priorityClassName"
-# Node opt-out, honoured by every GPU DaemonSet through required node affinity (node labels are NFD's;
-# see node_labels.py for why the deploy labels themselves cannot carry a user's `false`).
-OPERANDS_LABEL = "nvidia.com/gpu.deploy.operands"      # =false: no GPU operand on this node (upstream's key)
-OPT_OUT_PREFIX = "gpuop/deploy."                       # gpuop/deploy.<component>=false: not this one
-
-
-class Props(BaseModel):
-    """Base of every component's props: frozen, unknown fields refused."""
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    namespace: str = Field("gpu-operator", description="Namespace of the namespaced objects. Omitted: gpu-operator.")
-
-
-class Placement(BaseModel):
-    """Where a GPU DaemonSet may run beyond its deploy label (the profile's spec.daemonsets additions), and
-    the platform admission it must pass (OpenShift: an SCC of its own, components/openshift.py)."""
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    node_selector: dict[str, str] = Field(default_factory=dict, description="Extra nodeSelector labels. Omitted: none.")
-    node_affinity: tuple[tuple[str, str, tuple[str, ...]], ...] = Field(
-        (), description="Extra required node affinity (key, operator, values). Omitted: none.")
-    openshift: bool = Field(False, description=(
-        "OpenShift: the component's pods run under a SecurityContextConstraints of their own, which only the "
-        "component's ServiceAccount may use. Omitted: false (Pod Security Admission only)."))
-
-    @classmethod
-    def of(cls, plan) -> "Placement":
-        return cls(node_selector=dict(plan.scheduling.node_selector), node_affinity=plan.scheduling.node_affinity,
-                   openshift=plan.platform == "openshift")
-
-
-class DaemonSetProps(Props):
-    """Props of a component that runs a GPU DaemonSet."""
-    placement: Placement = Field(default_factory=Placement, description="Omitted: deploy label and opt-outs only.")
+from gpuop.components.openshift import secure
+from gpuop.components.props import Props
+from gpuop.kube.order import with_wave
+from gpuop.kube.slots import fill
 
 
 class Component(Construct):
@@ -70,6 +31,7 @@ class Component(Construct):
     values_key: ClassVar[str | None]    # key under which Helm values enable/configure it (None: always on)
     props_type: ClassVar[type[Props]]
     deploy_label: ClassVar[str | None] = None   # nvidia.com/gpu.deploy.<this>: its node label (None: no DaemonSet)
+    mig_capable_only: ClassVar[bool] = False    # node_labels.py publishes the deploy label on MIG-capable GPUs only
 
     def __init__(self, scope: Construct, id: str, props: Props):
         super().__init__(scope, id)
@@ -91,14 +53,9 @@ class Component(Construct):
         objs = cls.render(props)
         placement = getattr(props, "placement", None)
         if placement is not None and placement.openshift:
-            from .openshift import secure
-
             objs = secure(objs)
         return objs
 
-    @classmethod
-    def from_plan(cls, plan) -> Props | None:
-        raise NotImplementedError
 
 
 def emit(scope: Construct, body: dict) -> cdk8s.ApiObject:
@@ -114,158 +71,3 @@ def emit(scope: Construct, body: dict) -> cdk8s.ApiObject:
     if rest:
         obj.add_json_patch(*rest)
     return obj
-
-
-# ---- builders for the shapes every operand repeats -------------------------------------------------
-
-def meta(name: str, namespace: str | None = None, labels: dict | None = None, annotations: dict | None = None) -> dict:
-    m: dict = {"name": name}
-    if namespace:
-        m["namespace"] = namespace
-    if labels:
-        m["labels"] = labels
-    if annotations:
-        m["annotations"] = annotations
-    return m
-
-
-SCC_RULE = {"apiGroups": ["security.openshift.io"], "resources": ["securitycontextconstraints"],
-            "verbs": ["use"], "resourceNames": ["privileged"]}
-
-
-def rbac(name: str, namespace: str, role_rules: list[dict], cluster_rules: list[dict] | None = None) -> list[dict]:
-    """ServiceAccount, Role, RoleBinding (and ClusterRole, ClusterRoleBinding) all named `name`, as the
-    Operator's 0100-0310 assets of each state."""
-    subject = [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]
-    objs = [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(name, namespace)},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta(name, namespace),
-         "rules": role_rules},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta(name, namespace),
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}, "subjects": subject},
-    ]
-    if cluster_rules:
-        objs += [
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": meta(name),
-             "rules": cluster_rules},
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": meta(name),
-             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-             "subjects": subject},
-        ]
-    return objs
-
-
-def host_path(name: str, path: str, type_: str | None = None) -> dict:
-    hp: dict = {"path": path}
-    if type_:
-        hp["type"] = type_
-    return {"name": name, "hostPath": hp}
-
-
-def mount(name: str, path: str, *, propagation: str | None = None, read_only: bool = False,
-          sub_path: str | None = None) -> dict:
-    m: dict = {"name": name, "mountPath": path}
-    if propagation:
-        m["mountPropagation"] = propagation
-    if read_only:
-        m["readOnly"] = True
-    if sub_path:
-        m["subPath"] = sub_path
-    return m
-
-
-def env(name: str, value: str | None = None, field_path: str | None = None) -> dict:
-    if field_path:
-        return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": field_path}}}
-    return {"name": name, "value": value}
-
-
-def resources_slot(values_key: str) -> str:
-    return slot(f"{values_key}.resources")
-
-
-def node_affinity(deploy: str, placement: Placement, alternatives: tuple = ()) -> dict:
-    """Required node affinity: the node-wide and per-component opt-out labels, then the profile's additions.
-    `alternatives` (label sets, e.g. node pools' nodeSelectors) make one term each, ORed, every term
-    carrying the common requirements; () keeps the single term."""
-    terms = [{"key": OPERANDS_LABEL, "operator": "NotIn", "values": ["false"]},
-             {"key": OPT_OUT_PREFIX + deploy, "operator": "NotIn", "values": ["false"]}]
-    for key, op, values in placement.node_affinity:
-        terms.append({"key": key, "operator": op, **({"values": list(values)} if values else {})})
-    if not alternatives:
-        return {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": terms}]}}
-    return {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": terms + [{"key": k, "operator": "In", "values": [v]} for k, v in alt]}
-        for alt in alternatives]}}
-
-
-def daemonset(name: str, namespace: str, *, app: str, labels: dict, annotations: dict | None,
-              pod_spec: dict, deploy: str, placement: Placement, selector: dict | None = None,
-              pod_annotations: dict | None = None, update_strategy: dict | None = None,
-              node_selector: dict | None = None, alternatives: tuple = ()) -> dict:
-    """A GPU DaemonSet with the fields every operand shares: selector on `app` (or `selector`), node
-    selector `nvidia.com/gpu.deploy.<deploy>=true` plus the profile's labels, node affinity for the
-    opt-outs plus the profile's requirements (merged into pod_spec's own affinity), tolerations /
-    priority class / pull secrets as value slots. `node_selector` adds labels (a driver variant's NFD
-    labels), `alternatives` ORed affinity terms (node_affinity)."""
-    affinity = {"nodeAffinity": node_affinity(deploy, placement, alternatives), **pod_spec.pop("affinity", {})}
-    spec = {
-        "nodeSelector": {f"nvidia.com/gpu.deploy.{deploy}": "true", **placement.node_selector, **(node_selector or {})},
-        "affinity": affinity,
-        "tolerations": slot("tolerations"),
-        "priorityClassName": slot("priorityClassName"),
-        "imagePullSecrets": slot("imagePullSecrets"),
-        **pod_spec,
-    }
-    template_meta: dict = {"labels": labels}
-    if pod_annotations:
-        template_meta["annotations"] = pod_annotations
-    body = {
-        "apiVersion": "apps/v1", "kind": "DaemonSet",
-        "metadata": meta(name, namespace, labels, annotations),
-        "spec": {"selector": {"matchLabels": selector or {"app": app}},
-                 "template": {"metadata": template_meta, "spec": spec}},
-    }
-    if update_strategy:
-        body["spec"]["updateStrategy"] = update_strategy
-    return body
-
-
-def service(name: str, namespace: str, *, app: str, port_name: str, port: int, annotations: dict | None = None,
-            extra: dict | None = None) -> dict:
-    """A Service selecting `app=<app>` on one TCP port (as the Operator's 0400/0500_service assets)."""
-    return {"apiVersion": "v1", "kind": "Service",
-            "metadata": meta(name, namespace, {"app": app}, annotations),
-            "spec": {"selector": {"app": app}, **(extra or {}),
-                     "ports": [{"name": port_name, "port": port, "targetPort": port, "protocol": "TCP"}]}}
-
-
-def service_monitor(name: str, namespace: str, *, app: str, port_name: str, job_label: str, monitor) -> dict:
-    """A Prometheus Operator ServiceMonitor as the Operator's asset, with the profile's interval, honor
-    labels and extra labels (`monitor` is a plan.Monitor)."""
-    endpoint = {"port": port_name, "path": "/metrics", "interval": monitor.interval}
-    if monitor.honor_labels:
-        endpoint["honorLabels"] = True
-    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
-            "metadata": meta(name, namespace, {"app": app, **dict(monitor.labels)}),
-            "spec": {"endpoints": [endpoint], "jobLabel": job_label,
-                     "namespaceSelector": {"matchNames": [namespace]},
-                     "selector": {"matchLabels": {"app": app}}}}
-
-
-def validation_init(component: str, image: str, mounts: list[dict], *, wait_for: str | None = None,
-                    extra_env: list[dict] | None = None) -> dict:
-    """A `<component>-validation` init container on the validator image (runAsUser 0, privileged), as
-    the Operator's transformValidationInitContainer renders it."""
-    c: dict = {"name": f"{component}-validation", "image": image, "imagePullPolicy": slot("imagePullPolicy"),
-               "command": ["sh", "-c"], "securityContext": {"privileged": True, "runAsUser": 0}}
-    if wait_for:
-        c["args"] = [f"until [ -f /run/nvidia/validations/{wait_for}-ready ]; do echo waiting for nvidia "
-                     "container stack to be setup; sleep 5; done"]
-    else:
-        c["args"] = ["nvidia-validator"]
-        c["env"] = [env("WITH_WAIT", "true"), env("COMPONENT", component),
-                    env("OPERATOR_NAMESPACE", field_path="metadata.namespace")] + (extra_env or [])
-        c["securityContext"]["seLinuxOptions"] = {"level": "s0"}
-    c["volumeMounts"] = mounts
-    return c

@@ -14,17 +14,18 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..slots import slot
-from .base import (SCC_RULE, Component, DaemonSetProps, Placement, daemonset, host_path, mount, rbac,
-                   resources_slot, service, validation_init)
+from gpuop.kube.slots import slot
+from gpuop.components.base import Component
+from gpuop.components.props import ValidatedProps
+from gpuop.components.builders import (SCC_RULE, daemonset, host_path, mount, rbac, resources_slot, service,
+                                       validation_init)
 
 NAME = "nvidia-dcgm"
 PORT = 5555
 
 
-class DcgmProps(DaemonSetProps):
+class DcgmProps(ValidatedProps):
     image: str = Field(description="DCGM image. Required.")
-    validator_image: str = Field(description="Validator image for the toolkit-validation init container. Required.")
 
 
 class Dcgm(Component):
@@ -32,13 +33,6 @@ class Dcgm(Component):
     values_key = "dcgm"
     props_type = DcgmProps
     deploy_label = "dcgm"
-
-    @classmethod
-    def from_plan(cls, plan) -> DcgmProps | None:
-        if not plan.dcgm:
-            return None
-        return DcgmProps(namespace=plan.namespace, image=plan.image("dcgm").ref,
-                         validator_image=plan.image("validator").ref, placement=Placement.of(plan))
 
     @classmethod
     def render(cls, p: DcgmProps) -> list[dict]:

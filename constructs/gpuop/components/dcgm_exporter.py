@@ -30,11 +30,12 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..plan import Monitor
-from ..slots import slot
-from .base import (SCC_RULE, Component, DaemonSetProps, Placement, daemonset, env, host_path, meta, mount, rbac,
-                   resources_slot, service, service_monitor, validation_init)
-from .openshift import prometheus_rule
+from gpuop.kube.slots import slot
+from gpuop.components.base import Component
+from gpuop.components.props import ServiceMonitorProps, ValidatedProps
+from gpuop.components.builders import (SCC_RULE, daemonset, env, host_path, meta, mount, rbac, resources_slot,
+                                       service, service_monitor, validation_init)
+from gpuop.components.openshift import prometheus_rule
 
 NAME = "nvidia-dcgm-exporter"
 READ_PODS = "nvidia-dcgm-exporter-read-pods"
@@ -46,15 +47,14 @@ PORT = 9400
 LABELS = {"app": NAME}
 
 
-class DcgmExporterProps(DaemonSetProps):
+class DcgmExporterProps(ValidatedProps):
     image: str = Field(description="dcgm-exporter image. Required.")
-    validator_image: str = Field(description="Validator image for the toolkit-validation init container. Required.")
     remote_hostengine: bool = Field(False, description="Connect to the standalone nvidia-dcgm Service. Omitted: false.")
     metrics: tuple[tuple[str, str, str], ...] = Field((), description="Custom metrics (field, type, help). Omitted: built-in list.")
     pod_labels: bool = Field(False, description="Export pod labels. Omitted: false.")
     pod_uid: bool = Field(False, description="Export pod UIDs. Omitted: false.")
     pod_label_allowlist: tuple[str, ...] = Field((), description="Pod label key regexes. Omitted: all labels.")
-    service_monitor: Monitor | None = Field(None, description="ServiceMonitor settings. Omitted: none emitted.")
+    service_monitor: ServiceMonitorProps | None = Field(None, description="ServiceMonitor settings. Omitted: none emitted.")
     prometheus_rule: bool = Field(False, description="Emit the OpenShift PrometheusRule. Omitted: false.")
 
 
@@ -94,17 +94,6 @@ class DcgmExporter(Component):
     values_key = "dcgmExporter"
     props_type = DcgmExporterProps
     deploy_label = "dcgm-exporter"
-
-    @classmethod
-    def from_plan(cls, plan) -> DcgmExporterProps | None:
-        x = plan.dcgm_exporter
-        if x is None:
-            return None
-        return DcgmExporterProps(namespace=plan.namespace, image=plan.image("dcgmExporter").ref,
-                                 validator_image=plan.image("validator").ref, remote_hostengine=plan.dcgm,
-                                 metrics=x.metrics, pod_labels=x.pod_labels, pod_uid=x.pod_uid,
-                                 pod_label_allowlist=x.pod_label_allowlist, service_monitor=x.service_monitor,
-                                 prometheus_rule=plan.openshift is not None, placement=Placement.of(plan))
 
     @classmethod
     def render(cls, p: DcgmExporterProps) -> list[dict]:

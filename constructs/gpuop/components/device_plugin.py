@@ -19,18 +19,20 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..slots import slot
-from . import plugin_config
-from .base import SCC_RULE, Component, DaemonSetProps, Placement, daemonset, env, host_path, meta, mount, rbac, resources_slot, validation_init
+from gpuop.kube.slots import slot
+from gpuop.components import plugin_config
+from gpuop.components.base import Component
+from gpuop.components.props import ValidatedProps
+from gpuop.components.builders import (SCC_RULE, daemonset, env, host_path, meta, mount, rbac, resources_slot,
+                                       validation_init)
 
 NAME = "nvidia-device-plugin"
 DS_NAME = "nvidia-device-plugin-daemonset"
 ENTRYPOINT = (Path(__file__).parent / "scripts" / "device-plugin-entrypoint.sh").read_text()
 
 
-class DevicePluginProps(DaemonSetProps):
+class DevicePluginProps(ValidatedProps):
     image: str = Field(description="k8s-device-plugin image. Required.")
-    validator_image: str = Field(description="Validator image for the toolkit-validation init container. Required.")
     mig_strategy: Literal["none", "single", "mixed"] | None = Field("single", description=(
         "MIG_STRATEGY; None: unset, each pool's plugin config decides. Omitted: single."))
     plugin_config: bool = Field(False, description="Mount ConfigMap device-plugin-config with the config manager. "
@@ -39,24 +41,12 @@ class DevicePluginProps(DaemonSetProps):
                                      "hook. Omitted: /usr/local/nvidia.")
 
 
-def mig_strategy(plan) -> str | None:
-    """MIG_STRATEGY of the device plugin, GFD and MPS daemon: the cluster's, or None (per pool)."""
-    return None if plan.pool_configs.per_pool_strategy else plan.mig_strategy
-
 
 class DevicePlugin(Component):
     name = "device-plugin"
     values_key = "devicePlugin"
     deploy_label = "device-plugin"
     props_type = DevicePluginProps
-
-    @classmethod
-    def from_plan(cls, plan) -> DevicePluginProps | None:
-        if not plan.device_plugin:
-            return None
-        return DevicePluginProps(namespace=plan.namespace, image=plan.image("devicePlugin").ref,
-                                 validator_image=plan.image("validator").ref, mig_strategy=mig_strategy(plan),
-                                 plugin_config=bool(plan.pool_configs.plugin_configs), placement=Placement.of(plan))
 
     @classmethod
     def render(cls, p: DevicePluginProps) -> list[dict]:

@@ -45,9 +45,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..slots import slot
-from .base import SCC_RULE, Component, DaemonSetProps, Placement, daemonset, env, host_path, meta, mount, rbac, resources_slot
-from .openshift import DTK_SHARED, DTK_SHARED_PATH, dtk_container, dtk_image_stream
+from gpuop.kube.slots import slot
+from gpuop.components.base import Component
+from gpuop.components.props import DaemonSetProps
+from gpuop.components.builders import SCC_RULE, daemonset, env, host_path, meta, mount, rbac, resources_slot
+from gpuop.components.openshift import DTK_SHARED, DTK_SHARED_PATH, dtk_container, dtk_image_stream
 
 NAME = "nvidia-driver"
 DS_NAME = "nvidia-driver-daemonset"
@@ -190,25 +192,6 @@ class Driver(Component):
     values_key = "driver"
     props_type = DriverProps
     deploy_label = "driver"
-
-    @classmethod
-    def from_plan(cls, plan) -> DriverProps | None:
-        if not plan.driver_variants:
-            return None
-        u, o = plan.upgrade, plan.openshift
-        variants = tuple(Variant(name=v.name, tag=v.tag, node_selector=dict(v.node_selector), alternatives=v.pool_terms,
-                                 labels=dict(v.labels), pod_labels=dict(v.pod_labels), rhcos=v.rhcos, split=v.split)
-                         for v in plan.driver_variants)
-        dtk = {"dtk_image_stream": o.dtk_image_stream, "dtk_namespace": o.dtk_namespace} if o else {}
-        return DriverProps(namespace=plan.namespace, repository=f"{slot('imageRegistry')}/{plan.image('driver').path}",
-                           variants=variants,
-                           openshift_version=plan.platform_version if o else None, **dtk,
-                           manager_image=plan.image("driverManager").ref,
-                           kernel_module_type=plan.kernel_module_type, placement=Placement.of(plan),
-                           gpu_pod_eviction=u.gpu_pod_deletion, auto_drain=u.drain,
-                           drain_timeout=f"{u.timeout_seconds}s", drain_force=u.force,
-                           drain_delete_emptydir=u.delete_empty_dir, drain_pod_selector=u.pod_selector,
-                           auto_upgrade=u.auto, max_parallel_upgrades=u.max_parallel)
 
     @classmethod
     def render(cls, p: DriverProps) -> list[dict]:

@@ -29,11 +29,12 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..slots import slot
-from . import plugin_config
-from .device_plugin import mig_strategy
-from .base import (SCC_RULE, Component, DaemonSetProps, Placement, daemonset, env, host_path, mount, rbac,
-                   resources_slot, validation_init)
+from gpuop.kube.slots import slot
+from gpuop.components import plugin_config
+from gpuop.components.base import Component
+from gpuop.components.props import ValidatedProps
+from gpuop.components.builders import (SCC_RULE, daemonset, env, host_path, mount, rbac, resources_slot,
+                                       validation_init)
 
 NAME = "nvidia-gpu-feature-discovery"
 DS_NAME = "gpu-feature-discovery"
@@ -48,9 +49,8 @@ CLUSTER_RULES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "l
 FEATURES_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
 
 
-class GfdProps(DaemonSetProps):
+class GfdProps(ValidatedProps):
     image: str = Field(description="k8s-device-plugin image (GFD ships in it). Required.")
-    validator_image: str = Field(description="Validator image for the toolkit-validation init container. Required.")
     mig_strategy: Literal["none", "single", "mixed"] | None = Field("single", description=(
         "MIG_STRATEGY; None: unset, each pool's plugin config decides. Omitted: single."))
     plugin_config: bool = Field(False, description="Read the pools' device plugin config through the config "
@@ -64,15 +64,6 @@ class GpuFeatureDiscovery(Component):
     values_key = "gfd"
     props_type = GfdProps
     deploy_label = "gpu-feature-discovery"
-
-    @classmethod
-    def from_plan(cls, plan) -> GfdProps | None:
-        if not plan.gfd:
-            return None
-        return GfdProps(namespace=plan.namespace, image=plan.image("gfd").ref,
-                        validator_image=plan.image("validator").ref, mig_strategy=mig_strategy(plan),
-                        plugin_config=bool(plan.pool_configs.plugin_configs),
-                        config_manager_image=plan.image("devicePlugin").ref, placement=Placement.of(plan))
 
     @classmethod
     def render(cls, p: GfdProps) -> list[dict]:

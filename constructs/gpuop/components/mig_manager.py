@@ -31,9 +31,11 @@ from pathlib import Path
 
 from pydantic import Field
 
-from ..slots import slot
-from .base import (Component, DaemonSetProps, Placement, SCC_RULE, daemonset, env, host_path, meta, mount, rbac,
-                   resources_slot, validation_init)
+from gpuop.kube.slots import slot
+from gpuop.components.base import Component
+from gpuop.components.props import ValidatedProps
+from gpuop.components.builders import (SCC_RULE, daemonset, env, host_path, meta, mount, rbac, resources_slot,
+                                       validation_init)
 
 NAME = "nvidia-mig-manager"
 CONFIG_CM = "custom-mig-parted-config"
@@ -56,9 +58,8 @@ VALIDATION_ARGS = ("until [ -f /run/nvidia/validations/toolkit-ready ]; do echo 
                    "toolkit to be setup; sleep 5; done")
 
 
-class MigManagerProps(DaemonSetProps):
+class MigManagerProps(ValidatedProps):
     image: str = Field(description="k8s-mig-manager image. Required.")
-    validator_image: str = Field(description="Validator image for the toolkit-validation init container. Required.")
     mig_parted_config: str = Field(description="config.yaml: the mig-parted v1 config of the pools. Required.")
     toolkit_install_dir: str = Field("/usr/local/nvidia", description="Where the toolkit installed the CDI hook. "
                                      "Omitted: /usr/local/nvidia.")
@@ -70,15 +71,6 @@ class MigManager(Component):
     props_type = MigManagerProps
     deploy_label = "mig-manager"
     mig_capable_only = True      # node_labels.py publishes the deploy label on MIG-capable GPUs only
-
-    @classmethod
-    def from_plan(cls, plan) -> MigManagerProps | None:
-        pc = plan.pool_configs
-        if not pc.mig_manager:
-            return None
-        return MigManagerProps(namespace=plan.namespace, image=plan.image("migManager").ref,
-                               validator_image=plan.image("validator").ref, mig_parted_config=pc.mig_parted,
-                               placement=Placement.of(plan))
 
     @classmethod
     def render(cls, p: MigManagerProps) -> list[dict]:

@@ -19,20 +19,20 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..slots import slot
-from . import plugin_config
-from .base import (SCC_RULE, Component, DaemonSetProps, Placement, daemonset, env, host_path, mount, rbac,
-                   resources_slot, validation_init)
-from .device_plugin import mig_strategy
+from gpuop.kube.slots import slot
+from gpuop.components import plugin_config
+from gpuop.components.base import Component
+from gpuop.components.props import Placement, ValidatedProps
+from gpuop.components.builders import (SCC_RULE, daemonset, env, host_path, mount, rbac, resources_slot,
+                                       validation_init)
 
 NAME = "nvidia-device-plugin-mps-control-daemon"
 LABELS = {"app": NAME}
 CLUSTER_RULES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]
 
 
-class MpsControlDaemonProps(DaemonSetProps):
+class MpsControlDaemonProps(ValidatedProps):
     image: str = Field(description="k8s-device-plugin image (the daemon ships in it). Required.")
-    validator_image: str = Field(description="Validator image for the toolkit-validation init container. Required.")
     mig_strategy: str | None = Field("single", description="MIG_STRATEGY; None: unset. Omitted: single.")
 
 
@@ -41,14 +41,6 @@ class MpsControlDaemon(Component):
     values_key = "devicePlugin"
     props_type = MpsControlDaemonProps
     deploy_label = None          # selects the device plugin's deploy label (and nvidia.com/mps.capable)
-
-    @classmethod
-    def from_plan(cls, plan) -> MpsControlDaemonProps | None:
-        if not (plan.device_plugin and plan.pool_configs.mps):
-            return None
-        return MpsControlDaemonProps(namespace=plan.namespace, image=plan.image("devicePlugin").ref,
-                                     validator_image=plan.image("validator").ref, mig_strategy=mig_strategy(plan),
-                                     placement=Placement.of(plan))
 
     @classmethod
     def render(cls, p: MpsControlDaemonProps) -> list[dict]:

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from .base import Component, Props, meta
+from gpuop.components.base import Component
+from gpuop.components.props import Props
+from gpuop.components.builders import meta
 
 PSA = {f"pod-security.kubernetes.io/{mode}": "privileged" for mode in ("audit", "enforce", "warn")}
 
@@ -35,14 +37,6 @@ class Namespace(Component):
     name = "namespace"
     values_key = None
     props_type = NamespaceProps
-
-    @classmethod
-    def from_plan(cls, plan) -> NamespaceProps:
-        o = plan.openshift
-        if o is None:
-            return NamespaceProps(namespace=plan.namespace)
-        return NamespaceProps(namespace=plan.namespace, labels={o.monitoring_label: "true"},
-                              prometheus=(o.prometheus_namespace, o.prometheus_sa))
 
     @classmethod
     def render(cls, props: NamespaceProps) -> list[dict]:

@@ -40,7 +40,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from .base import Component, Props, meta
+from gpuop.components.base import Component
+from gpuop.components.props import Props
+from gpuop.components.builders import meta
 
 NAME = "nvidia-gpu-node-labels"
 def pci_match(p, device_ids=()) -> list[dict]:
@@ -70,21 +72,6 @@ class NodeLabels(Component):
     name = "node-labels"
     values_key = None
     props_type = NodeLabelsProps
-
-    @classmethod
-    def from_plan(cls, plan) -> NodeLabelsProps | None:
-        if not plan.nfd.rules:
-            return None
-        from . import COMPONENTS      # the registry imports this module
-
-        on = [c for c in COMPONENTS if c.deploy_label and c.from_plan(plan) is not None]
-        pc = plan.pool_configs
-        return NodeLabelsProps(
-            namespace=plan.namespace, pci_vendor=plan.pci_vendor, pci_classes=plan.pci_classes,
-            deploy_labels=tuple(c.deploy_label for c in on if not getattr(c, "mig_capable_only", False)),
-            mig_capable_labels=tuple(c.deploy_label for c in on if getattr(c, "mig_capable_only", False)),
-            mig_capable_ids=pc.mig_capable_ids,
-            pool_rules=tuple((r.gpu, r.device_ids, r.labels) for r in pc.nfd_rules))
 
     @classmethod
     def render(cls, p: NodeLabelsProps) -> list[dict]:

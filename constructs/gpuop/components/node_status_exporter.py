@@ -22,11 +22,12 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..plan import Monitor
-from ..slots import slot
-from .base import (Component, DaemonSetProps, Placement, daemonset, env, host_path, mount, rbac, resources_slot,
-                   service, service_monitor)
-from .openshift import prometheus_rule
+from gpuop.kube.slots import slot
+from gpuop.components.base import Component
+from gpuop.components.props import DaemonSetProps, ServiceMonitorProps
+from gpuop.components.builders import (daemonset, env, host_path, mount, rbac, resources_slot, service,
+                                       service_monitor)
+from gpuop.components.openshift import prometheus_rule
 
 NAME = "nvidia-node-status-exporter"
 PORT = 8000
@@ -40,7 +41,7 @@ CLUSTER_RULES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "l
 
 class NodeStatusExporterProps(DaemonSetProps):
     image: str = Field(description="gpu-operator (validator) image. Required.")
-    service_monitor: Monitor | None = Field(None, description="ServiceMonitor settings. Omitted: none emitted.")
+    service_monitor: ServiceMonitorProps | None = Field(None, description="ServiceMonitor settings. Omitted: none emitted.")
     prometheus_rule: bool = Field(False, description="Emit the OpenShift PrometheusRule. Omitted: false.")
 
 
@@ -49,15 +50,6 @@ class NodeStatusExporter(Component):
     values_key = "nodeStatusExporter"
     props_type = NodeStatusExporterProps
     deploy_label = "node-status-exporter"
-
-    @classmethod
-    def from_plan(cls, plan) -> NodeStatusExporterProps | None:
-        x = plan.node_status_exporter
-        if x is None:
-            return None
-        return NodeStatusExporterProps(namespace=plan.namespace, image=plan.image("nodeStatusExporter").ref,
-                                       service_monitor=x.service_monitor, placement=Placement.of(plan),
-                                       prometheus_rule=plan.openshift is not None)
 
     @classmethod
     def render(cls, p: NodeStatusExporterProps) -> list[dict]:

@@ -35,8 +35,8 @@ from pathlib import Path
 
 import yaml
 
-from ..slots import slot
-from .base import env, meta, mount, resources_slot
+from gpuop.kube.slots import slot
+from gpuop.components.builders import env, meta, mount, resources_slot
 
 SCC_API = "security.openshift.io"
 SCC_SHAPE = {          # what every SCC asset of the Operator has in common (e.g. state-driver/0410_scc.openshift.yaml)

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..slots import slot
-from .base import Component, Props, env, meta, mount
+from gpuop.kube.slots import slot
+from gpuop.components.base import Component
+from gpuop.components.props import Props
+from gpuop.components.builders import env, meta, mount
 
 NAME = "device-plugin-config"
 LABEL = "nvidia.com/device-plugin.config"
@@ -37,11 +39,6 @@ class PluginConfig(Component):
     name = "device-plugin-config"
     values_key = None
     props_type = PluginConfigProps
-
-    @classmethod
-    def from_plan(cls, plan) -> PluginConfigProps | None:
-        configs = plan.pool_configs.plugin_configs
-        return PluginConfigProps(namespace=plan.namespace, configs=configs) if configs else None
 
     @classmethod
     def render(cls, p: PluginConfigProps) -> list[dict]:

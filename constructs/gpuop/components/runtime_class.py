@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from .base import Component, Props, meta
+from gpuop.components.base import Component
+from gpuop.components.props import Props
+from gpuop.components.builders import meta
 
 
 class RuntimeClassProps(Props):
@@ -20,10 +22,6 @@ class RuntimeClasses(Component):
     name = "runtime-class"
     values_key = None
     props_type = RuntimeClassProps
-
-    @classmethod
-    def from_plan(cls, plan) -> RuntimeClassProps | None:
-        return RuntimeClassProps(namespace=plan.namespace) if plan.toolkit else None
 
     @classmethod
     def render(cls, props: RuntimeClassProps) -> list[dict]:

@@ -19,9 +19,12 @@ from pathlib import Path
 
 from pydantic import Field
 
-from ..catalog import RuntimeFiles
-from ..slots import slot
-from .base import SCC_RULE, Component, DaemonSetProps, Placement, daemonset, env, host_path, meta, mount, rbac, resources_slot, validation_init
+from gpuop.catalog import RuntimeFiles
+from gpuop.kube.slots import slot
+from gpuop.components.base import Component
+from gpuop.components.props import ValidatedProps
+from gpuop.components.builders import (SCC_RULE, daemonset, env, host_path, meta, mount, rbac, resources_slot,
+                                       validation_init)
 
 NAME = "nvidia-container-toolkit"
 DS_NAME = "nvidia-container-toolkit-daemonset"
@@ -30,9 +33,8 @@ CONFIG_DIR, DROP_IN_DIR, SOCKET_DIR = "/runtime/config-dir/", "/runtime/config-d
 ASSET_HOOKS_DIR = "/run/containers/oci/hooks.d"      # state-container-toolkit/0500_daemonset.yaml `crio-hooks`
 
 
-class ToolkitProps(DaemonSetProps):
+class ToolkitProps(ValidatedProps):
     image: str = Field(description="container-toolkit image. Required.")
-    validator_image: str = Field(description="Validator image for the driver-validation init container. Required.")
     runtime: str = Field("containerd", description="containerd, crio or docker. Omitted: containerd.")
     runtime_files: RuntimeFiles = Field(description="The runtime's config/drop-in/socket host paths. Required.")
     runtime_class: str = Field("nvidia", description="Runtime handler registered in containerd. Omitted: nvidia.")
@@ -67,15 +69,6 @@ class ContainerToolkit(Component):
     values_key = "toolkit"
     deploy_label = "container-toolkit"
     props_type = ToolkitProps
-
-    @classmethod
-    def from_plan(cls, plan) -> ToolkitProps | None:
-        if not plan.toolkit:
-            return None
-        return ToolkitProps(namespace=plan.namespace, image=plan.image("toolkit").ref,
-                            validator_image=plan.image("validator").ref, runtime=plan.runtime,
-                            runtime_files=plan.runtime_files, placement=Placement.of(plan),
-                            hooks_dir=plan.runtime_files.hooks.get(plan.platform, ASSET_HOOKS_DIR))
 
     @classmethod
     def render(cls, p: ToolkitProps) -> list[dict]:

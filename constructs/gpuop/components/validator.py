@@ -29,8 +29,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..slots import slot
-from .base import SCC_RULE, Component, DaemonSetProps, Placement, daemonset, env, host_path, mount, rbac
+from gpuop.kube.slots import slot
+from gpuop.components.base import Component
+from gpuop.components.props import DaemonSetProps
+from gpuop.components.builders import SCC_RULE, daemonset, env, host_path, mount, rbac
 
 NAME = "nvidia-operator-validator"
 LABELS = {"app": NAME, "app.kubernetes.io/part-of": "gpu-operator"}
@@ -95,12 +97,6 @@ class OperatorValidator(Component):
     values_key = None            # always on; Helm values `validator.resources` still apply
     props_type = ValidatorProps
     deploy_label = "operator-validator"
-
-    @classmethod
-    def from_plan(cls, plan) -> ValidatorProps:
-        return ValidatorProps(namespace=plan.namespace, image=plan.image("validator").ref,
-                              device_plugin=plan.device_plugin, mig_strategy=plan.mig_strategy,
-                              pull_secrets=plan.pull_secrets, placement=Placement.of(plan))
 
     @classmethod
     def render(cls, p: ValidatorProps) -> list[dict]:

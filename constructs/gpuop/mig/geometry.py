@@ -1,4 +1,4 @@
-"""MIG geometry: the catalog (catalog/data/mig.yaml) as frozen models, and the layout checker.
+"""MIG geometry: the layout checker over the MIG catalog (catalog/mig.py, data/mig.yaml).
 
 `check_layout(gpu_model, layout) -> Result` decides whether a `{profile: count}` layout can be created on
 one GPU of that model and, if so, gives one placement (profile, start slot, size per instance); if not,
@@ -15,26 +15,13 @@ NVML nvml.h (nvmlDeviceGetGpuInstancePossiblePlacements_v2: overlapping memory s
 from __future__ import annotations
 
 import difflib
-import hashlib
-import re
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from itertools import combinations
-from typing import Literal, Mapping
+from typing import Mapping
 
-import yaml
-from pydantic import BaseModel, ConfigDict, model_validator
-
-from .. import catalog
-
-#: mig-parted / go-nvlib profile name grammar: `[<C>c.]<G>g.<GB>gb[+attr[,attr..] | -attr[,attr..]]`
-NAME = re.compile(r"^(?:(?P<c>[1-9][0-9]*)c\.)?(?P<g>[1-9][0-9]*)g\.(?P<gb>[0-9]+)gb"
-                  r"(?:(?P<sign>[+-])(?P<attrs>[a-z][a-z.]*(?:,[a-z][a-z.]*)*))?$")
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+from gpuop import catalog
+from gpuop.catalog.mig import NAME, MigCatalog, MigFamily, MigProfile, load_mig  # noqa: F401 (re-exported)
 
 def attributes(name: str) -> frozenset[str]:
     """'+me' -> {'me'}, '+me.all' -> {'me.all'}, '+gfx' -> {'gfx'}, '-me' -> {'-me'}, plain -> {}."""
@@ -42,79 +29,6 @@ def attributes(name: str) -> frozenset[str]:
     if not m or not m["sign"]:
         return frozenset()
     return frozenset(("" if m["sign"] == "+" else "-") + a for a in m["attrs"].split(","))
-
-
-class MigProfile(_Frozen):
-    name: str
-    kind: str
-    compute: int  # compute slices, the <G>g of the name
-    memory: int  # placement units taken (memory slices)
-    max: int  # instances per GPU
-    starts: tuple[int, ...]
-    smiId: int | None = None
-    nvml: str | None = None
-    media: str | None = None
-    engines: dict[str, int] | None = None
-    minDriver: str | None = None
-    confidence: Literal["low"] | None = None
-    note: str | None = None
-
-
-class MeLimit(_Frozen):
-    count: int
-    confidence: Literal["low"] | None = None
-    why: str
-
-
-class MigFamily(_Frozen):
-    name: str
-    gpus: str
-    units: int
-    unit: str = "memory slice"
-    computeSlices: int
-    placements: Literal["observed", "inferred"]
-    source: str
-    note: str | None = None
-    confidence: Literal["low"] | None = None
-    variantOf: str | None = None
-    meInstancesMax: MeLimit | None = None
-    profiles: tuple[MigProfile, ...]
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "MigFamily":
-        bad = [p.name for p in self.profiles if not (m := NAME.match(p.name)) or m["c"] or int(m["g"]) != p.compute
-               or not p.starts or p.max < 1 or any(s < 0 or s + p.memory > self.units for s in p.starts)]
-        if bad or len(set(self.names)) != len(self.names):
-            raise ValueError(f"{self.name}: name, compute slices, starts or max inconsistent: {bad or self.names}")
-        return self
-
-    @cached_property
-    def _by_name(self) -> dict[str, MigProfile]:
-        return {p.name: p for p in self.profiles}
-
-    def profile(self, name: str) -> MigProfile | None:
-        return self._by_name.get(name)
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(p.name for p in self.profiles)
-
-
-class MigCatalog(_Frozen):
-    sources: tuple[str, ...]
-    families: dict[str, MigFamily]
-    digest: str
-
-    def variants(self, family: str) -> tuple[MigFamily, ...]:
-        return tuple(f for f in self.families.values() if f.variantOf == family)
-
-
-@lru_cache(maxsize=1)
-def load_mig() -> MigCatalog:
-    raw = (catalog.DATA / "mig.yaml").read_bytes()
-    doc = yaml.load(raw, Loader=yaml.CSafeLoader)
-    families = {k: MigFamily(name=k, **v) for k, v in doc["families"].items()}
-    return MigCatalog(sources=doc["sources"], families=families, digest=hashlib.sha256(raw).hexdigest())
 
 
 def family_of(gpu_model: str, gpus: Mapping | None = None) -> MigFamily | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import textwrap
 from xml.sax.saxutils import escape
 
-from .geometry import Instance, Result, describe
+from gpuop.mig.geometry import Instance, Result, describe
 
 #: light fills, dark text on top stays readable; chosen per profile in the family's table order
 PALETTE = ("#9ecae1", "#a1d99b", "#fdd0a2", "#dadaeb", "#fcbba1", "#c7e9c0", "#fde0ef",

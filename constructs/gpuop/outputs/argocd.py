@@ -19,10 +19,10 @@ creation, and SkipDryRunOnMissingResource plus retries cover the gap.
 
 from __future__ import annotations
 
-from ..plan import StackPlan
-from ..yamlio import dump
-from . import drift
-from .fleet import PROJECT
+from gpuop.plan.model import StackPlan
+from gpuop.kube.yamlio import dump
+from gpuop.outputs import drift
+from gpuop.outputs.fleet import PROJECT
 
 WAVE = "argocd.argoproj.io/sync-wave"
 

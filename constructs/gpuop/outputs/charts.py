@@ -17,7 +17,7 @@ import hashlib
 import io
 import tarfile
 
-from ..yamlio import dump_plain
+from gpuop.kube.yamlio import dump_plain
 
 ORDER = {"Chart.yaml": 0, "values.yaml": 1, "values.schema.json": 2}
 

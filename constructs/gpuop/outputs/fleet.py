@@ -14,8 +14,9 @@ the compiled objects), so a chart can never create anything else.
 
 from __future__ import annotations
 
-from ..yamlio import dump, dump_json
-from . import drift, health
+from gpuop.kube.yamlio import dump, dump_json
+from gpuop.outputs import drift
+from gpuop.outputs import health
 
 PROJECT = "gpuop"
 

@@ -16,10 +16,11 @@ waits for it to be ready.
 
 from __future__ import annotations
 
-from ..plan import StackPlan
-from ..yamlio import dump
-from . import drift, health
-from .version import VERSION_PLACEHOLDER
+from gpuop.plan.model import StackPlan
+from gpuop.kube.yamlio import dump
+from gpuop.outputs import drift
+from gpuop.outputs import health
+from gpuop.outputs.version import VERSION_PLACEHOLDER
 
 NFD_REPO = "node-feature-discovery"
 

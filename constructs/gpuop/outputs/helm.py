@@ -15,13 +15,13 @@ from __future__ import annotations
 import json
 import re
 
-from .. import __version__
-from ..order import file_name
-from ..plan import StackPlan
-from ..slots import MARKER, OPEN
-from ..stackobjects import Synthesized
-from ..values import values_schema
-from ..yamlio import by_content, dump, dump_json, dump_plain
+from gpuop import __version__
+from gpuop.kube.order import file_name
+from gpuop.plan.model import StackPlan
+from gpuop.kube.slots import MARKER, OPEN
+from gpuop.stack.objects import Synthesized
+from gpuop.outputs.values import values_schema
+from gpuop.kube.yamlio import by_content, dump, dump_json, dump_plain
 
 TOKEN = "GPUOPSLOT{}X"
 TOKEN_RE = re.compile(r"GPUOPSLOT(\d+)X")

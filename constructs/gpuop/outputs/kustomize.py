@@ -5,7 +5,7 @@ gpuop's output (put them in a sibling overlay that lists this one as a resource,
 
 from __future__ import annotations
 
-from ..yamlio import dump_plain
+from gpuop.kube.yamlio import dump_plain
 
 
 def write(base: str) -> dict[str, str]:

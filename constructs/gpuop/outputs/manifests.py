@@ -6,10 +6,10 @@ renders with its defaults and what the Kustomize overlay builds.
 
 from __future__ import annotations
 
-from ..order import file_name
-from ..slots import fill
-from ..stackobjects import Synthesized
-from ..yamlio import dump_memo, dump_plain
+from gpuop.kube.order import file_name
+from gpuop.kube.slots import fill
+from gpuop.stack.objects import Synthesized
+from gpuop.kube.yamlio import dump_memo, dump_plain
 
 
 def rendered(stack: Synthesized) -> list[dict]:

@@ -24,7 +24,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq, CommentedSet, TaggedScalar
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from ..errors import Issue, UserError
+from gpuop.errors import Issue, UserError
 
 Loc = tuple  # a field path: ('spec', 'nodePools', 0, 'name')
 

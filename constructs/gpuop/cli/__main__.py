@@ -1,0 +1,7 @@
+"""`python -m gpuop.cli`."""
+
+import sys
+
+from gpuop.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,171 @@
+"""Builders for the shapes every operand repeats: metadata, RBAC, host paths, mounts, env, the GPU
+DaemonSet, Service, ServiceMonitor and the validation init container.
+
+Each returns a new dict and never changes what it was given. Kept apart from base.py (the construct
+base class) so that platform transforms (openshift.py) can use them without an import cycle.
+
+Every GPU DaemonSet is built by `daemonset()`: upstream's `nvidia.com/gpu.deploy.<component>=true`
+node selector plus the profile's `spec.daemonsets.nodeSelector`; tolerations, priority class and pull
+secrets as Helm value slots; and one difference from upstream, a required node affinity on the opt-out
+labels `nvidia.com/gpu.deploy.operands NotIn [false]` and `gpuop/deploy.<component> NotIn [false]`
+(plus `spec.daemonsets.nodeAffinity`), because the deploy labels are NFD's and cannot carry an admin's
+`false` (node_labels.py explains).
+"""
+
+from __future__ import annotations
+
+from gpuop.components.props import OPERANDS_LABEL, OPT_OUT_PREFIX, Placement, ServiceMonitorProps
+from gpuop.kube.slots import slot
+
+def meta(name: str, namespace: str | None = None, labels: dict | None = None, annotations: dict | None = None) -> dict:
+    m: dict = {"name": name}
+    if namespace:
+        m["namespace"] = namespace
+    if labels:
+        m["labels"] = labels
+    if annotations:
+        m["annotations"] = annotations
+    return m
+
+
+SCC_RULE = {"apiGroups": ["security.openshift.io"], "resources": ["securitycontextconstraints"],
+            "verbs": ["use"], "resourceNames": ["privileged"]}
+
+
+def rbac(name: str, namespace: str, role_rules: list[dict], cluster_rules: list[dict] | None = None) -> list[dict]:
+    """ServiceAccount, Role, RoleBinding (and ClusterRole, ClusterRoleBinding) all named `name`, as the
+    Operator's 0100-0310 assets of each state."""
+    subject = [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]
+    objs = [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(name, namespace)},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta(name, namespace),
+         "rules": role_rules},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta(name, namespace),
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}, "subjects": subject},
+    ]
+    if cluster_rules:
+        objs += [
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": meta(name),
+             "rules": cluster_rules},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": meta(name),
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+             "subjects": subject},
+        ]
+    return objs
+
+
+def host_path(name: str, path: str, type_: str | None = None) -> dict:
+    hp: dict = {"path": path}
+    if type_:
+        hp["type"] = type_
+    return {"name": name, "hostPath": hp}
+
+
+def mount(name: str, path: str, *, propagation: str | None = None, read_only: bool = False,
+          sub_path: str | None = None) -> dict:
+    m: dict = {"name": name, "mountPath": path}
+    if propagation:
+        m["mountPropagation"] = propagation
+    if read_only:
+        m["readOnly"] = True
+    if sub_path:
+        m["subPath"] = sub_path
+    return m
+
+
+def env(name: str, value: str | None = None, field_path: str | None = None) -> dict:
+    if field_path:
+        return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": field_path}}}
+    return {"name": name, "value": value}
+
+
+def resources_slot(values_key: str) -> str:
+    return slot(f"{values_key}.resources")
+
+
+def node_affinity(deploy: str, placement: Placement, alternatives: tuple = ()) -> dict:
+    """Required node affinity: the node-wide and per-component opt-out labels, then the profile's additions.
+    `alternatives` (label sets, e.g. node pools' nodeSelectors) make one term each, ORed, every term
+    carrying the common requirements; () keeps the single term."""
+    terms = [{"key": OPERANDS_LABEL, "operator": "NotIn", "values": ["false"]},
+             {"key": OPT_OUT_PREFIX + deploy, "operator": "NotIn", "values": ["false"]}]
+    for key, op, values in placement.node_affinity:
+        terms.append({"key": key, "operator": op, **({"values": list(values)} if values else {})})
+    if not alternatives:
+        return {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": terms}]}}
+    return {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": terms + [{"key": k, "operator": "In", "values": [v]} for k, v in alt]}
+        for alt in alternatives]}}
+
+
+def daemonset(name: str, namespace: str, *, app: str, labels: dict, annotations: dict | None,
+              pod_spec: dict, deploy: str, placement: Placement, selector: dict | None = None,
+              pod_annotations: dict | None = None, update_strategy: dict | None = None,
+              node_selector: dict | None = None, alternatives: tuple = ()) -> dict:
+    """A GPU DaemonSet with the fields every operand shares: selector on `app` (or `selector`), node
+    selector `nvidia.com/gpu.deploy.<deploy>=true` plus the profile's labels, node affinity for the
+    opt-outs plus the profile's requirements (merged into pod_spec's own affinity), tolerations /
+    priority class / pull secrets as value slots. `node_selector` adds labels (a driver variant's NFD
+    labels), `alternatives` ORed affinity terms (node_affinity)."""
+    affinity = {"nodeAffinity": node_affinity(deploy, placement, alternatives), **pod_spec.pop("affinity", {})}
+    spec = {
+        "nodeSelector": {f"nvidia.com/gpu.deploy.{deploy}": "true", **placement.node_selector, **(node_selector or {})},
+        "affinity": affinity,
+        "tolerations": slot("tolerations"),
+        "priorityClassName": slot("priorityClassName"),
+        "imagePullSecrets": slot("imagePullSecrets"),
+        **pod_spec,
+    }
+    template_meta: dict = {"labels": labels}
+    if pod_annotations:
+        template_meta["annotations"] = pod_annotations
+    body = {
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": meta(name, namespace, labels, annotations),
+        "spec": {"selector": {"matchLabels": selector or {"app": app}},
+                 "template": {"metadata": template_meta, "spec": spec}},
+    }
+    if update_strategy:
+        body["spec"]["updateStrategy"] = update_strategy
+    return body
+
+
+def service(name: str, namespace: str, *, app: str, port_name: str, port: int, annotations: dict | None = None,
+            extra: dict | None = None) -> dict:
+    """A Service selecting `app=<app>` on one TCP port (as the Operator's 0400/0500_service assets)."""
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": meta(name, namespace, {"app": app}, annotations),
+            "spec": {"selector": {"app": app}, **(extra or {}),
+                     "ports": [{"name": port_name, "port": port, "targetPort": port, "protocol": "TCP"}]}}
+
+
+def service_monitor(name: str, namespace: str, *, app: str, port_name: str, job_label: str,
+                    monitor: ServiceMonitorProps) -> dict:
+    """A Prometheus Operator ServiceMonitor as the Operator's asset, with the profile's interval, honor
+    labels and extra labels."""
+    endpoint = {"port": port_name, "path": "/metrics", "interval": monitor.interval}
+    if monitor.honor_labels:
+        endpoint["honorLabels"] = True
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+            "metadata": meta(name, namespace, {"app": app, **dict(monitor.labels)}),
+            "spec": {"endpoints": [endpoint], "jobLabel": job_label,
+                     "namespaceSelector": {"matchNames": [namespace]},
+                     "selector": {"matchLabels": {"app": app}}}}
+
+
+def validation_init(component: str, image: str, mounts: list[dict], *, wait_for: str | None = None,
+                    extra_env: list[dict] | None = None) -> dict:
+    """A `<component>-validation` init container on the validator image (runAsUser 0, privileged), as
+    the Operator's transformValidationInitContainer renders it."""
+    c: dict = {"name": f"{component}-validation", "image": image, "imagePullPolicy": slot("imagePullPolicy"),
+               "command": ["sh", "-c"], "securityContext": {"privileged": True, "runAsUser": 0}}
+    if wait_for:
+        c["args"] = [f"until [ -f /run/nvidia/validations/{wait_for}-ready ]; do echo waiting for nvidia "
+                     "container stack to be setup; sleep 5; done"]
+    else:
+        c["args"] = ["nvidia-validator"]
+        c["env"] = [env("WITH_WAIT", "true"), env("COMPONENT", component),
+                    env("OPERATOR_NAMESPACE", field_path="metadata.namespace")] + (extra_env or [])
+        c["securityContext"]["seLinuxOptions"] = {"level": "s0"}
+    c["volumeMounts"] = mounts
+    return c

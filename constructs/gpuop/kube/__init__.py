@@ -1,0 +1,1 @@
+"""Kubernetes-shaped value types and conventions shared by every stage: value slots, kind order, YAML io."""

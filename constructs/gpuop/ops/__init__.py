@@ -1,0 +1,1 @@
+"""Operations on compiled output: diff, publish."""

@@ -1,0 +1,156 @@
+"""Stage 6, package: a synthesized stack -> every output file of its cluster, and the whole dist/ tree.
+
+Two steps, so the expensive one can be cached and run in parallel per cluster:
+- `build_cluster(stack, settings)`: everything under dist/<cluster>/ with the chart version left as
+  a placeholder, plus the cluster's index entry. A pure function of the cluster's inputs.
+- `assemble(builds, previous)`: assigns chart versions from the lock (same content, same
+  version), fills them in, packages new chart versions, and writes dist/index.json and
+  dist/versions.lock.json. A cluster whose output is unchanged is not rewritten: its folder of the
+  previous output is moved into the new tree (checked by output digest, file list and sizes).
+Paths in index.json are relative to dist/.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+
+from gpuop import __version__
+from gpuop.kube.yamlio import dump_json
+from gpuop.outputs import node_labels
+from gpuop.outputs import argocd
+from gpuop.outputs import charts
+from gpuop.outputs import fleet
+from gpuop.outputs import flux
+from gpuop.outputs import helm
+from gpuop.outputs import kustomize
+from gpuop.outputs import manifests
+from gpuop.outputs import version
+
+from gpuop.outputs.version import VERSION_PLACEHOLDER
+
+
+@dataclass(frozen=True)
+class ClusterBuild:
+    name: str
+    files: dict | None      # path relative to dist/ -> text (VERSION_PLACEHOLDER for the chart version);
+                            # None: reuse dist/<name>/ of the previous output as it is
+    digest: str             # chart content digest (placeholder version)
+    minor_key: str          # what makes a content change a minor bump
+    entry: dict             # index.json entry without chartVersion
+    files_digest: str = ""  # digest of `files` (placeholder version)
+    layout: dict = field(default_factory=dict)   # path -> [size, placeholder count]: checks a reused folder
+
+    def head(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "files"}
+
+
+def files_digest(files: dict) -> str:
+    h = hashlib.sha256()
+    for path in sorted(files):
+        h.update(path.encode() + b"\0" + files[path].encode() + b"\0")
+    return h.hexdigest()
+
+
+def output_digest(build: ClusterBuild, chart_version: str) -> str:
+    """Digest of dist/<cluster>/ as written: the build's files with the chart version filled in."""
+    return "sha256:" + hashlib.sha256(f"{build.files_digest}|{chart_version}".encode()).hexdigest()
+
+
+def reusable(build: ClusterBuild, previous, chart_version: str) -> bool:
+    """True when the previous output's dist/<cluster>/ is what this build would write: same output
+    digest in the previous index.json, and the folder holds exactly the expected files and sizes."""
+    if previous is None or previous.index.get(build.name, {}).get("outputDigest") != output_digest(build, chart_version):
+        return False
+    root = str(previous.out) + "/"
+    delta = len(chart_version) - len(VERSION_PLACEHOLDER)
+    try:
+        for path, (size, holes) in build.layout.items():
+            if os.stat(root + path).st_size != size + holes * delta:
+                return False
+        dirs = {p.rsplit("/", 1)[0] for p in build.layout}
+        dirs |= {d.rsplit("/", i)[0] for d in dirs for i in range(1, d.count("/") + 1)}   # and their parents
+        entries = sum(len(os.listdir(root + d)) for d in dirs)
+        return entries == len(build.layout) + len(dirs) - 1     # every entry is a known file or folder
+    except OSError:
+        return False
+
+
+def build_cluster(stack, settings) -> ClusterBuild:
+    gitops = settings.gitops
+    plan = stack.plan
+    c = plan.name
+    chart = helm.chart_files(stack, VERSION_PLACEHOLDER)
+    files = {f"{c}/chart/{path}": text for path, text in chart.items()}
+    files.update(manifests.write(stack, f"{c}/manifests"))
+    files.update(kustomize.write(f"{c}/overlay"))
+    chart_path = f"{gitops.path.rstrip('/')}/{c}/chart"
+    files.update(argocd.write(plan, gitops, f"{c}/argocd", chart_path))
+    kinds = sorted({(o.body["apiVersion"].rpartition("/")[0], o.body["kind"], "namespace" in o.body["metadata"])
+                    for o in stack.objects})
+    daemonsets = tuple(o.body["metadata"]["name"] for o in stack.objects if o.body["kind"] == "DaemonSet")
+    files.update(flux.write(plan, gitops, f"{c}/flux", chart_path, frozenset(kinds), daemonsets))
+    digest = version.content_digest(chart)
+    entry = {
+        "name": c, "chart": f"{c}/chart", "digest": digest,
+        "manifests": f"{c}/manifests", "overlay": f"{c}/overlay", "argocd": f"{c}/argocd", "flux": f"{c}/flux",
+        "releaseName": c, "namespace": plan.namespace, "platform": plan.platform,
+        "platformVersion": plan.platform_version, "kubeVersion": plan.kube_version, "stackRelease": plan.release,
+        "labels": dict(plan.labels), "objects": len(stack.objects),
+        "kinds": kinds, "fluxOverlay": f"{c}/flux-overlay",
+    }
+    files[f"{c}/argocd/cluster.json"] = fleet.cluster_params(entry, chart_path)
+    files.update(node_labels.write(plan, f"{c}/node-labels.yaml"))
+    entry.update(node_labels.index_entry(plan))
+    layout = {p: [len(t.encode()), t.count(VERSION_PLACEHOLDER)] for p, t in files.items()}
+    return ClusterBuild(c, files, digest, version.minor_key(plan), entry, files_digest(files), layout)
+
+
+@dataclass(frozen=True)
+class Output:
+    files: dict              # relative path -> text or bytes, to write
+    reuse: tuple = ()        # relative paths to move unchanged from the previous output
+
+
+def assemble(builds: list[ClusterBuild], previous, settings=None) -> Output:
+    """Versions, the packaged charts and the Helm repository index, index.json and the lock.
+    `previous` (write.Previous or None) is the last output: its lock, index and charts carry forward."""
+    files: dict = {}
+    reuse: list[str] = []
+    lock = {name: dict(entry) for name, entry in (previous.lock if previous else {}).get("clusters", {}).items()}
+    index = []
+    carried = dict(previous.charts) if previous else {}          # archive name -> Path of the old file
+    new_archives: dict[str, bytes] = {}
+    for b in sorted(builds, key=lambda b: b.name):
+        chart_version = version.next_version(lock.get(b.name), b.digest, b.minor_key)
+        lock[b.name] = {"version": chart_version, "digest": b.digest, "minorKey": b.minor_key}
+        tgz_name = f"{b.name}-{chart_version}.tgz"
+        if b.files is None:
+            reuse.append(b.name)
+        else:
+            for path, text in b.files.items():      # the chart version, wherever the build left its placeholder
+                files[path] = text.replace(VERSION_PLACEHOLDER, chart_version) if VERSION_PLACEHOLDER in text else text
+            if tgz_name not in carried:
+                prefix = f"{b.name}/chart/"
+                data = charts.archive(b.name, {p[len(prefix):]: t for p, t in files.items() if p.startswith(prefix)})
+                files[f"charts/{tgz_name}"] = new_archives[tgz_name] = data
+        index.append({**b.entry, "chartVersion": chart_version, "package": f"charts/{tgz_name}",
+                      "outputDigest": output_digest(b, chart_version)})
+    reuse += [f"charts/{name}" for name in carried]
+    if new_archives or previous is None or not previous.charts_index_ok():
+        files["charts/index.yaml"] = charts.index_yaml(charts.entries_from({**carried, **new_archives},
+                                                                            previous.charts_index() if previous else None))
+    else:                                           # no new version: the repository index is unchanged
+        reuse.append("charts/index.yaml")
+    if settings is not None:
+        files.update(fleet.write(settings.gitops, index))
+    files["index.json"] = dump_json({"apiVersion": "gpuop/v1alpha1", "kind": "Index", "gpuop": __version__,
+                                     "clusters": index})
+    files[version.LOCK_FILE] = dump_json({"apiVersion": "gpuop/v1alpha1", "kind": "VersionLock",
+                                          "clusters": dict(sorted(lock.items()))})
+    return Output(files, tuple(reuse))
+
+
+def package(stacks, settings, previous=None) -> Output:
+    return assemble([build_cluster(s, settings) for s in stacks], previous, settings=settings)

@@ -1,0 +1,30 @@
+"""dist/<cluster>/node-labels.yaml and the index's `nodeGroupLabels`: the labels each pool's node group
+must carry because no NodeFeatureRule can set them (plan/pools.py decides which, and why).
+"""
+
+from __future__ import annotations
+
+from gpuop.kube.yamlio import dump_plain
+from gpuop.plan.pools import WHERE
+
+
+def document(plan) -> dict | None:
+    """The labels each pool's node group must carry (None when NFD sets them all)."""
+    manual = plan.pool_configs.manual
+    if not manual:
+        return None
+    return {"apiVersion": "gpuop/v1alpha1", "kind": "NodePoolLabels", "cluster": plan.name,
+            "note": f"No NodeFeatureRule can set these labels; put them on each pool's {WHERE}.",
+            "pools": [{"name": p.name, "gpu": p.gpu, "nodeSelector": dict(p.node_selector),
+                       "labels": dict(p.manual), "why": p.why} for p in manual]}
+
+
+def write(plan, path: str) -> dict[str, str]:
+    """{path: node-labels.yaml} for a writer (e.g. path = '<cluster>/node-labels.yaml'); {} when not needed."""
+    doc = document(plan)
+    return {path: dump_plain(doc)} if doc else {}
+
+
+def index_entry(plan) -> dict:
+    """For the cluster's index.json entry: per pool, the labels its node group must carry."""
+    return {"nodeGroupLabels": {p.name: dict(p.manual) for p in plan.pool_configs.manual}}

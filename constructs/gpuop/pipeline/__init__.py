@@ -1,0 +1,1 @@
+"""Sequencing: load -> validate -> plan -> synthesize -> package -> write; workers, shards, cache."""

@@ -1,0 +1,111 @@
+"""The build cache: content-addressed, so unchanged clusters are not rebuilt.
+
+A cluster's key is the digest of everything its output depends on: the bytes of its profile and of
+every parent it extends, the catalogs, the settings and gpuop's own code (the version and every
+source and data file of the package). Change a catalog or a parent profile and exactly the clusters
+that depend on it get new keys.
+
+Entries are two JSON files per cluster under `<root>/builds/`, each with a checksum of its payload:
+the header (index entry, digests, file sizes) and the files, read only when they must be written; an entry whose checksum does not match (corrupted, truncated, edited) is removed and
+rebuilt, never used. Deleting the cache only costs time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+from gpuop import __version__
+
+PACKAGE = Path(__file__).resolve().parents[1]   # the whole gpuop package: any code change invalidates
+
+
+@lru_cache(maxsize=1)
+def code_digest() -> str:
+    h = hashlib.sha256(__version__.encode())
+    for f in sorted(PACKAGE.rglob("*")):
+        if f.is_file() and f.suffix in (".py", ".yaml", ".sh"):
+            h.update(str(f.relative_to(PACKAGE)).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+class BuildCache:
+    def __init__(self, root: Path | None):
+        self.root = Path(root) if root else None
+        self.hits = self.misses = self.rejected = 0
+        self._meta: dict | None = None
+        self._meta_dirty = False
+
+    # per profile file digest: its `extends` reference and metadata.name, so computing a cluster's key
+    # needs no YAML parsing for files seen before (one small JSON file for the whole fleet)
+    def file_meta(self, file_digest: str) -> list | None:
+        if not self.root:
+            return None
+        if self._meta is None:
+            self._meta = self._read(self.root / "files.json") or {}
+        return self._meta.get(file_digest)
+
+    def put_file_meta(self, file_digest: str, meta: list) -> None:
+        if self.root and self._meta is not None and self._meta.get(file_digest) != meta:
+            self._meta[file_digest] = meta
+            self._meta_dirty = True
+
+    def flush(self) -> None:
+        if self.root and self._meta_dirty:
+            self._write(self.root / "files.json", self._meta)
+            self._meta_dirty = False
+
+    def _read(self, path: Path) -> dict | None:
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            payload = doc["payload"]
+            if doc["checksum"] != hashlib.sha256(payload.encode()).hexdigest():
+                raise ValueError("checksum mismatch")
+            return json.loads(payload)
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError, OSError):
+            self.rejected += 1
+            path.unlink(missing_ok=True)
+            return None
+
+    def _write(self, path: Path, value: dict) -> None:
+        payload = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        _atomic_write(path, json.dumps({"checksum": hashlib.sha256(payload.encode()).hexdigest(),
+                                        "payload": payload}))
+
+    def _path(self, key: str, part: str) -> Path:
+        return self.root / "builds" / key[:2] / f"{key}.{part}.json"
+
+    def get(self, key: str) -> dict | None:
+        """The header of a cluster's build (everything but its files), or None."""
+        if not self.root:
+            return None
+        value = self._read(self._path(key, "head"))
+        if value is None or value.get("key") != key:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return value
+
+    def get_files(self, key: str) -> dict | None:
+        """The build's files (read only when they must be written), or None if missing or corrupt."""
+        value = self._read(self._path(key, "files")) if self.root else None
+        return value["files"] if value and value.get("key") == key else None
+
+    def put(self, key: str, head: dict, files: dict) -> None:
+        if self.root:
+            self._write(self._path(key, "files"), {"key": key, "files": files})
+            self._write(self._path(key, "head"), {**head, "key": key})

@@ -1,0 +1,165 @@
+"""Platform variants, planned: which driver DaemonSets a cluster needs and which nodes each one selects.
+
+One driver DaemonSet (`nvidia-driver-daemonset`) is enough while every GPU node takes the same driver
+image. When that is not so, the Operator splits the driver state at run time from the node labels it
+finds; gpuop makes the same split at compile time from the profile:
+
+- OpenShift, Driver Toolkit builds: one DaemonSet per RHCOS build in `spec.driver.rhcosVersions`,
+  named `nvidia-driver-daemonset-<build>`, selected by NFD's OSTREE_VERSION label, image tag
+  `<version>-rhcos<x.y>` (object_controls.go transformOpenShiftDriverToolkitContainer; the Operator
+  finds the builds on the nodes, gpuop reads them from the profile).
+- Precompiled drivers: one per kernel in `spec.driver.kernels` (and OS), named
+  `nvidia-driver-daemonset-<kernel>-<os>`, selected by NFD's kernel-version.full label, tag
+  `<branch>-<kernel>-<os>` (transformPrecompiledDriverDaemonset, resolveDriverTag).
+- Mixed OS (a pool's `os`): one per OS image tag, selected by NFD's system-os_release labels
+  (ID + VERSION_ID, or VERSION_ID.major where the tag has no minor: rhel9), as the NVIDIADriver
+  path's per-OS node pools (internal/state/nodepool.go).
+- Per-pool drivers (a pool's `driver`): one per distinct (version, OS). When one OS carries more than
+  one driver setting (two versions, or a pool with a preinstalled driver), each of those DaemonSets
+  also requires its pools' nodeSelector labels: one required node-affinity term per pool. The
+  validate stage (platform_rules.py) refuses pools whose selectors could match the same node, so no
+  node can match two driver DaemonSets (tests/test_platform_variants.py proves it on the output).
+
+Every DaemonSet of a split gets `app: <its name>` as selector label (upstream does so for the DTK
+split; gpuop does it for every split so no two DaemonSets share a selector). Catalog facts (label
+keys, OS selectors, which OS/branches have precompiled images) come from releases.yaml.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+DS_BASE = "nvidia-driver-daemonset"
+RHCOS_BUILD = re.compile(r"^4(\d{1,2})\.\d+\.\d{12}-\d+$")    # 419.96.202507091512-0 -> OpenShift 4.19
+ARCH = re.compile(r"x86_64(?:_64k)?|aarch64(?:_64k)?")
+
+
+@dataclass(frozen=True)
+class DriverVariant:
+    """One driver DaemonSet: its name, image tag and the node labels it requires beyond the deploy label."""
+    name: str
+    version: str                                        # driver version, or the branch (precompiled)
+    tag: str                                            # image tag
+    node_selector: tuple[tuple[str, str], ...] = ()     # added to nvidia.com/gpu.deploy.driver=true
+    pool_terms: tuple[tuple[tuple[str, str], ...], ...] = ()   # ORed; () = no pool restriction
+    labels: tuple[tuple[str, str], ...] = ()            # DaemonSet labels (upstream's identification labels)
+    pod_labels: tuple[tuple[str, str], ...] = ()        # pod template labels
+    rhcos: str | None = None                            # RHCOS build (Driver Toolkit)
+    kernel: str | None = None                           # kernel (precompiled)
+    split: bool = False                                 # one of several: `app` label is the name
+
+
+def rhcos_minor(build: str) -> str | None:
+    """`419.96.202507091512-0` -> "4.19" (RHCOS builds start with the OpenShift major and minor)."""
+    m = RHCOS_BUILD.match(build)
+    return f"4.{int(m.group(1))}" if m else None
+
+
+def sanitized_kernel(kernel: str) -> str:
+    """As the Operator's getSanitizedKernelVersion: no arch, '_' -> '.', no trailing '.', lower case."""
+    return ARCH.sub("", kernel).replace("_", ".").rstrip(".").lower()
+
+
+DEFAULT_RUNTIME = {"kubernetes": "containerd", "openshift": "crio"}    # NOTES.md §3: OpenShift forces crio
+
+
+def full_version(version: str | None, default: str, cat) -> str:
+    """A profile driver version (full, branch or None) -> a full version: a branch becomes the catalog's
+    newest release of it, None the release's default."""
+    if version is None:
+        return default
+    branch = cat.branch(version) if "." not in version else None
+    return branch.latest if branch else version
+
+
+def version_resolver(spec, default: str, cat):
+    """A profile driver version (full, branch or None) -> the version an image tag uses: the full
+    version (a branch becomes the catalog's newest of it), or the branch for precompiled drivers,
+    which NVIDIA publishes per branch."""
+    if spec.driver.precompiled:
+        return lambda v: (v or default).split(".")[0]
+
+    return lambda v: full_version(v, default, cat)
+
+
+@dataclass(frozen=True)
+class PoolDriverSetting:
+    pool: str
+    selector: tuple[tuple[str, str], ...]
+    os: str
+    version: str | None                                 # None: preinstalled driver (no DaemonSet)
+
+
+def pool_settings(spec, resolve) -> list[PoolDriverSetting]:
+    """Each pool's OS and driver (`resolve` turns a profile version/branch/None into the version used)."""
+    out = []
+    for pool in spec.nodePools:
+        d = pool.driver
+        enabled = d.enabled if d is not None and d.enabled is not None else spec.driver.enabled
+        version = d.version if d is not None and d.version is not None else spec.driver.version
+        out.append(PoolDriverSetting(pool.name, tuple(sorted(pool.nodeSelector.items())), pool.os or spec.os,
+                                     resolve(version) if enabled else None))
+    return out
+
+
+def os_selector(release, os_name: str) -> tuple[tuple[str, str], ...]:
+    keys = release.nodeLabels.model_dump()
+    return tuple(sorted((keys[k], v) for k, v in release.matrix.os[os_name].select.items()))
+
+
+def _groups(settings: list[PoolDriverSetting], release) -> dict[tuple, list[PoolDriverSetting]]:
+    """Pools by what tells their nodes apart without pool labels: (OS image tag, OS node labels)."""
+    groups: dict[tuple, list[PoolDriverSetting]] = {}
+    for s in settings:
+        entry = release.matrix.os[s.os]
+        groups.setdefault((entry.tag, os_selector(release, s.os)), []).append(s)
+    return groups
+
+
+def driver_variants(spec, release, resolve) -> tuple[DriverVariant, ...]:
+    """The driver DaemonSets of a valid profile, in a stable order (empty: no driver DaemonSet)."""
+    settings = pool_settings(spec, resolve)
+    groups = _groups(settings, release)
+    labels_of = release.nodeLabels
+    openshift = spec.platform.type == "openshift"
+    precompiled = spec.driver.precompiled
+    multi_os = len(groups) > 1
+    plain: list[tuple[str, str, tuple, tuple]] = []        # (version, os tag, node selector, pool terms)
+    for (tag, selector), members in sorted(groups.items()):
+        versions = sorted({s.version for s in members if s.version is not None})
+        needs_terms = len({s.version for s in members}) > 1
+        for v in versions:
+            terms = tuple(sorted({s.selector for s in members if s.version == v})) if needs_terms else ()
+            plain.append((v, tag, selector if multi_os else (), terms))
+    multi_version = len({p[0] for p in plain}) > 1
+    out: list[DriverVariant] = []
+    for version, tag, selector, terms in plain:
+        version_part = [version] if multi_version else []
+        if openshift:
+            for build in spec.driver.rhcosVersions:
+                out.append(DriverVariant(
+                    name="-".join([DS_BASE] + version_part + [build]), version=version,
+                    tag=f"{version}-rhcos{rhcos_minor(build)}", node_selector=((labels_of.rhcosBuild, build),),
+                    pool_terms=terms, rhcos=build, split=True,
+                    labels=((release.openshift.dtkLabel, "true"), (release.openshift.dtkVersionLabel, build)),
+                    pod_labels=((release.openshift.dtkLabel, "true"),)))
+        elif precompiled:
+            for kernel in spec.driver.kernels:
+                k = sanitized_kernel(kernel)
+                pre = (("nvidia.com/precompiled", "true"), ("nvidia.com/precompiled.kernel-version", k))
+                out.append(DriverVariant(
+                    name="-".join([DS_BASE] + version_part + [k, tag]), version=version,
+                    tag=f"{version}-{kernel}-{tag}", node_selector=tuple(sorted(selector + ((labels_of.kernel, kernel),))),
+                    pool_terms=terms, kernel=kernel, split=True, labels=pre, pod_labels=pre))
+        else:
+            parts = version_part + ([tag] if multi_os else [])
+            out.append(DriverVariant(name="-".join([DS_BASE] + parts), version=version, tag=f"{version}-{tag}",
+                                     node_selector=selector, pool_terms=terms, split=bool(parts)))
+    return tuple(out)
+
+
+def pools_overlap(a: tuple[tuple[str, str], ...], b: tuple[tuple[str, str], ...]) -> bool:
+    """Whether one node could carry both label sets: no key that both require with different values."""
+    da, db = dict(a), dict(b)
+    return not any(k in db and db[k] != v for k, v in da.items())

@@ -1,0 +1,233 @@
+"""Per-pool configuration: each node pool's MIG config and device-plugin config, the node labels that
+select them, and the rules that refuse what the MIG manager and the device plugin would refuse.
+
+`build(spec, cat) -> PoolConfigs` (called by build.py) decides, from the typed profile:
+- the mig-parted v1 config (`mig_parted`): `all-disabled` plus one named config per distinct pool layout,
+  each entry limited by `device-filter` to the PCI device ids of a GPU model the layout was checked for
+  (catalog gpus.yaml `pciDeviceIds`), `devices: all`, `mig-enabled: true`. Names come from the layout
+  (`1x3g.40gb_1x2g.20gb_2x1g.10gb`, '+' written '.' as upstream's `all-1g.10gb.me`), so a layout change
+  changes the `nvidia.com/mig.config` label, which is what makes the MIG manager act (it watches the
+  label, not the ConfigMap). MIG-capable pools without a layout get `all-disabled`.
+- the device plugin's configs (`plugin_configs`, k8s-device-plugin config v1: version, flags.migStrategy,
+  sharing.timeSlicing | sharing.mps), one key per distinct pool config plus `default` (no sharing), each
+  named `<summary>-<6 hex of its content>` for the same reason: the config manager reloads on a label
+  change only.
+- the MIG strategy: one strategy for the cluster (MIG_STRATEGY on the device plugin and GFD, as upstream
+  with `mig.strategy` set) when every MIG pool agrees; otherwise -- or when a mixed strategy would meet an
+  MPS pool, which the plugin refuses ("using --mig-strategy=mixed is not supported with MPS") -- no
+  MIG_STRATEGY env (upstream's "strategy unset") and each pool's config carries `flags.migStrategy`, since
+  the env would override the config file.
+- the labels (`pools`): NFD matches node features, not node labels, so a pool is told apart by its GPU's
+  PCI device ids only. Per (GPU model, label key): if every pool of that model wants the same value, a
+  NodeFeatureRule sets it (`nfd_rules`); if not, NFD cannot tell those nodes apart and the label must come
+  from the node group template (`manual`, with a located warning; outputs/node_labels.py writes them to dist/).
+
+validate/pools.py (validate stage) refuses, located: sharing without the
+device plugin, timeSlicing together with mps, MPS on a MIG pool ("sharing using MPS is not supported for
+MIG devices"), sharing entries for resources the pool does not advertise; and warns where labels must come
+from the node group. Sources: ../shared/refs/mig/FACTS.md §2, ../shared/refs/gpu-operator/NOTES.md §1-2,
+NVIDIA/k8s-device-plugin api/config/v1 (replicas >= 2, flags precedence) and cmd/nvidia-device-plugin
+validateFlags, ../shared/DESIGN.md "Node labels without a controller".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from gpuop.mig import geometry
+from gpuop.kube.yamlio import dump_plain
+
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+ALL_DISABLED = "all-disabled"
+DEFAULT_PLUGIN_CONFIG = "default"
+WHERE = "node group template (cloud node group, Karpenter NodePool or OpenShift MachineSet labels)"
+
+
+@dataclass(frozen=True)
+class PoolLabels:
+    index: int
+    name: str
+    gpu: str
+    node_selector: tuple[tuple[str, str], ...]
+    nfd: tuple[tuple[str, str], ...] = ()        # set by a NodeFeatureRule on the GPU's PCI device ids
+    manual: tuple[tuple[str, str], ...] = ()     # must come from the node group template
+    why: str = ""                                # why `manual` is not NFD's
+
+
+@dataclass(frozen=True)
+class NfdPoolRule:
+    gpu: str
+    device_ids: tuple[str, ...]                  # NFD's pci.device `device` values: 4 lowercase hex digits
+    labels: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class PoolConfigs:
+    mig_manager: bool = False
+    mig_parted: str = ""                                  # config.yaml of the MIG manager's ConfigMap
+    mig_capable_ids: tuple[str, ...] = ()                 # NFD device ids of every MIG-capable GPU
+    per_pool_strategy: bool = False                       # no MIG_STRATEGY env; flags.migStrategy per config
+    plugin_configs: tuple[tuple[str, str], ...] = ()      # (key, config.yaml); empty: no plugin config
+    mps: bool = False
+    pools: tuple[PoolLabels, ...] = ()
+    nfd_rules: tuple[NfdPoolRule, ...] = ()
+
+    @property
+    def manual(self) -> tuple[PoolLabels, ...]:
+        return tuple(p for p in self.pools if p.manual)
+
+
+def nfd_id(pci: str) -> str:
+    """mig-parted device-filter form 0x<DEVICE><VENDOR> -> NFD's device attribute ('0x233010DE' -> '2330')."""
+    return pci[2:6].lower()
+
+
+def _digest(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:6]
+
+
+def _label_value(name: str, content) -> str:
+    return name if len(name) <= 63 else f"{name[:56].rstrip('._-')}-{_digest(content)}"
+
+
+def _compute(profile: str) -> int:
+    m = geometry.NAME.match(profile)
+    return int(m["g"]) if m else 0
+
+
+def mig_config_name(layout) -> str:
+    """{'3g.40gb': 1, '2g.20gb': 1, '1g.10gb': 2} -> '1x3g.40gb_1x2g.20gb_2x1g.10gb' (largest first)."""
+    items = sorted(dict(layout).items(), key=lambda kv: (-_compute(kv[0]), kv[0]))
+    return _label_value("_".join(f"{n}x{p.replace('+', '.')}" for p, n in items), dict(layout))
+
+
+def layout_of(pool) -> dict:
+    return dict(pool.mig.layout) if pool.mig and pool.mig.layout else {}
+
+
+def pool_strategy(pool) -> str:
+    """The MIG strategy that matters for a pool: its own with a layout; none without MIG."""
+    return pool.mig.strategy if layout_of(pool) else "none"
+
+
+def advertised(pool) -> list[str]:
+    """The resources the device plugin advertises on the pool's nodes (k8s-device-plugin rm:
+    mixed -> nvidia.com/mig-<profile> with '+' as '.'; single and none -> nvidia.com/gpu)."""
+    layout = layout_of(pool)
+    if layout and pool.mig.strategy == "mixed":
+        items = sorted(layout, key=lambda p: (_compute(p), p))
+        return ["nvidia.com/mig-" + p.replace("+", ".") for p in items]
+    return ["nvidia.com/gpu"]
+
+
+def _sharing(pool) -> tuple[str, dict] | None:
+    """(summary, the config's `sharing` section) of a pool, None without (valid) sharing."""
+    s = pool.sharing
+    if s is None or (s.timeSlicing is None) == (s.mps is None):
+        return None
+    if s.mps is not None:
+        return f"mps-{s.mps.replicas}", {"mps": {"renameByDefault": s.mps.renameByDefault, "resources": [
+            {"name": "nvidia.com/gpu", "replicas": s.mps.replicas}]}}
+    ts = s.timeSlicing
+    replicas = {r: ts.replicas for r in advertised(pool)} if ts.replicas else {}
+    replicas.update({r.name: r.replicas for r in ts.resources})
+    summary = f"time-slicing-{ts.replicas}" if ts.replicas and not ts.resources else "time-slicing"
+    return summary, {"timeSlicing": {"renameByDefault": ts.renameByDefault,
+                                     "failRequestsGreaterThanOne": ts.failRequestsGreaterThanOne,
+                                     "resources": [{"name": n, "replicas": r} for n, r in replicas.items()]}}
+
+
+def cluster_strategy(pools) -> str | None:
+    """The cluster's one MIG strategy: the one every pool with a layout agrees on, `single` (upstream's
+    default) when no pool has a layout, None when pools disagree (then each pool's config carries its own)."""
+    strategies = {p.mig.strategy for p in pools if layout_of(p)}
+    return strategies.pop() if len(strategies) == 1 else (None if strategies else "single")
+
+
+def build(spec, cat) -> PoolConfigs:
+    pools = spec.nodePools
+    gpus = {i: cat.gpus.get(p.gpu) for i, p in enumerate(pools)}
+    layouts = [p for p in pools if layout_of(p)]
+    cluster = cluster_strategy(pools)
+    mps = spec.devicePlugin.enabled and any(_sharing(p) and p.sharing.mps for p in pools)
+    per_pool = cluster is None or (cluster == "mixed" and mps)
+    wanted: dict[int, dict[str, str]] = {i: {} for i in range(len(pools))}
+
+    mig_manager = spec.migManager.enabled and bool(layouts)
+    mig_parted = ""
+    if mig_manager:
+        configs: dict[str, list] = {ALL_DISABLED: [{"devices": "all", "mig-enabled": False}]}
+        for i, p in enumerate(pools):
+            if gpus[i] is None or not gpus[i].migCapable:
+                continue
+            layout = layout_of(p)
+            name = mig_config_name(layout) if layout else ALL_DISABLED
+            if layout:
+                entry = {"device-filter": list(gpus[i].pciDeviceIds), "devices": "all", "mig-enabled": True,
+                         "mig-devices": {k: layout[k] for k in sorted(layout, key=lambda k: (_compute(k), k))}}
+                if entry not in configs.setdefault(name, []):
+                    configs[name].append(entry)
+            wanted[i][MIG_CONFIG_LABEL] = name
+        ordered = {ALL_DISABLED: configs.pop(ALL_DISABLED), **dict(sorted(configs.items()))}
+        mig_parted = dump_plain({"version": "v1", "mig-configs": ordered})
+
+    plugin: dict[str, str] = {}
+    sharing = {i: _sharing(p) for i, p in enumerate(pools)} if spec.devicePlugin.enabled else {}
+    if (spec.devicePlugin.enabled or spec.gfd.enabled) and (per_pool or any(sharing.values())):
+        default = {"version": "v1", "flags": {"migStrategy": "none" if per_pool else cluster}}
+        plugin[DEFAULT_PLUGIN_CONFIG] = dump_plain(default)
+        for i, p in enumerate(pools):
+            strategy = pool_strategy(p) if per_pool else cluster
+            content = {"version": "v1", "flags": {"migStrategy": strategy}}
+            summary, section = sharing.get(i) or (f"mig-{strategy}", None)
+            if section:
+                content["sharing"] = section
+            if content == default:
+                continue
+            name = _label_value(f"{summary}-{_digest(content)}", content)
+            plugin[name] = dump_plain(content)
+            wanted[i][PLUGIN_CONFIG_LABEL] = name
+
+    labels, rules = _labels(pools, gpus, wanted, spec.nfd.rules)
+    mig_ids = tuple(sorted({nfd_id(x) for g in cat.gpus.values() if g.migCapable for x in g.pciDeviceIds}))
+    return PoolConfigs(mig_manager=mig_manager, mig_parted=mig_parted,
+                       mig_capable_ids=mig_ids if mig_manager else (), per_pool_strategy=per_pool,
+                       plugin_configs=tuple(sorted(plugin.items())), mps=bool(mps), pools=labels, nfd_rules=rules)
+
+
+def _labels(pools, gpus, wanted, nfd_rules: bool):
+    """Per (GPU model, label key): NFD when every pool of the model wants the same value, else manual."""
+    by_gpu: dict[str, list[int]] = {}
+    for i, p in enumerate(pools):
+        if gpus[i] is not None:
+            by_gpu.setdefault(p.gpu, []).append(i)
+    nfd: dict[int, dict] = {i: {} for i in range(len(pools))}
+    manual: dict[int, dict] = {i: {} for i in range(len(pools))}
+    why: dict[int, str] = {}
+    rules = []
+    for gpu, idxs in sorted(by_gpu.items()):
+        rule: dict[str, str] = {}
+        for key in sorted({k for i in idxs for k in wanted[i]}):
+            values = {wanted[i].get(key) for i in idxs}
+            if nfd_rules and len(values) == 1 and None not in values:
+                rule[key] = values.pop()
+                for i in idxs:
+                    nfd[i][key] = rule[key]
+                continue
+            for i in idxs:
+                if key in wanted[i]:
+                    manual[i][key] = wanted[i][key]
+                    others = [pools[j].name for j in idxs if j != i]
+                    why[i] = ("spec.nfd.rules is false, so no NodeFeatureRule sets them" if not nfd_rules else
+                              f"pool(s) {', '.join(others)} have the same GPU model ({gpu}) with other labels, and "
+                              "NFD tells nodes apart by hardware (PCI device ids), not by node labels, so no "
+                              "NodeFeatureRule can set them")
+        if rule:
+            rules.append(NfdPoolRule(gpu, tuple(sorted({nfd_id(x) for x in gpus[idxs[0]].pciDeviceIds})),
+                                     tuple(sorted(rule.items()))))
+    out = tuple(PoolLabels(i, p.name, p.gpu, tuple(sorted(p.nodeSelector.items())), tuple(sorted(nfd[i].items())),
+                           tuple(sorted(manual[i].items())), why.get(i, "")) for i, p in enumerate(pools))
+    return out, tuple(rules)

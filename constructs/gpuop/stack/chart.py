@@ -1,0 +1,38 @@
+"""The cdk8s Chart that assembles one cluster's stack from the component registry.
+
+`GpuStack(scope, id, plan)` adds every component the registry derives props for from the plan, with
+the component's stable name as construct id. With `fill=True` (the `cdk8s synth` entry point) value
+slots are filled with the chart's defaults before objects reach cdk8s, so cdk8s writes the rendered
+manifests; gpuop's own synth keeps the slots for the Helm writer and fills them itself.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+import cdk8s  # noqa: E402
+from constructs import Construct  # noqa: E402
+
+from gpuop.components.base import Component  # noqa: E402
+from gpuop.plan.model import StackPlan  # noqa: E402
+from gpuop.stack.registry import component_props  # noqa: E402
+
+FILL_CONTEXT = "gpuop:fill-values"
+
+
+class GpuStack(cdk8s.Chart):
+    def __init__(self, scope: Construct, id: str, plan: StackPlan, *, fill: bool = False):
+        super().__init__(scope, id, disable_resource_name_hashes=True)
+        if fill:
+            self.node.set_context(FILL_CONTEXT, plan.values_json)
+        for component, props in component_props(plan):
+            component(self, component.name, props)
+
+
+def component_variant(app: cdk8s.App, id: str, component: type[Component], props) -> list[dict]:
+    """Synthesize one component with one set of props in a chart of its own; return its objects."""
+    chart = cdk8s.Chart(app, id, disable_resource_name_hashes=True)
+    component(chart, component.name, props)
+    return chart.to_json()

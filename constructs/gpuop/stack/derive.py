@@ -1,0 +1,163 @@
+"""Plan -> props: what each component is given, derived from a cluster's `StackPlan`.
+
+This is the only place that reads the plan on a component's behalf, so components see their props and
+nothing else (cdk8s-plus style): a component can be built and tested from its props alone. Each function
+returns the component's props, or None when the plan leaves the component off. The registry
+(registry.py) pairs each component with its function here.
+"""
+
+from __future__ import annotations
+
+from gpuop.components.dcgm import DcgmProps
+from gpuop.components.dcgm_exporter import DcgmExporterProps
+from gpuop.components.device_plugin import DevicePluginProps
+from gpuop.components.driver import DriverProps, Variant
+from gpuop.components.gfd import GfdProps
+from gpuop.components.mig_manager import MigManagerProps
+from gpuop.components.mps_control_daemon import MpsControlDaemonProps
+from gpuop.components.namespace import NamespaceProps
+from gpuop.components.node_labels import NodeLabelsProps
+from gpuop.components.node_status_exporter import NodeStatusExporterProps
+from gpuop.components.plugin_config import PluginConfigProps
+from gpuop.components.props import Placement, ServiceMonitorProps
+from gpuop.components.runtime_class import RuntimeClassProps
+from gpuop.components.toolkit import ASSET_HOOKS_DIR, ToolkitProps
+from gpuop.components.validator import ValidatorProps
+from gpuop.kube.slots import slot
+from gpuop.plan.model import Monitor, StackPlan
+
+
+def placement(plan: StackPlan) -> Placement:
+    return Placement(node_selector=dict(plan.scheduling.node_selector), node_affinity=plan.scheduling.node_affinity,
+                     openshift=plan.platform == "openshift")
+
+
+def mig_strategy(plan: StackPlan) -> str | None:
+    """MIG_STRATEGY for the device plugin, GFD and the MPS daemon: None where each pool's plugin config
+    carries its own strategy (plan/pools.py), since the env would override the config file."""
+    return None if plan.pool_configs.per_pool_strategy else plan.mig_strategy
+
+
+def _monitor(m: Monitor | None) -> ServiceMonitorProps | None:
+    if m is None:
+        return None
+    return ServiceMonitorProps(interval=m.interval, honor_labels=m.honor_labels, labels=m.labels)
+
+
+def _daemonset(plan: StackPlan, image: str) -> dict:
+    """The props every validated GPU DaemonSet shares (components/props.py ValidatedProps)."""
+    return {"namespace": plan.namespace, "image": plan.image(image).ref,
+            "validator_image": plan.image("validator").ref, "placement": placement(plan)}
+
+
+def namespace(plan: StackPlan) -> NamespaceProps:
+    o = plan.openshift
+    if o is None:
+        return NamespaceProps(namespace=plan.namespace)
+    return NamespaceProps(namespace=plan.namespace, labels={o.monitoring_label: "true"},
+                          prometheus=(o.prometheus_namespace, o.prometheus_sa))
+
+
+def node_labels(plan: StackPlan, deploy_labels: tuple[str, ...] = (),
+                mig_capable_labels: tuple[str, ...] = ()) -> NodeLabelsProps | None:
+    """`deploy_labels` / `mig_capable_labels`: of the DaemonSet components the plan turns on (the
+    registry gathers them, so a new component brings its label)."""
+    if not plan.nfd.rules:
+        return None
+    pc = plan.pool_configs
+    return NodeLabelsProps(namespace=plan.namespace, pci_vendor=plan.pci_vendor, pci_classes=plan.pci_classes,
+                           deploy_labels=deploy_labels, mig_capable_labels=mig_capable_labels,
+                           mig_capable_ids=pc.mig_capable_ids,
+                           pool_rules=tuple((r.gpu, r.device_ids, r.labels) for r in pc.nfd_rules))
+
+
+def runtime_classes(plan: StackPlan) -> RuntimeClassProps | None:
+    return RuntimeClassProps(namespace=plan.namespace) if plan.toolkit else None
+
+
+def driver(plan: StackPlan) -> DriverProps | None:
+    if not plan.driver_variants:
+        return None
+    u, o = plan.upgrade, plan.openshift
+    variants = tuple(Variant(name=v.name, tag=v.tag, node_selector=dict(v.node_selector), alternatives=v.pool_terms,
+                             labels=dict(v.labels), pod_labels=dict(v.pod_labels), rhcos=v.rhcos, split=v.split)
+                     for v in plan.driver_variants)
+    dtk = {"dtk_image_stream": o.dtk_image_stream, "dtk_namespace": o.dtk_namespace} if o else {}
+    return DriverProps(namespace=plan.namespace, repository=f"{slot('imageRegistry')}/{plan.image('driver').path}",
+                       variants=variants,
+                       openshift_version=plan.platform_version if o else None, **dtk,
+                       manager_image=plan.image("driverManager").ref,
+                       kernel_module_type=plan.kernel_module_type, placement=placement(plan),
+                       gpu_pod_eviction=u.gpu_pod_deletion, auto_drain=u.drain,
+                       drain_timeout=f"{u.timeout_seconds}s", drain_force=u.force,
+                       drain_delete_emptydir=u.delete_empty_dir, drain_pod_selector=u.pod_selector,
+                       auto_upgrade=u.auto, max_parallel_upgrades=u.max_parallel)
+
+
+def toolkit(plan: StackPlan) -> ToolkitProps | None:
+    if not plan.toolkit:
+        return None
+    return ToolkitProps(**_daemonset(plan, "toolkit"), runtime=plan.runtime, runtime_files=plan.runtime_files,
+                        hooks_dir=plan.runtime_files.hooks.get(plan.platform, ASSET_HOOKS_DIR))
+
+
+def validator(plan: StackPlan) -> ValidatorProps:
+    return ValidatorProps(namespace=plan.namespace, image=plan.image("validator").ref,
+                          device_plugin=plan.device_plugin, mig_strategy=plan.mig_strategy,
+                          pull_secrets=plan.pull_secrets, placement=placement(plan))
+
+
+def plugin_config(plan: StackPlan) -> PluginConfigProps | None:
+    configs = plan.pool_configs.plugin_configs
+    return PluginConfigProps(namespace=plan.namespace, configs=configs) if configs else None
+
+
+def device_plugin(plan: StackPlan) -> DevicePluginProps | None:
+    if not plan.device_plugin:
+        return None
+    return DevicePluginProps(**_daemonset(plan, "devicePlugin"), mig_strategy=mig_strategy(plan),
+                             plugin_config=bool(plan.pool_configs.plugin_configs))
+
+
+def mps_control_daemon(plan: StackPlan) -> MpsControlDaemonProps | None:
+    if not (plan.device_plugin and plan.pool_configs.mps):
+        return None
+    return MpsControlDaemonProps(**_daemonset(plan, "devicePlugin"), mig_strategy=mig_strategy(plan))
+
+
+def dcgm(plan: StackPlan) -> DcgmProps | None:
+    return DcgmProps(**_daemonset(plan, "dcgm")) if plan.dcgm else None
+
+
+def dcgm_exporter(plan: StackPlan) -> DcgmExporterProps | None:
+    x = plan.dcgm_exporter
+    if x is None:
+        return None
+    return DcgmExporterProps(**_daemonset(plan, "dcgmExporter"), remote_hostengine=plan.dcgm,
+                             metrics=x.metrics, pod_labels=x.pod_labels, pod_uid=x.pod_uid,
+                             pod_label_allowlist=x.pod_label_allowlist, service_monitor=_monitor(x.service_monitor),
+                             prometheus_rule=plan.openshift is not None)
+
+
+def gfd(plan: StackPlan) -> GfdProps | None:
+    if not plan.gfd:
+        return None
+    return GfdProps(**_daemonset(plan, "gfd"), mig_strategy=mig_strategy(plan),
+                    plugin_config=bool(plan.pool_configs.plugin_configs),
+                    config_manager_image=plan.image("devicePlugin").ref)
+
+
+def mig_manager(plan: StackPlan) -> MigManagerProps | None:
+    pc = plan.pool_configs
+    if not pc.mig_manager:
+        return None
+    return MigManagerProps(**_daemonset(plan, "migManager"), mig_parted_config=pc.mig_parted)
+
+
+def node_status_exporter(plan: StackPlan) -> NodeStatusExporterProps | None:
+    x = plan.node_status_exporter
+    if x is None:
+        return None
+    return NodeStatusExporterProps(namespace=plan.namespace, image=plan.image("nodeStatusExporter").ref,
+                                   service_monitor=_monitor(x.service_monitor), placement=placement(plan),
+                                   prometheus_rule=plan.openshift is not None)

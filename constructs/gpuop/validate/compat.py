@@ -1,0 +1,120 @@
+"""Compatibility rules from the catalogs: driver branch x GPU, kernel modules, driver floors, and the
+OS / container runtime matrix of the stack release.
+
+`check(loaded, profile, catalog) -> (errors, warnings)`: every broken rule as a located Issue. Called by
+the validate stage once the profile has its typed shape; validate.py itself checks that the release,
+OS, Kubernetes version, GPU model and driver branch exist and that OS and Kubernetes fit each other.
+
+The facts live in the catalogs, not here: which architectures a driver branch drives and its versions
+(drivers.yaml), each GPU's architecture, open-kernel-module requirement and driver floor (gpus.yaml),
+which OS is only partner-validated and which runtimes the release supports (releases.yaml).
+
+Rules (each has a test with a profile that breaks it and the exact message, tests/test_compat.py):
+- driver-architecture: the driver branch does not drive a pool's GPU architecture (535 on B200); each
+  pool is checked against its own driver (`nodePools[i].driver`) or spec.driver.
+- driver-floor: the driver is older than the GPU's minimum (HGX B200 >= 570.133.20).
+- open-modules: kernelModuleType proprietary on a GPU that needs the open modules (Blackwell, GH200).
+- driver-version-unlisted (warning): a full driver version the catalog does not list for its branch.
+- os-partner-validated (warning): an OS the release marks partner-validated (SLES).
+- runtime-matrix: a container runtime outside the release's matrix (error) or handled only in code
+  (warning: docker).
+"""
+
+from __future__ import annotations
+
+from gpuop.errors import Issue
+from gpuop.plan.drivers import DEFAULT_RUNTIME
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".") if p.isdigit())
+
+
+def _effective(at, version, loc, default, cat, warnings):
+    """(branch, effective version, where it came from) of a profile driver version, or None if unknown."""
+    branch = cat.branch(version or default)
+    if branch is None:
+        return None                        # unknown branch: validate.py / platform_rules.py report it
+    field = "spec.driver.version" if len(loc) == 3 else f"spec.nodePools[{loc[2]}].driver.version"
+    if version is None:
+        return branch, default, "the stack release's default driver"
+    if "." in version:
+        if version not in branch.versions and version != branch.latest:
+            warnings.append(at(loc, f"driver {version} is not a version the catalog lists for branch "
+                               f"{branch.branch} (listed: {', '.join(branch.versions)}); the driver image with "
+                               "this tag must exist in the registry", "warning"))
+        return branch, version, field
+    return branch, branch.latest, f"{field}, branch {branch.branch} -> {branch.latest}"
+
+
+def _driver_rules(at, spec, release, cat) -> tuple[list[Issue], list[Issue]]:
+    """Each pool's GPU against the driver it gets: the pool's own `driver` or spec.driver."""
+    errors: list[Issue] = []
+    warnings: list[Issue] = []
+    d = spec.driver
+    if not cat.drivers:
+        return errors, warnings
+    default = release.components["driver"].version
+    cluster = _effective(at, d.version, ("spec", "driver", "version"), default, cat, warnings) if d.enabled else None
+    for i, pool in enumerate(spec.nodePools):
+        own = pool.driver.version if pool.driver is not None else None
+        enabled = pool.driver.enabled if pool.driver is not None and pool.driver.enabled is not None else d.enabled
+        gpu = cat.gpus.get(pool.gpu)
+        if not enabled or gpu is None:
+            continue                       # preinstalled driver, or unknown model (validate.py reports it)
+        loc = ("spec", "nodePools", i, "driver", "version") if own else ("spec", "driver", "version")
+        found = _effective(at, own, loc, default, cat, warnings) if own else (
+            cluster or _effective(at, d.version, loc, default, cat, warnings))
+        if found is None:
+            continue
+        branch, effective, source = found
+        field = f"spec.nodePools[{i}].driver.version" if own else "spec.driver.version"
+        where = ("spec", "nodePools", i, "gpu")
+        if gpu.architecture not in branch.architectures:
+            fits = [b.branch for b in cat.drivers if gpu.architecture in b.architectures]
+            errors.append(at(where, f"{pool.gpu} ({gpu.architecture}) is not supported by driver branch "
+                             f"{branch.branch} ({source}); set {field} to a branch for "
+                             f"{gpu.architecture}: {', '.join(fits)}"))
+        else:
+            floor = getattr(gpu, "minDriverVersion", None)
+            if isinstance(floor, str) and version_key(effective) < version_key(floor):
+                errors.append(at(where, f"{pool.gpu} needs driver {floor} or newer, but the driver is {effective} "
+                                 f"({source}); allowed: a driver >= {floor}"))
+        if d.kernelModuleType == "proprietary" and getattr(gpu, "openKernelModulesRequired", False):
+            errors.append(at(("spec", "driver", "kernelModuleType"), f"{pool.gpu} (spec.nodePools[{i}]) needs "
+                             "the open kernel modules; allowed: auto, open"))
+    return errors, sorted(set(warnings))
+
+
+def _matrix_rules(at, spec, release) -> tuple[list[Issue], list[Issue]]:
+    errors: list[Issue] = []
+    warnings: list[Issue] = []
+    m = release.matrix
+    entry = m.os.get(spec.os)
+    if entry is not None and entry.platform == spec.platform.type and entry.support == "partner-validated":
+        warnings.append(at(("spec", "os"), f"{spec.os} is partner-validated in stack release {release.name}: a "
+                           "partner validates it, NVIDIA does not test it; supported by NVIDIA: "
+                           + ", ".join(n for n, e in m.os.items()
+                                       if e.platform == spec.platform.type and e.support == "supported"), "warning"))
+    runtime = spec.containerRuntime or DEFAULT_RUNTIME[spec.platform.type]
+    support = m.runtimeSupport.get(runtime)
+    supported = [f"{n} {s.versions}" if s.versions else n for n, s in m.runtimeSupport.items() if s.support == "supported"]
+    if runtime not in m.containerRuntimes:
+        errors.append(at(("spec", "containerRuntime"), f"container runtime {runtime} is outside stack release "
+                         f"{release.name}'s support matrix; allowed: {', '.join(m.containerRuntimes)}"))
+    elif support is not None and support.support == "code-only":
+        warnings.append(at(("spec", "containerRuntime"), f"container runtime {runtime} is not in stack release "
+                           f"{release.name}'s support matrix ({support.note or 'handled in code only'}); "
+                           f"supported: {', '.join(supported)}", "warning"))
+    return errors, warnings
+
+
+def check(loaded, profile, cat) -> tuple[list[Issue], list[Issue]]:
+    spec = profile.spec
+    release = cat.release(spec.release)
+    if release is None:
+        return [], []                      # unknown release: validate.py reports it
+    at = loaded.positions.issue
+    e1, w1 = _driver_rules(at, spec, release, cat)
+    e2, w2 = _matrix_rules(at, spec, release)
+    return e1 + e2, w1 + w2

@@ -1,0 +1,39 @@
+"""Profile rules for MIG layouts: each pool's layout must fit its GPU (placement search).
+
+`check(loaded, profile, catalog) -> (errors, warnings)`, called from validate.check_rules. For every node
+pool with a non-empty `mig.layout`: the GPU must be MIG-capable and the layout must fit one GPU of that
+model (geometry.check_layout: known profiles, max counts, media-engine rules, a placement); errors are
+located at `spec.nodePools[i].mig.layout`. `strategy: single` (also the default when omitted) needs
+exactly one profile kind; that error is located at `spec.nodePools[i].mig.strategy`.
+
+Sources: ../shared/refs/mig/FACTS.md §0, §4-§6 (through catalog/data/mig.yaml); the issue's MIG
+strategy rule ("`single` requires one profile per pool layout").
+"""
+
+from __future__ import annotations
+
+from gpuop.mig import geometry
+
+
+def check(loaded, profile, cat) -> tuple[list, list]:
+    errors: list = []
+    warnings: list = []
+    at = loaded.positions.issue
+    for i, pool in enumerate(profile.spec.nodePools):
+        mig = pool.mig
+        if mig is None or not mig.layout:
+            continue
+        if cat.gpus and pool.gpu not in cat.gpus:
+            continue  # validate reports the unknown model at spec.nodePools[i].gpu
+        where = ("spec", "nodePools", i, "mig", "layout")
+        result = geometry.check_layout(pool.gpu, dict(mig.layout), gpus=cat.gpus or None)
+        errors += [at(where, reason) for reason in result.reasons]
+        warnings += [at(where, w, "warning") for w in result.warnings]
+        if mig.strategy == "single" and result.family is not None:
+            problem = geometry.single_strategy_problem(mig.layout)
+            if problem:
+                loc = ("spec", "nodePools", i, "mig", "strategy")
+                if loc not in loaded.positions.table:
+                    problem = problem.replace("strategy single", "strategy single (the default when omitted)", 1)
+                errors.append(at(loc, problem))
+    return errors, warnings

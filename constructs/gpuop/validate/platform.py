@@ -1,0 +1,186 @@
+"""Profile rules for the platform variants: OpenShift, per-pool OS and drivers, precompiled drivers.
+
+`check(loaded, profile, catalog) -> (errors, warnings)`, called from validate.validate once the profile
+has its typed shape; validate.py itself checks the platform version, the cluster OS and the release.
+Every broken rule is a located Issue with what is allowed (tests/test_openshift.py and
+tests/test_platform_variants.py give each one a profile that breaks it):
+
+- openshift-runtime: OpenShift runs CRI-O only (NOTES.md §3 "Forced to crio").
+- openshift-nfd: OpenShift gets NFD from Red Hat's NFD Operator; `nfd.mode: deploy` is refused.
+- rhcos-builds: with the driver on, OpenShift needs `driver.rhcosVersions` (one Driver Toolkit build per
+  RHCOS build); each build's OpenShift minor must be in the release's matrix and not newer than the
+  cluster; no duplicates; the field is OpenShift-only.
+- openshift-namespace: image stream lookups (how the Driver Toolkit image is resolved) do not work in
+  `default`, `openshift`, `openshift-*` or `kube-*` (catalog `noImageLookupNamespaces`).
+- pool-os: a pool's `os` must be in the matrix, for the platform and its Kubernetes version; OpenShift
+  pools follow their RHCOS build instead.
+- precompiled: needs `driver.kernels`, branches only, and an OS/branch the release publishes
+  precompiled images for; `kernels` without `precompiled` is refused.
+- pool-driver: a pool's driver branch must be known (compat.py checks it against the pool's GPU).
+- disjoint-pools: pools on the same OS with different drivers must have nodeSelectors that cannot match
+  the same node (a shared label key with different values), so no node matches two driver DaemonSets.
+- daemonset-names: a driver DaemonSet name (its `app` label) must fit 63 characters.
+"""
+
+from __future__ import annotations
+
+from gpuop.plan.drivers import driver_variants, pool_settings, pools_overlap, rhcos_minor, version_resolver
+
+
+def _openshift_rules(at, spec, release) -> list:
+    errors = []
+    if spec.containerRuntime not in (None, "crio"):
+        errors.append(at(("spec", "containerRuntime"), f"OpenShift runs CRI-O only, the toolkit cannot configure "
+                         f"{spec.containerRuntime} there; allowed: crio (or omit the field)"))
+    if spec.nfd.mode == "deploy":
+        errors.append(at(("spec", "nfd", "mode"), "on OpenShift NFD comes from Red Hat's NFD Operator (namespace "
+                         "openshift-nfd), not from NFD's upstream chart; gpuop's NodeFeatureRule still applies; "
+                         "allowed: existing (or omit the field)"))
+    for i, pool in enumerate(spec.nodePools):
+        if pool.os is not None:
+            errors.append(at(("spec", "nodePools", i, "os"), "OpenShift nodes run RHCOS; a pool's driver image "
+                             "follows its RHCOS build (spec.driver.rhcosVersions); remove the field"))
+    if not _driver_on(spec):
+        return errors
+    builds = spec.driver.rhcosVersions
+    if not builds:
+        errors.append(at(("spec", "driver", "rhcosVersions"), "OpenShift builds the driver with the Driver Toolkit "
+                         "of each RHCOS build: list the GPU nodes' builds (`oc get nodes -L "
+                         "feature.node.kubernetes.io/system-os_release.OSTREE_VERSION`), e.g. "
+                         "[\"419.96.202507091512-0\"]"))
+    known = {e.tag.removeprefix("rhcos") for e in release.matrix.os.values() if e.platform == "openshift"}
+    cluster = tuple(int(x) for x in spec.platform.version.split("."))
+    seen: dict[str, int] = {}
+    for j, build in enumerate(builds):
+        where = ("spec", "driver", "rhcosVersions", j)
+        minor = rhcos_minor(build)
+        if build in seen:
+            errors.append(at(where, f"duplicate RHCOS build {build!r} (also spec.driver.rhcosVersions[{seen[build]}])"))
+        seen.setdefault(build, j)
+        if minor not in known:
+            errors.append(at(where, f"{build} is an RHCOS {minor} build, outside stack release {release.name}'s "
+                             f"support matrix; allowed: builds of RHCOS {', '.join(sorted(known))}"))
+        elif spec.platform.version in release.matrix.openshift and tuple(int(x) for x in minor.split(".")) > cluster:
+            errors.append(at(where, f"{build} is an RHCOS {minor} build, newer than the cluster (OpenShift "
+                             f"{spec.platform.version}); allowed: builds of OpenShift {spec.platform.version} or "
+                             "older (nodes not yet updated)"))
+    rule = release.openshift.noImageLookupNamespaces
+    if spec.namespace and rule.matches(spec.namespace):
+        errors.append(at(("spec", "namespace"), f"{spec.namespace!r}: OpenShift resolves the Driver Toolkit image "
+                         "through an image stream lookup, which does not work in default, openshift, openshift-* "
+                         "or kube-* namespaces; allowed: another namespace (omitted: nvidia-gpu-operator)"))
+    return errors
+
+
+def _driver_on(spec) -> bool:
+    return spec.driver.enabled or any(p.driver is not None and p.driver.enabled for p in spec.nodePools)
+
+
+def _pool_os_rules(at, spec, release) -> list:
+    errors = []
+    ptype, m = spec.platform.type, release.matrix
+    for i, pool in enumerate(spec.nodePools):
+        if pool.os is None or ptype != "kubernetes":
+            continue
+        entry = m.os.get(pool.os)
+        fitting = [n for n, e in m.os.items() if e.platform == ptype and spec.platform.version in e.kubernetes]
+        if entry is None or entry.platform != ptype or spec.platform.version not in entry.kubernetes:
+            errors.append(at(("spec", "nodePools", i, "os"), f"{pool.os!r} is not an OS stack release "
+                             f"{release.name} supports with Kubernetes {spec.platform.version}; allowed: "
+                             f"{', '.join(fitting)}"))
+    return errors
+
+
+def _precompiled_rules(at, spec, release, cat) -> list:
+    errors = []
+    d = spec.driver
+    if not d.precompiled:
+        if d.kernels:
+            errors.append(at(("spec", "driver", "kernels"), "kernels are for precompiled drivers only; set "
+                             "spec.driver.precompiled: true or remove the field"))
+        return errors
+    if not d.kernels:
+        errors.append(at(("spec", "driver", "precompiled"), "precompiled drivers run one DaemonSet per kernel: list "
+                         "the GPU nodes' kernels (`uname -r`) in spec.driver.kernels"))
+    if len(set(d.kernels)) != len(d.kernels):
+        errors.append(at(("spec", "driver", "kernels"), "duplicate kernel versions"))
+    default_branch = release.components["driver"].version.split(".")[0]
+    versions = [(("spec", "driver", "version"), d.version)] + [
+        (("spec", "nodePools", i, "driver", "version"), p.driver.version)
+        for i, p in enumerate(spec.nodePools) if p.driver is not None and p.driver.version is not None]
+    for where, v in versions:
+        if v is not None and "." in v:
+            errors.append(at(where, f"precompiled drivers are published per branch, not per version; allowed: a "
+                             f"branch such as \"{v.split('.')[0]}\""))
+    for i, pool in enumerate(spec.nodePools):
+        os_name = pool.os or spec.os
+        version = (pool.driver.version if pool.driver and pool.driver.version else d.version) or default_branch
+        branch = version.split(".")[0]
+        where = ("spec", "nodePools", i, "os") if pool.os else ("spec", "os")
+        branches = release.precompiled.get(os_name)
+        if branches is None:
+            errors.append(at(where, f"stack release {release.name} publishes no precompiled driver images for "
+                             f"{os_name}; allowed with spec.driver.precompiled: {', '.join(release.precompiled)}"))
+        elif branch not in branches:
+            errors.append(at(where, f"precompiled driver images for {os_name} exist for branches "
+                             f"{', '.join(branches)}, not {branch} (spec.nodePools[{i}] '{pool.name}')"))
+    return errors
+
+
+def _pool_driver_rules(at, spec, cat) -> list:
+    errors = []
+    for i, pool in enumerate(spec.nodePools):
+        v = pool.driver.version if pool.driver else None
+        if v is not None and cat.drivers and cat.branch(v) is None:
+            errors.append(at(("spec", "nodePools", i, "driver", "version"), f"{v.split('.')[0]!r} is not a known "
+                             f"driver branch; allowed: {', '.join(b.branch for b in cat.drivers)}"))
+    return errors
+
+
+def _disjoint_rules(at, spec, release, cat) -> list:
+    """Pools on one OS image with different driver settings must be told apart by their labels."""
+    errors = []
+    settings = pool_settings(spec, version_resolver(spec, release.components["driver"].version, cat))
+    tag = {s.pool: release.matrix.os[s.os].tag for s in settings}
+    for i, a in enumerate(settings):
+        for b in settings[:i]:
+            if tag[a.pool] != tag[b.pool] or a.version == b.version:
+                continue
+            if pools_overlap(a.selector, b.selector):
+                what = lambda s: f"driver {s.version}" if s.version else "a preinstalled driver"   # noqa: E731
+                errors.append(at(("spec", "nodePools", i, "nodeSelector"), f"pool {a.pool!r} ({what(a)}) and pool "
+                                 f"{b.pool!r} ({what(b)}) run different drivers on {tag[a.pool]}, but their "
+                                 "nodeSelectors could match the same node, which would then get two driver "
+                                 "DaemonSets; give both pools a label key with different values (e.g. "
+                                 "node.kubernetes.io/instance-type)"))
+    return errors
+
+
+def check(loaded, profile, cat) -> tuple[list, list]:
+    spec = profile.spec
+    release = cat.release(spec.release)
+    if release is None or release.nodeLabels is None:
+        return [], []
+    at = loaded.positions.issue
+    m = release.matrix
+    errors = []
+    if spec.platform.type == "openshift":
+        errors += _openshift_rules(at, spec, release)
+    elif spec.driver.rhcosVersions:
+        errors.append(at(("spec", "driver", "rhcosVersions"), "RHCOS builds are for OpenShift (Driver Toolkit "
+                         "builds); remove the field on Kubernetes"))
+    errors += _pool_os_rules(at, spec, release)
+    errors += _pool_driver_rules(at, spec, cat)
+    oses = {p.os or spec.os for p in spec.nodePools} | {spec.os}
+    if errors or any(o not in m.os for o in oses) or (cat.drivers and spec.driver.version
+                                                      and cat.branch(spec.driver.version) is None):
+        return errors, []                  # the variants below need known OS and drivers
+    errors += _precompiled_rules(at, spec, release, cat)
+    errors += _disjoint_rules(at, spec, release, cat)
+    if errors:
+        return errors, []
+    for v in driver_variants(spec, release, version_resolver(spec, release.components["driver"].version, cat)):
+        if len(v.name) > 63:
+            errors.append(at(("spec", "driver"), f"driver DaemonSet name {v.name!r} is {len(v.name)} characters; "
+                             "its `app` label allows 63: use shorter kernel names or fewer distinct versions"))
+    return errors, []

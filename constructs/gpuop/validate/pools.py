@@ -1,0 +1,63 @@
+"""Pool rules: what the device plugin and the MIG manager would refuse in a pool's sharing and MIG
+settings, and where a pool's labels must come from its node group.
+
+Refuses, located: sharing without the device plugin, timeSlicing together with mps, MPS on a MIG pool
+("sharing using MPS is not supported for MIG devices"), sharing entries for resources the pool does not
+advertise; warns when MIG layouts have no MIG manager, and where labels must come from the node group
+(plan/pools.py decides which). Sources: ../shared/refs/mig/FACTS.md §2, NVIDIA/k8s-device-plugin
+api/config/v1 (replicas >= 2, flags precedence) and cmd/nvidia-device-plugin validateFlags.
+"""
+
+from __future__ import annotations
+
+from gpuop.plan.pools import WHERE, advertised, build, layout_of
+
+
+def check(loaded, profile, cat) -> tuple[list, list]:
+    errors: list = []
+    warnings: list = []
+    at = loaded.positions.issue
+    spec = profile.spec
+    for i, p in enumerate(spec.nodePools):
+        s = p.sharing
+        if s is None:
+            continue
+        where = ("spec", "nodePools", i, "sharing")
+        if not spec.devicePlugin.enabled:
+            errors.append(at(where, "sharing needs the device plugin (its config does the sharing), but "
+                             "spec.devicePlugin.enabled is false"))
+            continue
+        if s.timeSlicing is not None and s.mps is not None:
+            errors.append(at(where, "timeSlicing and mps are exclusive (the device plugin would use mps and "
+                             "silently ignore timeSlicing); keep one"))
+            continue
+        if s.timeSlicing is None and s.mps is None:
+            errors.append(at(where, "sharing needs timeSlicing or mps"))
+            continue
+        if s.mps is not None and layout_of(p):
+            errors.append(at(where + ("mps",), "sharing using MPS is not supported for MIG devices "
+                             "(k8s-device-plugin), and this pool has a MIG layout; use timeSlicing or drop the layout"))
+        ts = s.timeSlicing
+        if ts is not None:
+            if ts.replicas is None and not ts.resources:
+                errors.append(at(where + ("timeSlicing",), "set replicas (every device the pool advertises) or "
+                                 "resources (only those)"))
+            allowed, seen = advertised(p), set()
+            for j, r in enumerate(ts.resources):
+                loc = where + ("timeSlicing", "resources", j, "name")
+                if r.name in seen:
+                    errors.append(at(loc, f"{r.name!r} is listed twice"))
+                elif r.name not in allowed:
+                    errors.append(at(loc, f"{r.name!r} is not a resource this pool advertises, so the entry would "
+                                     f"never apply; allowed: {', '.join(allowed)}"))
+                seen.add(r.name)
+    if not spec.migManager.enabled and any(layout_of(p) for p in spec.nodePools):
+        warnings.append(at(("spec", "migManager", "enabled"), "pools declare MIG layouts but the MIG manager is "
+                           "off: nothing applies them on the nodes (partition the GPUs yourself)", "warning"))
+    if errors:
+        return errors, warnings
+    for pool in build(spec, cat).manual:
+        labels = ", ".join(f"{k}={v}" for k, v in pool.manual)
+        warnings.append(at(("spec", "nodePools", pool.index), f"label this pool's nodes {labels} through its {WHERE}: "
+                           f"{pool.why}", "warning"))
+    return errors, warnings

@@ -1,0 +1,51 @@
+"""Validate a compiled output folder the way the API servers would: every core object against the
+strict Kubernetes schemas of its cluster's version, every Flux object against the CEL rules of its
+CRD. Used by `gpuop validate DIST` (and so after hand edits of dist/).
+
+CRD kinds without a schema here (NodeFeatureRule, ServiceMonitor, Argo CD and Flux kinds) are checked
+by their CEL rules only; the tests check them against the upstream CRD schemas as well.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gpuop.errors import Issue
+from gpuop.kube.yamlio import load_all
+from gpuop.verify import cel
+from gpuop.verify.kubeschema import KubeValidator, SchemaNotFound
+
+
+def is_output(path: Path) -> bool:
+    return path.is_dir() and (path / "index.json").is_file()
+
+
+def validate_output(dist: Path) -> list[Issue]:
+    issues: list[Issue] = []
+    index = json.loads((dist / "index.json").read_text())
+    validators: dict[str, KubeValidator] = {}
+    for c in index["clusters"]:
+        kube = validators.setdefault(c["kubeVersion"], KubeValidator(c["kubeVersion"]))
+        for key in ("manifests", "argocd", "flux"):
+            for f in sorted((dist / c[key]).glob("*.yaml")):
+                if f.name == "kustomization.yaml":
+                    continue
+                shown = str(f)
+                try:
+                    docs = load_all(f.read_text())
+                except Exception as exc:  # noqa: BLE001 - any parse failure is the user's edit
+                    issues.append(Issue(shown, 0, 0, "", f"not valid YAML: {' '.join(str(exc).split())}"))
+                    continue
+                for obj in docs:
+                    if not isinstance(obj, dict) or "kind" not in obj:
+                        issues.append(Issue(shown, 0, 0, "", "not a Kubernetes object"))
+                        continue
+                    try:
+                        msgs = kube.errors(obj)
+                    except SchemaNotFound:
+                        msgs = []
+                    msgs += cel.errors(obj)
+                    issues += [Issue(shown, 0, 0, "", f"{obj['kind']}/{obj.get('metadata', {}).get('name')}: {m}")
+                               for m in msgs]
+    return issues

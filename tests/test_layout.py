@@ -1,0 +1,211 @@
+"""The house rules of the source tree, checked from the code's own imports (ast, nothing executed).
+
+- The stages are packages under constructs/gpuop/, with at most three loose modules beside them.
+- No import cycles between modules (function-level imports count; `if TYPE_CHECKING:` imports do not).
+- Components never reach profile, validate or plan: they see their props only.
+- Outputs never reach profile, validate or components: they see synthesized objects and the plan model.
+- The plan model reaches no profile or validate code; the catalog imports no other part; kube only kube.
+- Nothing imports the CLI.
+"Reach" is transitive: a module reaches everything its imports import, and so on.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+PKG = REPO / "constructs" / "gpuop"
+STAGES = {"cli", "pipeline", "profile", "validate", "plan", "stack", "components", "outputs", "verify", "ops",
+          "kube", "catalog", "mig"}
+LOOSE_MAX = 3
+
+
+def module_name(path: Path) -> str:
+    parts = ("gpuop",) + path.relative_to(PKG).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+
+
+def imports_of(path: Path, modules: set[str]) -> set[str]:
+    return imports_in(path.read_text(), module_name(path), path.name == "__init__.py", modules)
+
+
+def imports_in(source: str, me: str, is_pkg: bool, modules: set[str]) -> set[str]:
+    """The gpuop modules a module's source imports at run time (module- or function-level; not under
+    TYPE_CHECKING). Importing a.b.c also runs the packages a and a.b."""
+    found: set[str] = set()
+
+    def add(mod: str) -> None:
+        parts = mod.split(".")
+        for i in range(1, len(parts) + 1):
+            name = ".".join(parts[:i])
+            if name in modules and name != me:
+                found.add(name)
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for sub in child.orelse:
+                    visit(sub)
+                continue
+            if isinstance(child, ast.Import):
+                for a in child.names:
+                    add(a.name)
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = me.split(".") if is_pkg else me.split(".")[:-1]
+                    base = base[:len(base) - (child.level - 1)]
+                    mod = ".".join(base + ([child.module] if child.module else []))
+                else:
+                    mod = child.module or ""
+                add(mod)
+                for a in child.names:                     # `from pkg import submodule`
+                    if f"{mod}.{a.name}" in modules:
+                        add(f"{mod}.{a.name}")
+            visit(child)
+
+    visit(ast.parse(source, me))
+    return {m for m in found if m.startswith("gpuop")}
+
+
+def import_graph() -> dict[str, set[str]]:
+    files = sorted(PKG.rglob("*.py"))
+    modules = {module_name(f) for f in files}
+    return {module_name(f): imports_of(f, modules) for f in files}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (or a self-import), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in graph.get(v, ()):
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            strong(v)
+    return out
+
+
+def reach(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for w in graph.get(todo.pop(), ()):
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
+
+
+def in_stage(module: str, stage: str) -> bool:
+    return module == f"gpuop.{stage}" or module.startswith(f"gpuop.{stage}.")
+
+
+def violations(graph: dict[str, set[str]], sources: str, forbidden: tuple[str, ...]) -> list[str]:
+    out = []
+    for mod in sorted(graph):
+        if in_stage(mod, sources):
+            bad = sorted(m for m in reach(graph, mod) if any(in_stage(m, f) for f in forbidden))
+            if bad:
+                out.append(f"{mod} reaches {', '.join(bad)}")
+    return out
+
+
+GRAPH = import_graph()
+
+
+def test_stages_are_packages_with_few_loose_modules():
+    packages = {p.name for p in PKG.iterdir() if (p / "__init__.py").is_file()}
+    assert STAGES <= packages
+    loose = sorted(p.name for p in PKG.glob("*.py"))
+    assert len(loose) <= LOOSE_MAX, loose
+    assert not (REPO / "constructs" / "__init__.py").exists()   # would shadow the `constructs` library
+
+
+def test_no_import_cycles():
+    assert cycles(GRAPH) == []
+
+
+@pytest.mark.parametrize("stage, forbidden", [
+    ("components", ("profile", "validate", "plan", "stack", "outputs", "pipeline", "cli")),
+    ("outputs", ("profile", "validate", "components", "cli")),
+    ("catalog", tuple(s for s in STAGES if s != "catalog") + ("errors",)),
+    ("kube", tuple(s for s in STAGES if s != "kube")),
+    ("plan.model", ("profile", "validate")),
+    ("verify", ("profile", "validate", "components", "plan", "stack")),
+])
+def test_stage_never_reaches(stage, forbidden):
+    assert violations(GRAPH, stage, forbidden) == []
+
+
+def test_nothing_imports_the_cli():
+    assert [m for m, deps in sorted(GRAPH.items()) if not in_stage(m, "cli") and any(in_stage(d, "cli") for d in deps)] == []
+
+
+def test_synth_module_does_not_load_cdk8s_until_used():
+    """Writers and the cache import stack.synth / stack.objects; cdk8s (which starts Node) must not come with it."""
+    src = (PKG / "stack" / "synth.py").read_text()
+    top = [n for n in ast.parse(src).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    reached = set()
+    for n in top:
+        mod = n.module if isinstance(n, ast.ImportFrom) else n.names[0].name
+        reached |= {mod} | reach(GRAPH, mod)
+    assert not any(in_stage(m, "components") or m == "gpuop.stack.chart" for m in reached), sorted(reached)
+
+
+# ---- the checker itself finds what it must --------------------------------------------------------
+
+def test_cycle_finder_finds_a_cycle_hidden_in_a_function_import():
+    modules = {"gpuop", "gpuop.a", "gpuop.b", "gpuop.c"}
+    graph = {"gpuop.a": imports_in("from gpuop.b import x\n", "gpuop.a", False, modules),
+             "gpuop.b": imports_in("def f():\n    from . import a\n", "gpuop.b", False, modules),
+             "gpuop.c": imports_in("if TYPE_CHECKING:\n    from gpuop.a import z\n", "gpuop.c", False, modules)}
+    assert cycles(graph) == [["gpuop.a", "gpuop.b"]]
+    assert "gpuop.a" not in graph["gpuop.c"]
+
+
+def test_type_checking_imports_do_not_count():
+    f = PKG / "plan" / "build.py"
+    deps = imports_of(f, set(GRAPH))
+    assert "gpuop.validate.runner" not in deps          # only under TYPE_CHECKING there
+    assert "gpuop.plan.model" in deps
+
+
+def test_a_transitive_reach_is_a_violation():
+    graph = {"gpuop.outputs.helm": {"gpuop.kube.slots"}, "gpuop.kube.slots": {"gpuop.profile.models"},
+             "gpuop.profile.models": set()}
+    assert violations(graph, "outputs", ("profile",)) == ["gpuop.outputs.helm reaches gpuop.profile.models"]
