@@ -7,6 +7,8 @@ is a bug: the CLI exits 1 with "please report".
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 
 
@@ -33,13 +35,25 @@ class UserError(Exception):
         self.issues = sorted(set(issues if isinstance(issues, list) else [issues]))
         super().__init__("\n".join(str(i) for i in self.issues))
 
+    def __reduce__(self):            # raised in a spawned build worker, it reaches the parent whole
+        return (UserError, (list(self.issues),))
 
-def format_path(loc: tuple) -> str:
-    """('spec', 'nodePools', 0, 'mig') -> 'spec.nodePools[0].mig'."""
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
+def field_path(loc: tuple) -> str:
+    """('spec', 'nodePools', 0, 'mig', 'layout', '1g.10gb') -> 'spec.nodePools[0].mig.layout["1g.10gb"]'.
+
+    The one formatter of field paths, for profiles and compiled objects alike. Keys that are not plain
+    names (dots, slashes, spaces, newlines...) are quoted, so a path is always one unambiguous line,
+    whatever the keys hold."""
     out = ""
     for part in loc:
-        if isinstance(part, int):
+        if isinstance(part, int) and not isinstance(part, bool):
             out += f"[{part}]"
+        elif isinstance(part, str) and _PLAIN_KEY.match(part):
+            out += ("." if out else "") + part
         else:
-            out += ("." if out else "") + str(part)
+            out += f"[{json.dumps(str(part))}]"
     return out

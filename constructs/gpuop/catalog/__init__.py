@@ -1,8 +1,8 @@
-"""The catalogs: facts about stack releases, GPUs and drivers, kept as data (data/*.yaml).
+"""The catalogs: facts about stack releases, GPUs, drivers and MIG geometry, kept as data (data/*.yaml).
 
-Each data file names its sources. This module only reads them into frozen models; the rules that
-use them live in the validate stage (validate.py, compat.py). `digest()` identifies the catalog content for caches and
-chart versions.
+Each data file names its sources. This package only reads them into frozen models (mig.py for the MIG
+geometry) and imports nothing else of gpuop; the rules that use them live in validate/. `digest` (of
+every data file, mig.yaml included) identifies the catalog content for build caches.
 """
 
 from __future__ import annotations

@@ -1,22 +1,21 @@
 """Compatibility rules from the catalogs: driver branch x GPU, kernel modules, driver floors, and the
 OS / container runtime matrix of the stack release.
 
-`check(loaded, profile, catalog) -> (errors, warnings)`: every broken rule as a located Issue. Called by
-the validate stage once the profile has its typed shape; validate.py itself checks that the release,
-OS, Kubernetes version, GPU model and driver branch exist and that OS and Kubernetes fit each other.
+Rules (validate/rules.py) over the typed profile; cluster.py checks that the release, OS, Kubernetes
+version, GPU model and driver branch exist and that OS and Kubernetes fit each other.
 
 The facts live in the catalogs, not here: which architectures a driver branch drives and its versions
 (drivers.yaml), each GPU's architecture, open-kernel-module requirement and driver floor (gpus.yaml),
 which OS is only partner-validated and which runtimes the release supports (releases.yaml).
 
 Rules (each has a test with a profile that breaks it and the exact message, tests/test_compat.py):
-- driver-architecture: the driver branch does not drive a pool's GPU architecture (535 on B200); each
+- check_pool_driver_fits_gpu -- driver-architecture: the driver branch does not drive a pool's GPU architecture (535 on B200); each
   pool is checked against its own driver (`nodePools[i].driver`) or spec.driver.
 - driver-floor: the driver is older than the GPU's minimum (HGX B200 >= 570.133.20).
 - open-modules: kernelModuleType proprietary on a GPU that needs the open modules (Blackwell, GH200).
 - driver-version-unlisted (warning): a full driver version the catalog does not list for its branch.
-- os-partner-validated (warning): an OS the release marks partner-validated (SLES).
-- runtime-matrix: a container runtime outside the release's matrix (error) or handled only in code
+- check_os_support -- os-partner-validated (warning): an OS the release marks partner-validated (SLES).
+- check_runtime_matrix -- runtime-matrix: a container runtime outside the release's matrix (error) or handled only in code
   (warning: docker).
 """
 
@@ -24,6 +23,7 @@ from __future__ import annotations
 
 from gpuop.errors import Issue
 from gpuop.plan.drivers import DEFAULT_RUNTIME
+from gpuop.validate.rules import Context, run
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -34,7 +34,7 @@ def _effective(at, version, loc, default, cat, warnings):
     """(branch, effective version, where it came from) of a profile driver version, or None if unknown."""
     branch = cat.branch(version or default)
     if branch is None:
-        return None                        # unknown branch: validate.py / platform_rules.py report it
+        return None                        # unknown branch: cluster.py / platform.py report it
     field = "spec.driver.version" if len(loc) == 3 else f"spec.nodePools[{loc[2]}].driver.version"
     if version is None:
         return branch, default, "the stack release's default driver"
@@ -47,13 +47,15 @@ def _effective(at, version, loc, default, cat, warnings):
     return branch, branch.latest, f"{field}, branch {branch.branch} -> {branch.latest}"
 
 
-def _driver_rules(at, spec, release, cat) -> tuple[list[Issue], list[Issue]]:
-    """Each pool's GPU against the driver it gets: the pool's own `driver` or spec.driver."""
+def check_pool_driver_fits_gpu(ctx: Context) -> list[Issue]:
+    """Each pool's GPU against the driver it gets (the pool's own `driver` or spec.driver): architecture,
+    the GPU's driver floor, open kernel modules; a full version the catalog does not list (warning)."""
+    at, spec, release, cat = ctx.at, ctx.spec, ctx.release, ctx.cat
     errors: list[Issue] = []
     warnings: list[Issue] = []
     d = spec.driver
     if not cat.drivers:
-        return errors, warnings
+        return []
     default = release.components["driver"].version
     cluster = _effective(at, d.version, ("spec", "driver", "version"), default, cat, warnings) if d.enabled else None
     for i, pool in enumerate(spec.nodePools):
@@ -61,7 +63,7 @@ def _driver_rules(at, spec, release, cat) -> tuple[list[Issue], list[Issue]]:
         enabled = pool.driver.enabled if pool.driver is not None and pool.driver.enabled is not None else d.enabled
         gpu = cat.gpus.get(pool.gpu)
         if not enabled or gpu is None:
-            continue                       # preinstalled driver, or unknown model (validate.py reports it)
+            continue                       # preinstalled driver, or unknown model (cluster.py reports it)
         loc = ("spec", "nodePools", i, "driver", "version") if own else ("spec", "driver", "version")
         found = _effective(at, own, loc, default, cat, warnings) if own else (
             cluster or _effective(at, d.version, loc, default, cat, warnings))
@@ -83,11 +85,12 @@ def _driver_rules(at, spec, release, cat) -> tuple[list[Issue], list[Issue]]:
         if d.kernelModuleType == "proprietary" and getattr(gpu, "openKernelModulesRequired", False):
             errors.append(at(("spec", "driver", "kernelModuleType"), f"{pool.gpu} (spec.nodePools[{i}]) needs "
                              "the open kernel modules; allowed: auto, open"))
-    return errors, sorted(set(warnings))
+    return errors + sorted(set(warnings))
 
 
-def _matrix_rules(at, spec, release) -> tuple[list[Issue], list[Issue]]:
-    errors: list[Issue] = []
+def check_os_support(ctx: Context) -> list[Issue]:
+    """An OS the release marks partner-validated (warning)."""
+    at, spec, release = ctx.at, ctx.spec, ctx.release
     warnings: list[Issue] = []
     m = release.matrix
     entry = m.os.get(spec.os)
@@ -96,6 +99,15 @@ def _matrix_rules(at, spec, release) -> tuple[list[Issue], list[Issue]]:
                            "partner validates it, NVIDIA does not test it; supported by NVIDIA: "
                            + ", ".join(n for n, e in m.os.items()
                                        if e.platform == spec.platform.type and e.support == "supported"), "warning"))
+    return warnings
+
+
+def check_runtime_matrix(ctx: Context) -> list[Issue]:
+    """The container runtime against the release's matrix: outside it (error), code-only (warning)."""
+    at, spec, release = ctx.at, ctx.spec, ctx.release
+    errors: list[Issue] = []
+    warnings: list[Issue] = []
+    m = release.matrix
     runtime = spec.containerRuntime or DEFAULT_RUNTIME[spec.platform.type]
     support = m.runtimeSupport.get(runtime)
     supported = [f"{n} {s.versions}" if s.versions else n for n, s in m.runtimeSupport.items() if s.support == "supported"]
@@ -106,15 +118,14 @@ def _matrix_rules(at, spec, release) -> tuple[list[Issue], list[Issue]]:
         warnings.append(at(("spec", "containerRuntime"), f"container runtime {runtime} is not in stack release "
                            f"{release.name}'s support matrix ({support.note or 'handled in code only'}); "
                            f"supported: {', '.join(supported)}", "warning"))
-    return errors, warnings
+    return errors + warnings
+
+
+RULES = ((check_pool_driver_fits_gpu, check_os_support, check_runtime_matrix),)
 
 
 def check(loaded, profile, cat) -> tuple[list[Issue], list[Issue]]:
-    spec = profile.spec
-    release = cat.release(spec.release)
-    if release is None:
-        return [], []                      # unknown release: validate.py reports it
-    at = loaded.positions.issue
-    e1, w1 = _driver_rules(at, spec, release, cat)
-    e2, w2 = _matrix_rules(at, spec, release)
-    return e1 + e2, w1 + w2
+    ctx = Context.of(loaded, profile, cat)
+    if ctx.release is None:
+        return [], []                      # unknown release: cluster.py reports it
+    return run(RULES, ctx)

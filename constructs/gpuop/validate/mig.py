@@ -1,7 +1,6 @@
 """Profile rules for MIG layouts: each pool's layout must fit its GPU (placement search).
 
-`check(loaded, profile, catalog) -> (errors, warnings)`, called from validate.check_rules. For every node
-pool with a non-empty `mig.layout`: the GPU must be MIG-capable and the layout must fit one GPU of that
+check_layouts_fit_their_gpus (validate/rules.py), for every node pool with a non-empty `mig.layout`: the GPU must be MIG-capable and the layout must fit one GPU of that
 model (geometry.check_layout: known profiles, max counts, media-engine rules, a placement); errors are
 located at `spec.nodePools[i].mig.layout`. `strategy: single` (also the default when omitted) needs
 exactly one profile kind; that error is located at `spec.nodePools[i].mig.strategy`.
@@ -13,13 +12,14 @@ strategy rule ("`single` requires one profile per pool layout").
 from __future__ import annotations
 
 from gpuop.mig import geometry
+from gpuop.validate.rules import Context, run
 
 
-def check(loaded, profile, cat) -> tuple[list, list]:
+def check_layouts_fit_their_gpus(ctx: Context) -> list:
     errors: list = []
     warnings: list = []
-    at = loaded.positions.issue
-    for i, pool in enumerate(profile.spec.nodePools):
+    at, loaded, cat = ctx.at, ctx.loaded, ctx.cat
+    for i, pool in enumerate(ctx.spec.nodePools):
         mig = pool.mig
         if mig is None or not mig.layout:
             continue
@@ -36,4 +36,11 @@ def check(loaded, profile, cat) -> tuple[list, list]:
                 if loc not in loaded.positions.table:
                     problem = problem.replace("strategy single", "strategy single (the default when omitted)", 1)
                 errors.append(at(loc, problem))
-    return errors, warnings
+    return errors + warnings
+
+
+RULES = ((check_layouts_fit_their_gpus,),)
+
+
+def check(loaded, profile, cat) -> tuple[list, list]:
+    return run(RULES, Context.of(loaded, profile, cat))

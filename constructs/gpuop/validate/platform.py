@@ -1,8 +1,7 @@
 """Profile rules for the platform variants: OpenShift, per-pool OS and drivers, precompiled drivers.
 
-`check(loaded, profile, catalog) -> (errors, warnings)`, called from validate.validate once the profile
-has its typed shape; validate.py itself checks the platform version, the cluster OS and the release.
-Every broken rule is a located Issue with what is allowed (tests/test_openshift.py and
+Rules (validate/rules.py) over the typed profile; cluster.py checks the platform version, the cluster OS
+and the release. Every broken rule is a located Issue with what is allowed (tests/test_openshift.py and
 tests/test_platform_variants.py give each one a profile that breaks it):
 
 - openshift-runtime: OpenShift runs CRI-O only (NOTES.md §3 "Forced to crio").
@@ -25,10 +24,15 @@ tests/test_platform_variants.py give each one a profile that breaks it):
 from __future__ import annotations
 
 from gpuop.plan.drivers import driver_variants, pool_settings, pools_overlap, rhcos_minor, version_resolver
+from gpuop.validate.rules import Context, run
 
 
-def _openshift_rules(at, spec, release) -> list:
-    errors = []
+def check_openshift(ctx: Context) -> list:
+    """openshift-runtime, openshift-nfd, pool OS on OpenShift, rhcos-builds, openshift-namespace."""
+    at, spec, release = ctx.at, ctx.spec, ctx.release
+    errors: list = []
+    if spec.platform.type != "openshift":
+        return errors
     if spec.containerRuntime not in (None, "crio"):
         errors.append(at(("spec", "containerRuntime"), f"OpenShift runs CRI-O only, the toolkit cannot configure "
                          f"{spec.containerRuntime} there; allowed: crio (or omit the field)"))
@@ -76,7 +80,15 @@ def _driver_on(spec) -> bool:
     return spec.driver.enabled or any(p.driver is not None and p.driver.enabled for p in spec.nodePools)
 
 
-def _pool_os_rules(at, spec, release) -> list:
+def check_rhcos_builds_only_on_openshift(ctx: Context) -> list:
+    if ctx.spec.platform.type == "openshift" or not ctx.spec.driver.rhcosVersions:
+        return []
+    return [ctx.at(("spec", "driver", "rhcosVersions"), "RHCOS builds are for OpenShift (Driver Toolkit builds); "
+                   "remove the field on Kubernetes")]
+
+
+def check_pool_os(ctx: Context) -> list:
+    at, spec, release = ctx.at, ctx.spec, ctx.release
     errors = []
     ptype, m = spec.platform.type, release.matrix
     for i, pool in enumerate(spec.nodePools):
@@ -91,8 +103,19 @@ def _pool_os_rules(at, spec, release) -> list:
     return errors
 
 
-def _precompiled_rules(at, spec, release, cat) -> list:
-    errors = []
+def _variants_known(ctx: Context) -> bool:
+    """Driver DaemonSets can be computed: every OS and the cluster driver branch are known."""
+    spec, cat = ctx.spec, ctx.cat
+    oses = {p.os or spec.os for p in spec.nodePools} | {spec.os}
+    return all(o in ctx.release.matrix.os for o in oses) and not (
+        cat.drivers and spec.driver.version and cat.branch(spec.driver.version) is None)
+
+
+def check_precompiled(ctx: Context) -> list:
+    at, spec, release = ctx.at, ctx.spec, ctx.release
+    errors: list = []
+    if not _variants_known(ctx):
+        return errors
     d = spec.driver
     if not d.precompiled:
         if d.kernels:
@@ -127,7 +150,8 @@ def _precompiled_rules(at, spec, release, cat) -> list:
     return errors
 
 
-def _pool_driver_rules(at, spec, cat) -> list:
+def check_pool_driver_branch(ctx: Context) -> list:
+    at, spec, cat = ctx.at, ctx.spec, ctx.cat
     errors = []
     for i, pool in enumerate(spec.nodePools):
         v = pool.driver.version if pool.driver else None
@@ -137,9 +161,12 @@ def _pool_driver_rules(at, spec, cat) -> list:
     return errors
 
 
-def _disjoint_rules(at, spec, release, cat) -> list:
+def check_disjoint_driver_pools(ctx: Context) -> list:
     """Pools on one OS image with different driver settings must be told apart by their labels."""
-    errors = []
+    at, spec, release, cat = ctx.at, ctx.spec, ctx.release, ctx.cat
+    errors: list = []
+    if not _variants_known(ctx):
+        return errors
     settings = pool_settings(spec, version_resolver(spec, release.components["driver"].version, cat))
     tag = {s.pool: release.matrix.os[s.os].tag for s in settings}
     for i, a in enumerate(settings):
@@ -156,31 +183,26 @@ def _disjoint_rules(at, spec, release, cat) -> list:
     return errors
 
 
+def check_driver_daemonset_names(ctx: Context) -> list:
+    """daemonset-names: a driver DaemonSet name (its `app` label) must fit 63 characters."""
+    if not _variants_known(ctx):
+        return []
+    spec, release, cat = ctx.spec, ctx.release, ctx.cat
+    return [ctx.at(("spec", "driver"), f"driver DaemonSet name {v.name!r} is {len(v.name)} characters; "
+                   "its `app` label allows 63: use shorter kernel names or fewer distinct versions")
+            for v in driver_variants(spec, release, version_resolver(spec, release.components["driver"].version, cat))
+            if len(v.name) > 63]
+
+
+RULES = (
+    (check_openshift, check_rhcos_builds_only_on_openshift, check_pool_os, check_pool_driver_branch),
+    (check_precompiled, check_disjoint_driver_pools),      # need known OS and driver branches
+    (check_driver_daemonset_names,),                       # needs valid driver settings
+)
+
+
 def check(loaded, profile, cat) -> tuple[list, list]:
-    spec = profile.spec
-    release = cat.release(spec.release)
-    if release is None or release.nodeLabels is None:
+    ctx = Context.of(loaded, profile, cat)
+    if ctx.release is None or ctx.release.nodeLabels is None:
         return [], []
-    at = loaded.positions.issue
-    m = release.matrix
-    errors = []
-    if spec.platform.type == "openshift":
-        errors += _openshift_rules(at, spec, release)
-    elif spec.driver.rhcosVersions:
-        errors.append(at(("spec", "driver", "rhcosVersions"), "RHCOS builds are for OpenShift (Driver Toolkit "
-                         "builds); remove the field on Kubernetes"))
-    errors += _pool_os_rules(at, spec, release)
-    errors += _pool_driver_rules(at, spec, cat)
-    oses = {p.os or spec.os for p in spec.nodePools} | {spec.os}
-    if errors or any(o not in m.os for o in oses) or (cat.drivers and spec.driver.version
-                                                      and cat.branch(spec.driver.version) is None):
-        return errors, []                  # the variants below need known OS and drivers
-    errors += _precompiled_rules(at, spec, release, cat)
-    errors += _disjoint_rules(at, spec, release, cat)
-    if errors:
-        return errors, []
-    for v in driver_variants(spec, release, version_resolver(spec, release.components["driver"].version, cat)):
-        if len(v.name) > 63:
-            errors.append(at(("spec", "driver"), f"driver DaemonSet name {v.name!r} is {len(v.name)} characters; "
-                             "its `app` label allows 63: use shorter kernel names or fewer distinct versions"))
-    return errors, []
+    return run(RULES, ctx)

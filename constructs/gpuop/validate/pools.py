@@ -11,13 +11,13 @@ api/config/v1 (replicas >= 2, flags precedence) and cmd/nvidia-device-plugin val
 from __future__ import annotations
 
 from gpuop.plan.pools import WHERE, advertised, build, layout_of
+from gpuop.validate.rules import Context, run
 
 
-def check(loaded, profile, cat) -> tuple[list, list]:
+def check_sharing(ctx: Context) -> list:
+    """Sharing needs the device plugin; timeSlicing xor mps; no MPS on MIG; only advertised resources."""
     errors: list = []
-    warnings: list = []
-    at = loaded.positions.issue
-    spec = profile.spec
+    at, spec = ctx.at, ctx.spec
     for i, p in enumerate(spec.nodePools):
         s = p.sharing
         if s is None:
@@ -51,13 +51,31 @@ def check(loaded, profile, cat) -> tuple[list, list]:
                     errors.append(at(loc, f"{r.name!r} is not a resource this pool advertises, so the entry would "
                                      f"never apply; allowed: {', '.join(allowed)}"))
                 seen.add(r.name)
-    if not spec.migManager.enabled and any(layout_of(p) for p in spec.nodePools):
-        warnings.append(at(("spec", "migManager", "enabled"), "pools declare MIG layouts but the MIG manager is "
-                           "off: nothing applies them on the nodes (partition the GPUs yourself)", "warning"))
-    if errors:
-        return errors, warnings
-    for pool in build(spec, cat).manual:
+    return errors
+
+
+def check_mig_manager_present(ctx: Context) -> list:
+    if ctx.spec.migManager.enabled or not any(layout_of(p) for p in ctx.spec.nodePools):
+        return []
+    return [ctx.at(("spec", "migManager", "enabled"), "pools declare MIG layouts but the MIG manager is off: "
+                   "nothing applies them on the nodes (partition the GPUs yourself)", "warning")]
+
+
+def check_labels_nfd_cannot_set(ctx: Context) -> list:
+    """Warn at each pool whose labels must come from its node group (plan/pools.py decides which)."""
+    out = []
+    for pool in build(ctx.spec, ctx.cat).manual:
         labels = ", ".join(f"{k}={v}" for k, v in pool.manual)
-        warnings.append(at(("spec", "nodePools", pool.index), f"label this pool's nodes {labels} through its {WHERE}: "
-                           f"{pool.why}", "warning"))
-    return errors, warnings
+        out.append(ctx.at(("spec", "nodePools", pool.index), f"label this pool's nodes {labels} through its "
+                          f"{WHERE}: {pool.why}", "warning"))
+    return out
+
+
+RULES = (
+    (check_sharing, check_mig_manager_present),
+    (check_labels_nfd_cannot_set,),          # the pool configs need valid sharing settings
+)
+
+
+def check(loaded, profile, cat) -> tuple[list, list]:
+    return run(RULES, Context.of(loaded, profile, cat))

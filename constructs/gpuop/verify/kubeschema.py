@@ -28,7 +28,7 @@ from typing import Any
 
 import jsonschema_rs
 
-from gpuop.errors import format_path
+from gpuop.errors import field_path
 
 DEFINITIONS_URI = "https://kubernetes.io/api/_definitions.json"
 _FOLDER_RE = re.compile(r"^v(\d+)\.(\d+)\.0-local-strict$")
@@ -71,10 +71,10 @@ def format_error(path: list, message: str, unexpected: list[str] | None = None) 
     """
     if unexpected:
         return [
-            f"{format_path((*path, name))}: Additional properties are not allowed ({name!r} was unexpected)"
+            f"{field_path((*path, name))}: Additional properties are not allowed ({name!r} was unexpected)"
             for name in unexpected
         ]
-    return [f"{format_path(tuple(path)) or '<root>'}: {message}"]
+    return [f"{field_path(tuple(path)) or '<root>'}: {message}"]
 
 
 def rs_errors(validator: Any, obj: Any) -> list[str]:
