@@ -3,10 +3,11 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.gpuop-installed
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+# node_modules/.bin first: `npm ci` puts Node 24 there (package.json), which jsii and the cdk8s CLI run on,
+# and the `cdk8s` command itself.
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: setup run test bench schema clean
+.PHONY: setup run test test-fast test-quick test-crash fuzz bench schema clean checkov-venv
 
 setup: $(STAMP)
 
@@ -20,8 +21,32 @@ $(STAMP): pyproject.toml package.json package-lock.json
 run: setup
 	$(VENV)/bin/gpuop synth profiles -o dist
 
-test: setup
-	$(PY) -m pytest
+# checkov has its own venv: checkov 3.3.30 needs packaging<24, pytest 9.2 needs packaging>=24.
+CHECKOV_STAMP := .venv-checkov/.installed
+checkov-venv: $(CHECKOV_STAMP)
+$(CHECKOV_STAMP): pyproject.toml
+	$(PYTHON) -m venv .venv-checkov
+	.venv-checkov/bin/python -m pip install -q --disable-pip-version-check 'checkov==3.3.30'
+	touch $(CHECKOV_STAMP)
+
+# Two workers (the machine's cores); loadfile keeps each module's fixtures in one worker.
+test: setup checkov-venv
+	$(PY) -m pytest -n 2 --dist loadfile
+
+# Under a minute: the tests marked fast (the layout rules, each component from its props, the rules).
+test-fast: setup
+	$(PY) -m pytest -m fast
+
+# The suite without the tests marked slow (wheel build, cdk8s CLI, fleets, publish, kill -9 trials, ...).
+test-quick: setup
+	$(PY) -m pytest -n 2 --dist loadfile -m "not slow"
+
+fuzz: setup  # the profile fuzzer with a large random budget (FUZZ_EXAMPLES=N to change it)
+	GPUOP_FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-2000} $(PY) -m pytest -q tests/test_fuzz.py
+
+# Every kill -9 point of the output transaction (the suite runs a subset; docs/output-transaction.md).
+test-crash: setup
+	GPUOP_CRASH_TRIALS=all $(PY) -m pytest -n 2 --dist loadfile tests/test_transaction.py tests/test_transaction_recovery.py
 
 bench: setup
 	$(PY) bench/fleet.py
@@ -30,4 +55,4 @@ schema: setup
 	$(VENV)/bin/gpuop schema
 
 clean:
-	rm -rf $(VENV) node_modules cdk8s.out
+	rm -rf $(VENV) .venv-checkov node_modules cdk8s.out

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -72,3 +74,47 @@ def by_key(objs: list[dict]) -> dict:
     out = {key(o): o for o in objs}
     assert len(out) == len(objs), "duplicate objects"
     return out
+
+
+def stack_clusters(index: dict) -> list[dict]:
+    """The index entries gpuop delivers its own stack for (operator-mode clusters deliver NVIDIA's operator
+    instead: docs/operator.md, tests/test_operator.py)."""
+    return [c for c in index["clusters"] if c.get("delivery") != "operator"]
+
+
+# ---- a loopback OCI registry (Debian's docker-registry), for publish and image-digest tests ------------
+
+REGISTRY = shutil.which("docker-registry") or shutil.which("registry")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory):
+    """Debian's docker-registry on a free loopback port, for one test module; yields HOST:PORT."""
+    if REGISTRY is None:
+        pytest.skip("docker-registry not installed (.ci/run installs Debian's docker-registry)")
+    root = tmp_path_factory.mktemp("registry")
+    port = free_port()
+    (root / "config.yml").write_text(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {root / 'data'}\n"
+                                     f"http:\n  addr: 127.0.0.1:{port}\n")
+    proc = subprocess.Popen([REGISTRY, "serve", str(root / "config.yml")], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    else:
+        proc.kill()
+        pytest.fail("docker-registry did not start")
+    yield f"127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(timeout=10)
+

@@ -590,7 +590,7 @@ def test_refuses_bad_settings_together_with_bad_profiles(project):
     write(project, "a.yaml", VALID.replace("name: c1", "name: c_1"))
     refused(gpuop(project, "validate"), """\
         gpuop.yaml:4:3: gitops.repoURL: must not be empty
-        gpuop.yaml:5:3: gitops.revison: unknown field (did you mean revision?); allowed: repoURL, revision, path, argocd, flux
+        gpuop.yaml:5:3: gitops.revison: unknown field (did you mean revision?); allowed: repoURL, revision, ref, path, argocd, flux
         gpuop.yaml:6:10: gitops.flux.interval: 'soon' is not a duration; allowed: numbers with units ms, s, m or h, e.g. 10m, 1h30m
         profiles/a.yaml:4:3: metadata.name: 'c_1' is not a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 53 characters
         gpuop: 4 errors; nothing written
@@ -707,5 +707,91 @@ def test_unwritable_output_location_is_a_user_error(project):
     write(project, "a.yaml", VALID)
     proc = gpuop(project, "synth", "--no-cache", "-o", "/proc/gpuop-cannot-write-here")
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.startswith("/proc/gpuop-cannot-write-here: cannot write the output folder: ")
+    assert proc.stderr == ("/proc/gpuop-cannot-write-here: cannot create the lock file: No such file or directory "
+                           "(/proc/.gpuop-cannot-write-here.lock); nothing was changed\ngpuop: 1 error; nothing written\n")
     assert "please report" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------------------------- git refs (issue 12/18)
+
+def _gitops(**fields):
+    from gpuop.profile.settings import GitOps
+
+    return GitOps(repoURL="https://git.example.com/platform/gpu-clusters.git", **fields)
+
+
+def _crds():
+    from gpuop.verify.crdschema import CrdValidator
+
+    crds = REPO.parent / "shared" / "refs" / "crds"
+    return CrdValidator.from_files([crds / "source.toolkit.fluxcd.io_gitrepositories.yaml",
+                                    crds / "argoproj.io_applications.yaml"])
+
+
+@pytest.mark.parametrize("ref, flux_ref", [
+    ({"branch": "release-26.7"}, {"branch": "release-26.7"}),
+    ({"tag": "v1.2.0"}, {"tag": "v1.2.0"}),
+    ({"semver": ">=1.2.0 <2.0.0"}, {"semver": ">=1.2.0 <2.0.0"}),
+    ({"commit": "0123456789abcdef0123456789abcdef01234567"}, {"commit": "0123456789abcdef0123456789abcdef01234567"}),
+])
+def test_settings_ref_becomes_the_matching_flux_ref_field_valid_against_the_crd(ref, flux_ref):
+    from gpuop.outputs import flux
+
+    gitops = _gitops(ref=ref)
+    repo = flux.source(gitops)
+    assert repo["spec"]["ref"] == flux_ref
+    assert _crds().errors(repo) == []
+    assert gitops.revision == next(iter(ref.values()))   # Argo CD's targetRevision takes the same string
+
+
+def test_revision_alone_stays_a_branch():
+    from gpuop.outputs import flux
+
+    assert flux.source(_gitops(revision="v1.2.0"))["spec"]["ref"] == {"branch": "v1.2.0"}
+    assert flux.source(_gitops())["spec"]["ref"] == {"branch": "main"}
+
+
+def test_refuses_revision_with_ref_and_two_kinds_of_ref(project):
+    write(project, "a.yaml", VALID)
+    settings = (project / "gpuop.yaml").read_text()
+    (project / "gpuop.yaml").write_text(settings.replace("  revision: main\n", "  revision: main\n  ref: {tag: v1}\n"))
+    refused(gpuop(project, "validate"), """\
+        gpuop.yaml:4:1: gitops: revision and ref are exclusive: revision names a branch, ref says which kind of ref; keep one
+        gpuop: 1 error; nothing written
+    """)
+    (project / "gpuop.yaml").write_text(settings.replace("  revision: main\n", f"  ref: {{tag: v1, commit: {'a' * 40}}}\n"))
+    refused(gpuop(project, "validate"), """\
+        gpuop.yaml:6:3: gitops.ref: set exactly one of branch, tag, semver, commit (got tag, commit)
+        gpuop: 1 error; nothing written
+    """)
+    (project / "gpuop.yaml").write_text(settings.replace("  revision: main\n", "  ref: {commit: abc}\n"))
+    refused(gpuop(project, "validate"), """\
+        gpuop.yaml:6:9: gitops.ref.commit: 'abc' is not a full commit SHA; allowed: 40 or 64 lowercase hex digits
+        gpuop: 1 error; nothing written
+    """)
+
+
+def test_synth_writes_a_tag_ref_into_flux_and_argocd_objects_valid_against_the_crds(project):
+    from gpuop.kube.yamlio import load
+
+    write(project, "a.yaml", VALID)
+    settings = (project / "gpuop.yaml").read_text()
+    (project / "gpuop.yaml").write_text(settings.replace("  revision: main\n", "  ref: {tag: v2.0.0}\n"))
+    proc = gpuop(project, "synth", "--no-cache", "-o", "dist")
+    assert proc.returncode == 0, proc.stderr
+    repo = next(o for f in sorted((project / "dist" / "c1" / "flux").glob("*.yaml"))
+                for o in [load(f.read_text())] if o["kind"] == "GitRepository")
+    app = next(o for f in sorted((project / "dist" / "c1" / "argocd").glob("*.yaml"))
+               for o in [load(f.read_text())] if o["kind"] == "Application")
+    assert repo["spec"]["ref"] == {"tag": "v2.0.0"}
+    assert app["spec"]["source"]["targetRevision"] == "v2.0.0"
+    assert _crds().errors(repo) == [] and _crds().errors(app) == []
+
+
+def test_refuses_a_plain_value_yaml_reads_as_an_unconvertible_number_at_its_place(project):
+    # found by tests/test_fuzz.py: ruamel resolves `._` as a float and then fails to convert it
+    write(project, "a.yaml", "apiVersion: gpuop/v1alpha1\nkind: ClusterProfile\nextends: ._\nmetadata: {name: a}\n")
+    refused(gpuop(project, "validate"), """\
+        profiles/a.yaml:3:10: malformed YAML: a value YAML reads as a number cannot be converted (could not convert string to float: '.'); put the value in quotes
+        gpuop: 1 error; nothing written
+    """)

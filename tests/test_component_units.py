@@ -17,6 +17,8 @@ from gpuop.components.base import Component
 from gpuop.components.dcgm import Dcgm, DcgmProps
 from gpuop.components.dcgm_exporter import DcgmExporter, DcgmExporterProps
 from gpuop.components.device_plugin import DevicePlugin, DevicePluginProps
+from gpuop.components.dra import (ClaimRequestProps, ClaimTemplateProps, DeviceClassProps, DraObjects,
+                                  DraProps)
 from gpuop.components.driver import Driver, DriverProps, Variant
 from gpuop.components.gfd import GfdProps, GpuFeatureDiscovery
 from gpuop.components.mig_manager import MigManager, MigManagerProps
@@ -61,6 +63,10 @@ PROPS: dict[type[Component], object] = {
     MigManager: MigManagerProps(namespace=NS, image=IMG, validator_image=VAL,
                                 mig_parted_config="version: v1\nmig-configs:\n  all-disabled: []\n"),
     NodeStatusExporter: NodeStatusExporterProps(namespace=NS, image=VAL),
+    DraObjects: DraProps(namespace=NS, device_classes=(DeviceClassProps(
+        name="a.gpu.gpuop", pool="a", expression="device.driver == 'gpu.nvidia.com'"),), claim_templates=(
+        ClaimTemplateProps(name="one-gpu", namespace=NS, pool="a", requests=(
+            ClaimRequestProps(name="gpu", device_class="a.gpu.gpuop"),)),)),
 }
 
 

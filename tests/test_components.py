@@ -83,11 +83,15 @@ def test_driver_matches_the_operators_golden_render(prod):
     pod = ds(prod, "nvidia-driver-daemonset")["spec"]["template"]["spec"]
     assert pod["volumes"] == g["volumes"]
     manager, g_manager = pod["initContainers"][0], g["initContainers"][0]
-    assert [e for e in manager["env"]] == [e for e in g_manager["env"] if e["name"] != "DRIVER_CONFIG_DIGEST"]
+    # DRIVER_CONFIG_DIGEST last on both, as TransformDriver appends it; gpuop's value is its own digest
+    # (driver.py config_digest: only equality with the node's stored value matters)
+    assert manager["env"][:-1] == [e for e in g_manager["env"] if e["name"] != "DRIVER_CONFIG_DIGEST"]
+    assert manager["env"][-1]["name"] == g_manager["env"][-1]["name"] == "DRIVER_CONFIG_DIGEST"
     assert manager["volumeMounts"] == g_manager["volumeMounts"]
     ctr, g_ctr = pod["containers"][0], g["containers"][0]
     assert ctr["volumeMounts"] == g_ctr["volumeMounts"]
     assert ctr["env"][:3] == [e for e in g_ctr["env"] if e["name"] != "DRIVER_CONFIG_DIGEST"]
+    assert ctr["env"][-1] == {"name": "DRIVER_CONFIG_DIGEST", "value": manager["env"][-1]["value"]}
     assert ctr["startupProbe"] == g_ctr["startupProbe"] and ctr["lifecycle"] == g_ctr["lifecycle"]
     assert pod["affinity"]["podAntiAffinity"] == {"requiredDuringSchedulingIgnoredDuringExecution": [{
         "labelSelector": {"matchExpressions": [{"key": "app.kubernetes.io/component", "operator": "In",

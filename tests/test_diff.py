@@ -10,6 +10,8 @@ import pytest
 
 from conftest import run_gpuop
 
+pytestmark = pytest.mark.slow       # each test compiles a project, 5-15 s (`make test-fast` leaves these out)
+
 
 @pytest.fixture()
 def project(workdir, tmp_path):
@@ -26,33 +28,57 @@ def edit(path, old, new):
     path.write_text(text.replace(old, new))
 
 
+def section(out: str, name: str) -> list[str]:
+    """The lines of one cluster's section: its head (without "cluster NAME: ") and its changes."""
+    lines = out.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith(f"cluster {name}: "))
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")), len(lines))
+    return [lines[start].removeprefix(f"cluster {name}: ")] + lines[start + 1:end]
+
+
+def object_fields(lines: list[str]) -> list[str]:
+    """The field lines under rendered objects ("  ~ Kind ns/name"), not under files."""
+    out, inside = [], False
+    for l in lines:
+        if l.startswith("  "):
+            if not l.startswith("      "):
+                inside = l.startswith("  ~ ") and " " in l[4:]
+            elif inside:
+                out.append(l.strip())
+    return out
+
+
 def test_nothing_changed(project):
     out = run_gpuop("diff", cwd=project, check=True).stdout
     assert "chart" in out and "->" not in out and "~" not in out
+    assert out.splitlines()[-1] == "fleet: unchanged"
 
 
 def test_driver_version_change_names_the_driver_daemonset_and_image_only(project):
     edit(project / "profiles" / "prod-east.yaml", "containerRuntime: containerd",
          'containerRuntime: containerd\n  driver: {version: "595.91.07"}')
     out = run_gpuop("diff", cwd=project, check=True).stdout
-    section = out.split("cluster prod-east: ")[1].split("\ncluster ")[0]
-    assert section.splitlines() == [
-        "chart 0.1.0 -> 0.2.0",
-        "  ~ DaemonSet gpu-operator/nvidia-driver-daemonset",
-        "      spec.template.spec.containers[nvidia-driver-ctr].image: "
-        "nvcr.io/nvidia/driver:580.173.02-ubuntu24.04 -> nvcr.io/nvidia/driver:595.91.07-ubuntu24.04",
-    ]
+    lines = section(out, "prod-east")
+    assert lines[0] == "chart 0.1.0 -> 0.2.0"
+    assert [l for l in lines if l.startswith("  ~ ") and " " in l[4:]] == ["  ~ DaemonSet gpu-operator/nvidia-driver-daemonset"]
+    assert ("      spec.template.spec.containers[nvidia-driver-ctr].image: "
+            "nvcr.io/nvidia/driver:580.173.02-ubuntu24.04 -> nvcr.io/nvidia/driver:595.91.07-ubuntu24.04") in lines
+    # every file synth rewrites is listed: the chart's version and the driver's template
+    assert lines[lines.index("  ~ chart/Chart.yaml") + 1] == "      version: 0.1.0 -> 0.2.0"
+    assert "  ~ chart/templates/daemonset-nvidia-driver-daemonset.yaml" in lines
     assert "cluster lab-west: unchanged (chart 0.1.0)" in out
+    fleet = out.split("\nfleet:\n")[1].splitlines()
+    assert "  + charts/prod-east-0.2.0.tgz" in fleet and "  ~ versions.lock.json" in fleet
 
 
 def test_toleration_change_names_every_daemonset_and_the_field(project):
     edit(project / "profiles" / "lab-west.yaml", "value: gpu, effect: NoSchedule}",
          "value: gpu-new, effect: NoSchedule}")
     out = run_gpuop("diff", cwd=project, check=True).stdout
-    section = out.split("cluster lab-west: ")[1].split("\ncluster ")[0].splitlines()
-    assert section[0] == "chart 0.1.0 -> 0.1.1"
-    changed = [l for l in section if l.startswith("  ~ ")]
-    fields = [l.strip() for l in section if l.startswith("      ")]
+    section_ = section(out, "lab-west")
+    assert section_[0] == "chart 0.1.0 -> 0.1.1"
+    changed = [l for l in section_ if l.startswith("  ~ ") and " " in l[4:]]      # objects, not files
+    fields = object_fields(section_)
     daemonsets = [l for l in changed if l.startswith("  ~ DaemonSet ")]
     assert changed == daemonsets and len(daemonsets) >= 3
     assert set(fields) == {"spec.template.spec.tolerations[1].value: gpu -> gpu-new"}
@@ -72,3 +98,156 @@ def test_diff_against_a_git_revision(project):
     assert "spec.template.spec.containers[nvidia-driver-ctr].image" in out
     bad = run_gpuop("diff", "--against", "no-such-ref", cwd=project)
     assert bad.returncode == 2 and "cannot read dist/ at git revision 'no-such-ref'" in bad.stderr
+
+
+def git_in(project):
+    return lambda *a: subprocess.run(["git", *a], cwd=project, check=True, capture_output=True)
+
+
+def test_nfd_mode_existing_is_listed_first_as_nfd_uninstalled(project):
+    """Issue 12: `nfd: {mode: existing}` printed "unchanged" although the next synth deletes the NFD
+    Application and HelmRelease, which uninstalls NFD."""
+    edit(project / "profiles" / "full-stack.yaml", "nfd: {mode: deploy}", "nfd: {mode: existing}")
+    proc = run_gpuop("diff", "--exit-code", cwd=project)
+    assert proc.returncode == 1 and "internal error" not in proc.stderr, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[:5] == [
+        "DESTRUCTIVE: 4 change(s) delete things on clusters",
+        "  !! cluster full-stack: NFD uninstalled: Application gpuop-full-stack-nfd is deleted "
+        "(argocd/nfd-application.yaml)",
+        "  !! cluster full-stack: NFD uninstalled: Kustomization gpuop-full-stack-nfd is deleted "
+        "(flux-overlay/nfd-kustomization.yaml)",
+        "  !! cluster full-stack: NFD uninstalled: HelmRelease gpuop-full-stack-nfd is deleted "
+        "(flux-overlay/nfd/helmrelease.yaml)",
+        "  !! cluster full-stack: NFD uninstalled: HelmRelease gpuop-full-stack-nfd is deleted "
+        "(flux/nfd-helmrelease.yaml)",
+    ]
+    cluster = section(proc.stdout, "full-stack")
+    assert "  !! - flux/nfd-helmrelease.yaml" in cluster and "  - flux/nfd-helmrepository.yaml" in cluster
+    assert cluster[0] == "chart 0.1.0 (version unchanged)"
+
+
+def test_label_change_shows_in_the_gitops_objects(project):
+    """Issue 12: a label change printed "unchanged" (labels live only on the Argo CD / Flux objects)."""
+    edit(project / "profiles" / "prod-east.yaml", "environment: production", "environment: staging")
+    out = run_gpuop("diff", cwd=project, check=True).stdout
+    lines = section(out, "prod-east")
+    assert lines[0] == "chart 0.1.0 (version unchanged)"
+    for f in ("argocd/application.yaml", "flux/helmrelease.yaml", "flux-overlay/stack-kustomization.yaml"):
+        i = lines.index(f"  ~ {f}")
+        assert "      metadata.labels.environment: production -> staging" in lines[i + 1:i + 4], f
+    assert "DESTRUCTIVE" not in out
+
+
+def test_exit_code_is_0_without_changes_and_1_with_changes(project):
+    assert run_gpuop("diff", "--exit-code", cwd=project).returncode == 0
+    edit(project / "profiles" / "prod-east.yaml", "environment: production", "environment: staging")
+    proc = run_gpuop("diff", "--exit-code", cwd=project)
+    assert proc.returncode == 1 and "internal error" not in proc.stderr, proc.stderr
+    assert run_gpuop("diff", cwd=project).returncode == 0          # without the flag: 0 either way
+
+
+def test_removed_profile_is_destructive_and_leaves_the_applicationset(project):
+    (project / "profiles" / "lab-west.yaml").unlink()
+    proc = run_gpuop("diff", "--exit-code", cwd=project)
+    assert proc.returncode == 1 and "internal error" not in proc.stderr, proc.stderr
+    assert proc.stdout.splitlines()[:2] == [
+        "DESTRUCTIVE: 1 change(s) delete things on clusters",
+        "  !! cluster lab-west: cluster lab-west removed from the output: Argo CD / Flux delete its GPU stack"]
+    assert "cluster lab-west: removed (chart 0.1.0 and every object deleted)" in proc.stdout
+
+
+def test_cluster_no_longer_matched_by_the_applicationset_generator_is_destructive():
+    """A cluster that stays in the output but that the ApplicationSet's git files generator no longer
+    yields (e.g. its parameter file moved) is deleted by Argo CD all the same."""
+    from gpuop.ops.diff import diff_trees, render
+    from gpuop.kube.yamlio import dump
+
+    def tree(gen_path):
+        appset = {"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet",
+                  "metadata": {"name": "gpuop-fleet", "namespace": "argocd"},
+                  "spec": {"generators": [{"git": {"repoURL": "r", "revision": "main", "files": [{"path": gen_path}]}}]}}
+        return {"index.json": b'{"clusters": [{"name": "a", "chartVersion": "0.1.0"}]}',
+                "fleet/argocd/applicationset.yaml": dump(appset).encode(),
+                "a/argocd/cluster.json": b'{"name": "a"}'}
+
+    out = render(diff_trees(tree("dist/*/argocd/cluster.json"), tree("dist/*/fleet/cluster.json")))
+    assert out.splitlines()[:2] == [
+        "DESTRUCTIVE: 1 change(s) delete things on clusters",
+        "  !! cluster a: cluster a leaves the ApplicationSet: Argo CD deletes its Application and GPU stack"]
+
+
+def test_crd_and_namespace_deletions_are_destructive():
+    from gpuop.ops.diff import diff_trees, render
+    from gpuop.kube.yamlio import dump
+
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "x.y.z"}}
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu"}}
+    index = b'{"clusters": [{"name": "a", "chartVersion": "0.1.0"}]}'
+    old = {"index.json": index, "a/manifests/crd.yaml": dump(crd).encode(), "a/manifests/ns.yaml": dump(ns).encode()}
+    out = render(diff_trees(old, {"index.json": index}))
+    assert out.splitlines()[:3] == [
+        "DESTRUCTIVE: 2 change(s) delete things on clusters",
+        "  !! cluster a: CRD deleted: every custom resource of this kind is deleted with it",
+        "  !! cluster a: Namespace deleted: everything in it is deleted"]
+    assert "  !! - CustomResourceDefinition x.y.z" in out and "  !! - Namespace gpu" in out
+
+
+def test_new_project_without_output_says_everything_is_new(workdir, tmp_path):
+    w = tmp_path / "fresh"
+    shutil.copytree(workdir / "profiles", w / "profiles")
+    shutil.copy(workdir / "gpuop.yaml", w / "gpuop.yaml")
+    proc = run_gpuop("diff", "--exit-code", cwd=w)
+    assert proc.returncode == 1 and "internal error" not in proc.stderr, proc.stderr
+    assert "gpuop: dist does not exist yet: everything is new" in proc.stderr
+    assert "cluster prod-east: new, chart 0.1.0" in proc.stdout
+    assert not (w / "dist").exists()
+
+
+def test_output_not_in_git_yet_compares_against_the_folder(project):
+    git = git_in(project)
+    git("init", "-q")                                      # a repository without a commit
+    proc = run_gpuop("diff", "--against", "HEAD", "--exit-code", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == "gpuop: dist/ is not in git at HEAD yet: comparing against the folder dist"
+    git("add", "profiles", "gpuop.yaml")                   # committed, but dist/ not yet
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "profiles only")
+    proc = run_gpuop("diff", "--against", "HEAD", "--exit-code", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert "not in git at HEAD yet: comparing against the folder dist" in proc.stderr
+
+
+def test_against_refuses_an_option_and_git_never_sees_it(project):
+    """Issue 18: `gpuop diff --against=--output=victim.txt` was passed to git and truncated victim.txt."""
+    git = git_in(project)
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "compiled")
+    victim = project / "victim.txt"
+    victim.write_text("keep me\n")
+    proc = run_gpuop("diff", "--against=--output=victim.txt", cwd=project)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "--against: '--output=victim.txt' is neither a folder nor a git revision: a revision cannot start with '-'",
+        "gpuop: 1 error; nothing written"]
+    assert victim.read_text() == "keep me\n"
+    proc = run_gpuop("diff", "--against", "HEAD..main", cwd=project)
+    assert proc.returncode == 2 and "'HEAD..main' is neither a folder nor a git revision" in proc.stderr
+
+
+def test_revision_with_options_after_it_stays_a_revision(project, monkeypatch):
+    """Every git call separates options from the revision and the path (`--end-of-options`, `--`)."""
+    from gpuop.ops import diff
+
+    calls = []
+    real = diff._git
+    monkeypatch.setattr(diff, "_git", lambda *a: calls.append(a) or real(*a))
+    monkeypatch.chdir(project)
+    git = git_in(project)
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "compiled")
+    tree = diff.tree_from_git("HEAD", "dist")
+    assert "index.json" in tree
+    for call in calls[1:]:
+        assert "--end-of-options" in call or "--" in call, call

@@ -5,6 +5,7 @@ corrupted cache entry is detected and rebuilt, never used."""
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from pathlib import Path
 
@@ -12,6 +13,8 @@ import pytest
 import yaml
 
 from conftest import REPO, run_gpuop
+
+pytestmark = pytest.mark.slow       # whole-fleet compiles, 15-65 s each (`make test-fast` leaves these out)
 
 DESIGNS = [
     {"gpu": "H100-SXM5-80GB", "mig": {"strategy": "mixed", "layout": {"3g.40gb": 1, "1g.10gb": 2}}},
@@ -171,7 +174,7 @@ def test_progress_bar_only_on_a_terminal_and_never_in_ci(fleet, tmp_path):
     assert "/12 [" not in ci and ci.startswith("gpuop: compiled 12 cluster(s)"), ci
 
 
-def test_unchanged_clusters_are_moved_not_rewritten_and_edits_are_repaired(fleet, tmp_path):
+def test_unchanged_clusters_are_linked_not_rewritten_and_edits_are_repaired(fleet, tmp_path):
     w = tmp_path / "w"
     shutil.copytree(fleet / "profiles", w / "profiles")
     shutil.copy(fleet / "gpuop.yaml", w / "gpuop.yaml")
@@ -181,13 +184,74 @@ def test_unchanged_clusters_are_moved_not_rewritten_and_edits_are_repaired(fleet
     one = w / "profiles" / "c04.yaml"
     one.write_text(one.read_text().replace("pool: p4", "pool: p4b"))
     run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
-    assert probe.stat().st_ino == inode                      # c03 unchanged: its folder was moved over
+    assert probe.stat().st_ino == inode                      # c03 unchanged: its files were hard-linked over
     edited = w / "out" / "c05" / "manifests" / "namespace-gpu-operator.yaml"
     original = edited.read_bytes()
     edited.write_text("kind: Broken\n")                      # a hand edit of the output
     run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
-    assert edited.read_bytes() == original                   # detected (size) and rewritten
+    assert edited.read_bytes() == original                   # detected and rewritten
     stray = w / "out" / "c06" / "chart" / "templates" / "stray.yaml"
     stray.write_text("kind: Stray\n")                        # a file gpuop did not write
     run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
     assert not stray.exists()
+
+
+def test_hand_edit_that_keeps_the_file_size_is_repaired(fleet, tmp_path):
+    """Issue 12: reuse was checked by file sizes; now by the bytes' digest recorded in index.json."""
+    w = tmp_path / "w"
+    shutil.copytree(fleet / "profiles", w / "profiles")
+    shutil.copy(fleet / "gpuop.yaml", w / "gpuop.yaml")
+    run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
+    edited = w / "out" / "c05" / "manifests" / "namespace-gpu-operator.yaml"
+    original = edited.read_bytes()
+    same_size = original.replace(b"gpu-operator", b"gpu-operatoX")
+    assert len(same_size) == len(original) and same_size != original
+    edited.write_bytes(same_size)
+    proc = run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
+    assert built(proc) == (0, 12)                            # from the cache: rewritten, not rebuilt
+    assert edited.read_bytes() == original
+    assert tree(w / "out") == tree(fleet / "clean")
+
+
+def test_shard_recipe_keeps_chart_versions_history_and_the_lock(fleet, tmp_path):
+    """Issue 12: `synth --shard K/N -o out-K` + `merge -o dist` restarted every chart at 0.1.0 and
+    dropped the history; shard runs now continue from the committed output (gitops.path = dist)."""
+    w = tmp_path / "w"
+    shutil.copytree(fleet / "profiles", w / "profiles")
+    shutil.copy(fleet / "gpuop.yaml", w / "gpuop.yaml")
+    run_gpuop("synth", "-o", "dist", "--cache", "cache", cwd=w, check=True)
+    parent = w / "profiles" / "_k134.yaml"
+    parent.write_text(parent.read_text().replace("580.173.02", "595.91.07"))
+    single = tmp_path / "single"
+    shutil.copytree(w, single)
+    run_gpuop("synth", "-o", "dist", "--cache", "cache", cwd=single, check=True)   # the same change, one run
+    for k in (1, 2, 3):
+        run_gpuop("synth", "--shard", f"{k}/3", "-o", f"out-{k}", "--cache", "cache", cwd=w, check=True)
+    run_gpuop("merge", "out-1", "out-2", "out-3", "-o", "dist", cwd=w, check=True)
+    assert yaml.safe_load((w / "dist" / "c01" / "chart" / "Chart.yaml").read_text())["version"] == "0.2.0"
+    assert (w / "dist" / "charts" / "c01-0.1.0.tgz").is_file()       # the history stays downloadable
+    assert tree(w / "dist") == tree(single / "dist")
+
+
+def test_merge_of_bad_shards_is_exit_2_never_a_bug(fleet, tmp_path):
+    w = tmp_path / "w"
+    shutil.copytree(fleet / "profiles", w / "profiles")
+    shutil.copy(fleet / "gpuop.yaml", w / "gpuop.yaml")
+    run_gpuop("synth", "--shard", "1/2", "-o", "s1", "--no-cache", cwd=w, check=True)
+    (w / "empty").mkdir()
+    (w / "bogus").mkdir()
+    (w / "bogus" / "index.json").write_text('{"clusters": [1, 2]}')
+    (w / "listed").mkdir()
+    (w / "listed" / "index.json").write_text((w / "s1" / "index.json").read_text())
+    (w / "listed" / "versions.lock.json").write_text('{"clusters": {}}')
+    proc = run_gpuop("merge", "s1", "empty", "bogus", "listed", "missing", "-o", "merged", cwd=w)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert "bogus/index.json: kind: expected kind: Index; not an index.json written by gpuop (restore it from git " \
+           "or recompile)" in lines
+    assert "empty/index.json: cannot read: No such file or directory; not a gpuop output folder" in lines
+    assert "missing: not a folder; pass the folders `gpuop synth --shard K/N -o DIR` wrote" in lines
+    name = json.loads((w / "s1" / "index.json").read_text())["clusters"][0]["name"]
+    assert f"listed: cluster {name!r} is in more than one shard" in lines
+    assert lines[-1].startswith("gpuop: ") and lines[-1].endswith("errors; nothing written")
+    assert not (w / "merged").exists()

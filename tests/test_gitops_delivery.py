@@ -13,7 +13,7 @@ from gpuop.verify import cel
 from gpuop.verify.crdschema import CrdValidator
 from gpuop.kube.yamlio import load
 
-from conftest import CRDS, load_dir, run_gpuop
+from conftest import CRDS, load_dir, run_gpuop, stack_clusters
 
 WAVE = "argocd.argoproj.io/sync-wave"
 
@@ -33,7 +33,7 @@ def _wave(obj) -> int:
 
 
 def test_waves_put_namespace_rbac_config_before_workloads(dist, index):
-    for c in index["clusters"]:
+    for c in stack_clusters(index):
         objs = load_dir(dist / c["manifests"])
         by_kind = {}
         for o in objs:
@@ -47,7 +47,7 @@ def test_waves_put_namespace_rbac_config_before_workloads(dist, index):
 
 
 def test_nfd_before_the_stack_and_dry_run_skipped_for_custom_kinds(dist, index):
-    for c in index["clusters"]:
+    for c in stack_clusters(index):
         apps = {a["metadata"]["name"]: a for a in load_dir(dist / c["argocd"])}
         gpu = apps[f"gpuop-{c['name']}"]
         opts = gpu["spec"]["syncPolicy"]["syncOptions"]
@@ -61,7 +61,7 @@ def test_nfd_before_the_stack_and_dry_run_skipped_for_custom_kinds(dist, index):
 
 
 def test_objects_over_the_annotation_limit_are_server_side_applied(dist, index):
-    for c in index["clusters"]:
+    for c in stack_clusters(index):
         sizes = [len(json.dumps(o)) for o in load_dir(dist / c["manifests"])]
         gpu = next(a for a in load_dir(dist / c["argocd"]) if a["metadata"]["name"] == f"gpuop-{c['name']}")
         assert max(sizes) < 262144 or "ServerSideApply=true" in gpu["spec"]["syncPolicy"]["syncOptions"]
@@ -72,7 +72,7 @@ def test_health_checks_for_kinds_the_engines_lack(dist, index):
     assert cm["metadata"]["name"] == "argocd-cm"
     assert "resource.customizations.health.argoproj.io_Application" in cm["data"]
     assert 'hs.status = "Healthy"' in cm["data"]["resource.customizations.health.nfd.k8s-sigs.io_NodeFeatureRule"]
-    for c in index["clusters"]:
+    for c in stack_clusters(index):
         hr = next(o for o in load_dir(dist / c["flux"]) if o["metadata"]["name"] == f"gpuop-{c['name']}")
         kinds = {k[1] for k in c["kinds"]}
         exprs = {e["kind"] for e in hr["spec"].get("healthCheckExprs", [])}
@@ -80,7 +80,7 @@ def test_health_checks_for_kinds_the_engines_lack(dist, index):
 
 
 def test_drift_settings_for_fields_controllers_mutate(dist, index):
-    for c in index["clusters"]:
+    for c in stack_clusters(index):
         app = next(a for a in load_dir(dist / c["argocd"]) if a["metadata"]["name"] == f"gpuop-{c['name']}")
         ign = {(d["group"], d["kind"]): d["jsonPointers"] for d in app["spec"]["ignoreDifferences"]}
         assert "/metadata/labels/kubernetes.io~1metadata.name" in ign[("", "Namespace")]
@@ -92,7 +92,7 @@ def test_drift_settings_for_fields_controllers_mutate(dist, index):
 
 
 def test_flux_overlay_kustomizations(dist, index, crds):
-    for c in index["clusters"]:
+    for c in stack_clusters(index):
         objs = load_dir(dist / c["fluxOverlay"])
         for o in objs:
             assert crds.errors(o) == [] and cel.errors(o) == [], (o["metadata"]["name"], crds.errors(o))
@@ -108,7 +108,7 @@ def test_flux_overlay_kustomizations(dist, index, crds):
 
 
 def test_substitution_is_disabled_exactly_where_dollar_braces_appear(dist, index):
-    for c in index["clusters"]:
+    for c in stack_clusters(index):
         for o in load_dir(dist / c["manifests"]):
             ann = o["metadata"].get("annotations", {})
             has = "${" in json.dumps({k: v for k, v in o.items() if k != "metadata"})
@@ -123,7 +123,7 @@ def test_oci_source_uses_chart_ref_with_the_helm_layer(workdir, tmp_path, crds):
     (w / "gpuop.yaml").write_text(yaml.safe_dump(settings))
     run_gpuop("synth", "-o", "out", cwd=w, check=True)
     index = json.loads((w / "out" / "index.json").read_text())
-    for c in index["clusters"]:
+    for c in stack_clusters(index):
         objs = {o["kind"]: o for o in load_dir(w / "out" / c["flux"]) if o["metadata"]["name"].startswith("gpuop-")
                 and not o["metadata"]["name"].endswith("-nfd")}
         hr, oci = objs["HelmRelease"], objs["OCIRepository"]
@@ -156,7 +156,7 @@ def test_every_gitops_object_synth_writes_passes_crd_schemas_and_cel(dist, index
     """All Argo CD and Flux objects of the whole output, fleet objects included, against the upstream
     CRDs (strict) and the hand-coded CEL rules."""
     every = CrdValidator.from_files(sorted(CRDS.glob("*.yaml")))
-    folders = [dist / "fleet" / "argocd"] + [dist / c[k] for c in index["clusters"]
+    folders = [dist / "fleet" / "argocd"] + [dist / c[k] for c in stack_clusters(index)
                                              for k in ("argocd", "flux", "fluxOverlay")]
     folders += [f / "nfd" for f in folders if (f / "nfd").is_dir()]
     checked = set()

@@ -21,8 +21,13 @@ def render(chart_dir, values=None, entry=None) -> list[dict]:
         chart.close()
     objs = []
     for path in sorted(out):
-        objs += load_all(out[path])
+        if not path.endswith("NOTES.txt"):
+            objs += load_all(out[path])
     return objs
+
+
+def is_hook(obj: dict) -> bool:
+    return "helm.sh/hook" in (obj["metadata"].get("annotations") or {})
 
 
 def test_every_chart_lints_without_errors(dist, index):
@@ -34,13 +39,97 @@ def test_every_chart_lints_without_errors(dist, index):
         assert not result.get("errors"), result
 
 
-def test_render_with_defaults_equals_manifests(dist, index):
+def test_render_as_argocd_and_flux_install_it_equals_manifests(dist, index):
+    """Argo CD and Flux install the chart with createNamespace=true (their only value); the render is
+    then the rendered manifests, the `helm test` hook aside."""
     for entry in index["clusters"]:
-        rendered = by_key(render(dist / entry["chart"], entry=entry))
+        rendered = by_key([o for o in render(dist / entry["chart"], {"createNamespace": True}, entry=entry)
+                           if not is_hook(o)])
         manifests = by_key(load_dir(dist / entry["manifests"]))
         assert rendered.keys() == manifests.keys(), entry["name"]
         for k in manifests:
             assert rendered[k] == manifests[k], (entry["name"], k)
+
+
+def test_render_with_defaults_leaves_the_namespace_to_helm_create_namespace(dist, index):
+    """Issue 12: the chart's own Namespace conflicted with `helm install -n NS --create-namespace`."""
+    for entry in index["clusters"]:
+        rendered = by_key([o for o in render(dist / entry["chart"], entry=entry) if not is_hook(o)])
+        manifests = by_key(load_dir(dist / entry["manifests"]))
+        assert set(manifests) - set(rendered) == {("Namespace", "", entry["namespace"])}, entry["name"]
+        assert load((dist / entry["chart"] / "values.yaml").read_text())["createNamespace"] is False
+
+
+def test_gitops_objects_install_the_chart_with_its_namespace_and_without_tests(dist, index):
+    for entry in index["clusters"]:
+        if (dist / entry["name"] / "operator").is_dir():     # operator mode: NVIDIA's chart, not this one
+            continue
+        (app,) = [a for a in load_dir(dist / entry["argocd"]) if a["metadata"]["name"] == f"gpuop-{entry['name']}"]
+        assert app["spec"]["source"]["helm"]["valuesObject"] == {"createNamespace": True}
+        assert app["spec"]["source"]["helm"]["skipTests"] is True
+        (hr,) = [o for o in load_dir(dist / entry["flux"]) if o["metadata"]["name"] == f"gpuop-{entry['name']}"]
+        assert hr["spec"]["values"] == {"createNamespace": True} and "test" not in hr["spec"]
+    appset = load((dist / "fleet" / "argocd" / "applicationset.yaml").read_text())
+    helm_ = appset["spec"]["template"]["spec"]["source"]["helm"]
+    assert helm_["valuesObject"] == {"createNamespace": True} and helm_["skipTests"] is True
+
+
+def test_chart_accepts_global_so_it_can_be_a_subchart(dist, index):
+    """Issue 12: `additional properties 'global' not allowed`."""
+    entry = index["clusters"][0]
+    objs = render(dist / entry["chart"], {"global": {"imageRegistry": "x", "any": {"thing": 1}}}, entry)
+    plain = render(dist / entry["chart"], {}, entry)
+    assert objs == plain
+
+
+def test_disabling_the_device_plugin_drops_the_validators_plugin_step(dist, index):
+    """Issue 12: `devicePlugin.enabled=false` kept the validator's plugin-validation step, which then
+    waits for a device plugin that never comes."""
+    entry = next(e for e in index["clusters"] if e["name"] == "prod-east")
+
+    def steps(values):
+        (ds,) = [o for o in render(dist / entry["chart"], values, entry)
+                 if o["metadata"]["name"] == "nvidia-operator-validator" and o["kind"] == "DaemonSet"]
+        return [c["name"] for c in ds["spec"]["template"]["spec"]["initContainers"]]
+
+    assert steps({}) == ["driver-validation", "toolkit-validation", "cuda-validation", "plugin-validation"]
+    assert steps({"devicePlugin": {"enabled": False}}) == ["driver-validation", "toolkit-validation", "cuda-validation"]
+
+
+def test_helm_test_hook_runs_vectoradd_on_one_gpu(dist, index):
+    for entry in index["clusters"]:
+        (pod,) = [o for o in render(dist / entry["chart"], {}, entry) if is_hook(o)]
+        assert pod["kind"] == "Pod" and pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+        (c,) = pod["spec"]["containers"]
+        values = load((dist / entry["chart"] / "values.yaml").read_text())
+        assert c["image"] == values["imageRegistry"] + "/k8s/cuda-sample:vectoradd-cuda12.5.0"
+        assert c["resources"]["requests"]["nvidia.com/gpu"] == 1 == c["resources"]["limits"]["nvidia.com/gpu"]
+        assert pod["spec"]["restartPolicy"] == "Never" and pod["spec"]["automountServiceAccountToken"] is False
+        assert pod["metadata"]["namespace"] == entry["namespace"]
+    (pod,) = [o for o in render(dist / index["clusters"][0]["chart"], {"smokeTestImage": "m.example/v:1"},
+                                index["clusters"][0]) if is_hook(o)]
+    assert pod["spec"]["containers"][0]["image"] == "m.example/v:1"
+
+
+def test_chart_has_notes_readme_listing_every_value_and_an_icon(dist, index):
+    import json as _json
+
+    for entry in index["clusters"]:
+        chart = dist / entry["chart"]
+        meta = load((chart / "Chart.yaml").read_text())
+        assert meta["icon"].startswith("https://")
+        schema = _json.loads((chart / "values.schema.json").read_text())
+        readme = (chart / "README.md").read_text()
+        listed = [l.split("`")[1] for l in readme.splitlines() if l.startswith("| `")]
+        assert sorted(listed) == sorted(schema["properties"]) and "global" in listed
+        c = helm.Chart.load(str(chart))
+        try:
+            out = c.render({}, name=entry["releaseName"], namespace=entry["namespace"])
+        finally:
+            c.close()
+        notes = out[f"{entry['name']}/templates/NOTES.txt"]
+        assert f"helm test {entry['releaseName']} -n {entry['namespace']}" in notes
+        assert "did not create the namespace (createNamespace=false)" in notes
 
 
 def test_chart_metadata(dist, index):

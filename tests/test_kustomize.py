@@ -14,6 +14,7 @@ from conftest import by_key, load_dir
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl (with kustomize) not on PATH")
 
 
+@pytest.mark.slow                   # one `kubectl kustomize` per cluster
 def test_overlay_builds_to_the_manifests(dist, index):
     for entry in index["clusters"]:
         out = subprocess.run(["kubectl", "kustomize", str(dist / entry["overlay"])],

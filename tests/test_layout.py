@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.fast      # reads the sources only: `make test-fast`
+
 from conftest import REPO
 
 PKG = REPO / "constructs" / "gpuop"

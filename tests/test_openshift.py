@@ -249,7 +249,7 @@ def test_driver_toolkit_wiring_matches_the_golden_render(objs, golden_dtk):
     assert (main["command"], main["args"]) == (g_main["command"], g_main["args"]) == (["ocp_dtk_entrypoint"], ["nv-ctr-run-with-dtk"])
     for field in ("name", "command", "args", "securityContext", "volumeMounts"):
         assert dtk[field] == g_dtk[field], field
-    assert [e["name"] for e in dtk["env"]] == [e["name"] for e in g_dtk["env"] if e["name"] != "DRIVER_CONFIG_DIGEST"]
+    assert [e["name"] for e in dtk["env"]] == [e["name"] for e in g_dtk["env"]]   # DRIVER_CONFIG_DIGEST last
     trusted_ca = "gpu-operator-trusted-ca"          # the golden's cluster-wide proxy CA: not known at compile time
     assert main["volumeMounts"] == [m for m in g_main["volumeMounts"] if m["name"] != trusted_ca]
     assert pod["volumes"] == [v for v in g["volumes"] if v["name"] != trusted_ca]

@@ -8,6 +8,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from gpuop.kube.yamlio import load
 
 from conftest import REPO, run_gpuop
@@ -32,6 +34,7 @@ def test_index_lists_every_cluster_with_its_paths(dist, index):
         assert c["namespace"] == ("nvidia-gpu-operator" if c["platform"] == "openshift" else "gpu-operator")
 
 
+@pytest.mark.slow                   # several compiles (15-40 s)
 def test_same_profiles_compile_to_identical_bytes(workdir, dist, tmp_path):
     run_gpuop("synth", "profiles", "-o", str(tmp_path / "a"), cwd=workdir, check=True)
     run_gpuop("synth", "profiles", "-o", str(tmp_path / "b"), cwd=workdir, check=True)
@@ -59,6 +62,7 @@ def _version(out: Path, cluster: str) -> str:
     return load((out / cluster / "chart" / "Chart.yaml").read_text())["version"]
 
 
+@pytest.mark.slow                   # several compiles (15-40 s)
 def test_chart_version_changes_exactly_with_content(workdir, tmp_path):
     w = tmp_path / "w"
     shutil.copytree(workdir / "profiles", w / "profiles")
@@ -69,7 +73,7 @@ def test_chart_version_changes_exactly_with_content(workdir, tmp_path):
     assert _version(w / "out", "prod-east") == "0.1.0"
     p = w / "profiles" / "prod-east.yaml"
     p.write_text(p.read_text().replace("containerRuntime: containerd",
-                                       "containerRuntime: containerd\n  daemonsets: {priorityClassName: gpu-high}"))
+                                       "containerRuntime: containerd\n  daemonsets: {priorityClassName: system-cluster-critical}"))
     run_gpuop("synth", "-o", "out", cwd=w, check=True)          # content change -> patch
     assert _version(w / "out", "prod-east") == "0.1.1"
     assert _version(w / "out", "lab-west") == "0.1.0"            # untouched cluster keeps its version
@@ -84,6 +88,7 @@ def test_chart_version_changes_exactly_with_content(workdir, tmp_path):
     assert lock["clusters"]["prod-east"]["version"] == "0.2.0"
 
 
+@pytest.mark.slow                   # several compiles (15-40 s)
 def test_failed_compile_leaves_output_untouched(workdir, tmp_path):
     w = tmp_path / "w"
     shutil.copytree(workdir / "profiles", w / "profiles")
@@ -96,4 +101,71 @@ def test_failed_compile_leaves_output_untouched(workdir, tmp_path):
     proc = run_gpuop("synth", "-o", "out", cwd=w)
     assert proc.returncode == 2
     assert tree(w / "out") == before
-    assert not [p for p in w.iterdir() if p.name.startswith(".out.")], "temporary folders left behind"
+    assert not [p for p in w.iterdir() if p.name.startswith((".out.new-", ".out.old-"))], "temporary folders left behind"
+    assert sorted(p.name for p in w.iterdir() if p.name.startswith(".out.")) == []     # the lock goes with the run
+
+
+def test_apply_folders_hold_only_kubernetes_objects(dist, index):
+    """Issue 12: `kubectl apply -f dist/<cluster>/argocd/` failed on cluster.json. kubectl cannot
+    dry-run offline (it needs the server's discovery), so every file of every apply folder is parsed
+    as kubectl would: each document a Kubernetes object with apiVersion, kind and metadata.name."""
+    from gpuop.kube.yamlio import load_all
+
+    for c in index["clusters"]:
+        for key in ("argocd", "flux", "manifests"):
+            folder = dist / c[key]
+            for f in sorted(folder.iterdir()):
+                assert f.suffix in (".yaml", ".yml", ".json"), f
+                docs = [json.loads(f.read_text())] if f.suffix == ".json" else load_all(f.read_text())
+                for obj in docs:
+                    if f.name == "kustomization.yaml":      # kubectl apply -k reads it, -f skips nothing: a Kustomization object
+                        assert obj["kind"] == "Kustomization"
+                        continue
+                    assert obj["apiVersion"] and obj["kind"] and obj["metadata"]["name"], f
+    for params in sorted(dist.glob("*/params/cluster.json")):      # the ApplicationSet's parameters, apart
+        assert json.loads(params.read_text())["name"] == params.parent.parent.name
+    assert not list(dist.glob("*/argocd/cluster.json"))
+    appset = load((dist / "fleet" / "argocd" / "applicationset.yaml").read_text())
+    assert appset["spec"]["generators"][0]["git"]["files"] == [{"path": "dist/*/params/cluster.json"}]
+
+
+@pytest.mark.slow                   # several compiles (15-40 s)
+def test_deleted_charts_folder_is_rebuilt_and_validate_refuses_an_empty_repository_index(workdir, tmp_path):
+    w = tmp_path / "w"
+    shutil.copytree(workdir / "profiles", w / "profiles")
+    shutil.copy(workdir / "gpuop.yaml", w / "gpuop.yaml")
+    run_gpuop("synth", "-o", "out", cwd=w, check=True)
+    before = tree(w / "out")
+    (w / "out" / "charts" / "index.yaml").write_text("apiVersion: v1\nentries: {}\n")
+    proc = run_gpuop("validate", "out", cwd=w)
+    assert proc.returncode == 2
+    assert "out/charts/index.yaml: does not list prod-east-0.1.0.tgz; run gpuop synth to rebuild it" in proc.stderr
+    shutil.rmtree(w / "out" / "charts")
+    proc = run_gpuop("validate", "out", cwd=w)
+    assert proc.returncode == 2
+    i = [c["name"] for c in json.loads((w / "out" / "index.json").read_text())["clusters"]].index("prod-east")
+    assert (f"out/index.json: clusters[{i}].package: charts/prod-east-0.1.0.tgz is missing; run gpuop synth to rebuild "
+            "it from the version lock") in proc.stderr.splitlines()
+    run_gpuop("synth", "-o", "out", cwd=w, check=True)
+    assert tree(w / "out") == before
+    assert run_gpuop("validate", "out", cwd=w).returncode == 0
+
+
+@pytest.mark.slow                   # several compiles (15-40 s)
+def test_validate_and_diff_on_a_bogus_index_json_are_exit_2(workdir, tmp_path):
+    w = tmp_path / "w"
+    shutil.copytree(workdir / "profiles", w / "profiles")
+    shutil.copy(workdir / "gpuop.yaml", w / "gpuop.yaml")
+    run_gpuop("synth", "-o", "dist", cwd=w, check=True)
+    for text, message in (('{"clusters": 3}', "dist/index.json: kind: expected kind: Index; not an index.json "
+                           "written by gpuop (restore it from git or recompile)"),
+                          ('{"kind": "Index", "clusters": [{"name": "x"}]}', "dist/index.json: clusters[0].chart: "
+                           "missing or not a string; not an index.json written by gpuop (restore it from git or recompile)"),
+                          ("[1", "dist/index.json: not valid JSON (Expecting ',' delimiter: line 1 column 3 (char 2)); "
+                           "restore it from git or recompile")):
+        (w / "dist" / "index.json").write_text(text)
+        for cmd in (("validate", "dist"), ("diff",)):
+            proc = run_gpuop(*cmd, cwd=w)
+            assert proc.returncode == 2, (cmd, proc.stderr)
+            assert proc.stderr.splitlines()[0] == message, (cmd, proc.stderr)
+            assert "Traceback" not in proc.stderr

@@ -5,9 +5,8 @@ with republishing other content under an old version refused."""
 from __future__ import annotations
 
 import http.server
+import json
 import shutil
-import socket
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -16,40 +15,10 @@ import helm_python as helm
 import pytest
 import yaml
 
-from conftest import run_gpuop
+from conftest import free_port as _free_port, run_gpuop
 
-REGISTRY = shutil.which("docker-registry") or shutil.which("registry")
+pytestmark = pytest.mark.slow       # chart packaging and a registry, 15-30 s each (`make test-fast` leaves these out)
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def registry(tmp_path_factory):
-    if REGISTRY is None:
-        pytest.skip("docker-registry not installed (.ci/run installs Debian's docker-registry)")
-    root = tmp_path_factory.mktemp("registry")
-    port = _free_port()
-    (root / "config.yml").write_text(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {root / 'data'}\n"
-                                     f"http:\n  addr: 127.0.0.1:{port}\n")
-    proc = subprocess.Popen([REGISTRY, "serve", str(root / "config.yml")], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    else:
-        proc.kill()
-        pytest.fail("docker-registry did not start")
-    yield f"127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(timeout=10)
 
 
 def _project(src: Path, dst: Path) -> Path:
@@ -77,7 +46,7 @@ def test_repository_index_lists_every_version_and_serves_over_http(workdir, tmp_
     run_gpuop("synth", "-o", "out", cwd=w, check=True)
     p = w / "profiles" / "prod-east.yaml"
     p.write_text(p.read_text().replace("containerRuntime: containerd",
-                                       "containerRuntime: containerd\n  daemonsets: {priorityClassName: gpu-high}"))
+                                       "containerRuntime: containerd\n  daemonsets: {priorityClassName: system-cluster-critical}"))
     run_gpuop("synth", "-o", "out", cwd=w, check=True)
     index = yaml.safe_load((w / "out" / "charts" / "index.yaml").read_text())
     versions = [e["version"] for e in index["entries"]["prod-east"]]
@@ -105,7 +74,7 @@ def test_oci_push_and_pull_round_trip(workdir, tmp_path, registry):
     first = run_gpuop("publish", "--oci", remote, "--plain-http", "out", cwd=w, check=True)
     assert "prod-east 0.1.0: pushed" in first.stderr
     again = run_gpuop("publish", "--oci", remote, "--plain-http", "out", cwd=w, check=True)
-    assert "prod-east 0.1.0: unchanged" in again.stderr and "pushed" not in again.stderr
+    assert "prod-east 0.1.0: unchanged" in again.stderr and ": pushed" not in again.stderr
     client = helm.RegistryClient(plain_http=True)
     (tmp_path / "p").mkdir()
     try:
@@ -124,7 +93,7 @@ def test_republishing_other_content_under_a_published_version_is_refused(workdir
     b = _project(workdir, tmp_path / "b")       # a fresh checkout without the lock: content differs, version 0.1.0 again
     p = b / "profiles" / "prod-east.yaml"
     p.write_text(p.read_text().replace("containerRuntime: containerd",
-                                       "containerRuntime: containerd\n  daemonsets: {priorityClassName: gpu-high}"))
+                                       "containerRuntime: containerd\n  daemonsets: {priorityClassName: system-cluster-critical}"))
     run_gpuop("synth", "-o", "out", cwd=b, check=True)
     proc = run_gpuop("publish", "--oci", remote, "--plain-http", "out", cwd=b)
     assert proc.returncode == 2, proc.stderr
@@ -139,3 +108,38 @@ def test_unreachable_registry_is_a_user_error_not_a_bug(workdir, tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "registry error:" in proc.stderr and "connection refused" in proc.stderr
     assert "please report" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_publish_reports_exactly_what_was_pushed_skipped_and_refused(workdir, tmp_path, registry):
+    """Issue 12: after a refused version publish said "nothing written" although other charts were pushed."""
+    remote = f"oci://{registry}/report"
+    a = _project(workdir, tmp_path / "a")
+    run_gpuop("synth", "-o", "out", cwd=a, check=True)
+    run_gpuop("publish", "--oci", remote, "--plain-http", "out", cwd=a, check=True)
+    b = _project(workdir, tmp_path / "b")
+    p = b / "profiles" / "prod-east.yaml"
+    p.write_text(p.read_text().replace("containerRuntime: containerd",
+                                       "containerRuntime: containerd\n  daemonsets: {priorityClassName: system-cluster-critical}"))
+    lab = b / "profiles" / "lab-west.yaml"
+    (b / "profiles" / "lab-new.yaml").write_text(lab.read_text().replace("name: lab-west", "name: lab-new"))
+    run_gpuop("synth", "-o", "out", cwd=b, check=True)
+    proc = run_gpuop("publish", "--oci", remote, "--plain-http", "out", cwd=b)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert "gpuop: lab-new 0.1.0: pushed" in lines
+    assert "gpuop: lab-west 0.1.0: unchanged" in lines
+    assert "gpuop: prod-east 0.1.0: refused" in lines
+    n = len(json.loads((b / "out" / "index.json").read_text())["clusters"])
+    assert lines[-1] == f"gpuop: 1 pushed, {n - 2} skipped (already published), 1 refused, 0 not attempted"
+    assert "nothing written" not in proc.stderr
+
+
+def test_registry_error_says_which_charts_were_not_attempted(workdir, tmp_path):
+    w = _project(workdir, tmp_path / "w")
+    run_gpuop("synth", "-o", "out", cwd=w, check=True)
+    proc = run_gpuop("publish", "--oci", f"oci://127.0.0.1:{_free_port()}/gpu", "--plain-http", "out", cwd=w)
+    assert proc.returncode == 2
+    lines = proc.stderr.splitlines()
+    n = len(json.loads((w / "out" / "index.json").read_text())["clusters"])
+    assert lines[-1] == f"gpuop: 0 pushed, 0 skipped (already published), 0 refused, {n} not attempted"
+    assert "gpuop: prod-east 0.1.0: not attempted" in lines

@@ -239,7 +239,8 @@ def test_config_manager_as_handle_device_plugin_config_renders_it(objs, state, d
     assert normalize(ours_side) == normalize(upstream_config_manager(up_side, image))
     assert [c["name"] for c in p["initContainers"]] == [c["name"] for c in up["initContainers"]]
     assert [c["name"] for c in p["containers"]] == [c["name"] for c in up["containers"]]
-    assert p["shareProcessNamespace"] is True
+    # handleDevicePluginConfig: shareProcessNamespace only where hostPID is not set (the MPS daemon has it)
+    assert p.get("shareProcessNamespace") is (None if up.get("hostPID") else True)
     m = next(c for c in p["containers"] if c["name"] == main)
     assert m["volumeMounts"][-2:] == [{"name": "config", "mountPath": "/config"},
                                       {"name": "device-plugin-config", "mountPath": "/available-configs"}]
@@ -254,8 +255,12 @@ def test_mps_control_daemon_keeps_the_operators_shape(objs):
         assert ours["metadata"].get(f) == up["metadata"].get(f), f
     assert ours["spec"]["selector"] == up["spec"]["selector"]
     p, up_p = ours["spec"]["template"]["spec"], up["spec"]["template"]["spec"]
-    for f in ("nodeSelector", "tolerations", "priorityClassName", "serviceAccountName", "hostPID"):
+    for f in ("nodeSelector", "tolerations", "priorityClassName", "hostPID"):
         assert p[f] == up_p[f], f
+    # its own ServiceAccount (the asset's RBAC name), so OpenShift gets one SCC per account (mps_control_daemon.py)
+    assert (p["serviceAccountName"], up_p["serviceAccountName"]) == (
+        "nvidia-device-plugin-mps-control-daemon", "nvidia-device-plugin")
+    assert "shareProcessNamespace" not in p
     assert p["runtimeClassName"] == "nvidia"
     for ours_c, up_c in zip(p["initContainers"][:2], up_p["initContainers"][:2]):
         for f in ("name", "command", "args", "volumeMounts"):

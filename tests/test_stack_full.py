@@ -355,7 +355,8 @@ def test_upgrade_policy_reaches_the_driver_manager_and_the_rollout(full):
             e["DRAIN_DELETE_EMPTYDIR_DATA"], e["DRAIN_USE_FORCE"], e["DRAIN_POD_SELECTOR_LABEL"]) == \
         ("true", "true", "600s", "true", "false", "")
     up = asset("state-driver/0500_daemonset.yaml")["spec"]["template"]["spec"]["initContainers"][0]
-    assert [x["name"] for x in manager["env"]] == [x["name"] for x in up["env"]]   # same variables, same order
+    # same variables, same order, and the config digest TransformDriver appends
+    assert [x["name"] for x in manager["env"]] == [x["name"] for x in up["env"]] + ["DRIVER_CONFIG_DIGEST"]
 
 
 @pytest.mark.parametrize("policy, strategy", [

@@ -182,6 +182,8 @@ def load() -> Catalog:
         doc, raw = _read("drivers.yaml")
         h.update(raw)
         drivers = tuple(DriverBranch(**b) for b in doc["branches"])
-    h.update((DATA / "mig.yaml").read_bytes())      # catalog/mig.py: a MIG fact change invalidates caches too
+    for extra in sorted(DATA.glob("*.yaml")):       # every other catalog too (mig.yaml, dra.yaml, ...): a fact
+        if extra.name not in ("releases.yaml", "gpus.yaml", "drivers.yaml"):   # change invalidates caches
+            h.update(extra.name.encode() + b"\0" + extra.read_bytes())
     releases = tuple(sorted((Release(**r) for r in rel["releases"]), key=lambda r: tuple(map(int, r.name.split(".")))))
     return Catalog(releases=releases, gpus=gpus, drivers=drivers, pci=pci, digest=h.hexdigest())

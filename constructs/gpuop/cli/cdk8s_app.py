@@ -10,22 +10,23 @@ import os
 import sys
 from pathlib import Path
 
-os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-
 
 def main() -> int:
-    import cdk8s
-
     from gpuop.errors import UserError
-    from gpuop.pipeline.run import plan_all
-    from gpuop.stack.chart import GpuStack
 
     paths = [Path(p) for p in os.environ.get("GPUOP_PROFILES", "profiles").split(os.pathsep) if p]
     try:
+        from gpuop.components.runtime import start_cdk8s
+
+        cdk8s = start_cdk8s()        # the Node jsii runs on; none is exit 2 with what to install
+        from gpuop.pipeline.run import plan_all
+
         plans, warnings = plan_all(paths)
     except UserError as exc:
         print(exc, file=sys.stderr)
         return 2
+    from gpuop.stack.chart import GpuStack
+
     app = cdk8s.App()
     for plan in plans:
         GpuStack(app, plan.name, plan, fill=True)

@@ -12,10 +12,8 @@ import sys
 import traceback
 from pathlib import Path
 
-os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-
-from gpuop import __version__  # noqa: E402
-from gpuop.errors import UserError  # noqa: E402
+from gpuop import __version__
+from gpuop.errors import UserError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,11 +31,17 @@ def _parser() -> argparse.ArgumentParser:
                    help="build cache folder (default: .gpuop-cache); unchanged clusters are reused from it")
     s.add_argument("--no-cache", action="store_true", help="build every cluster; neither read nor write the cache")
     s.add_argument("--shard", type=_shard, help="K/N: build only shard K of N (merge shards with `gpuop merge`)")
+    s.add_argument("--previous", type=Path, help="last output whose version lock and chart history the compile "
+                   "continues (default: the output folder; with --shard, the settings' gitops.path folder, e.g. dist)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar (it shows only on a terminal)")
     d = sub.add_parser("diff", help="what the engines would add, change or delete, per cluster (no cluster needed)")
     d.add_argument("paths", nargs="*", type=Path)
-    d.add_argument("--against", default="dist", help="last compiled output: a folder or a git revision "
-                   "(its dist/ folder is read; default: the folder dist)")
+    d.add_argument("--against", default=None, help="last compiled output: a folder or a git revision "
+                   "(its output folder is read; default: the output folder on disk)")
+    d.add_argument("--exit-code", action="store_true", help="exit 1 when something would change, 0 when not")
+    d.add_argument("--impact", action="store_true", help="what the change does on the GPU nodes, per cluster and "
+                   "pool (driver reinstalls, MIG reconfiguration, restarts), destructive first")
+    d.add_argument("--format", choices=("text", "json"), default="text", help="with --impact: text or json")
     d.add_argument("-o", "--output", type=Path, default=Path("dist"), help="output folder whose lock and "
                    "packaged charts the new compile continues from (default: dist)")
     d.add_argument("--settings", type=Path, default=Path("gpuop.yaml"))
@@ -55,6 +59,24 @@ def _parser() -> argparse.ArgumentParser:
     from gpuop.cli import mig as mig_cli
 
     mig_cli.add_arguments(sub.add_parser("mig", help="MIG geometry: list GPUs, check and draw layouts"))
+    cp = sub.add_parser("capacity", help="what each pool advertises (nvidia.com/gpu, MIG, shared), per node and total")
+    cp.add_argument("paths", nargs="*", type=Path)
+    cp.add_argument("--format", choices=("table", "json"), default="table")
+    rp = sub.add_parser("report", help="write a static HTML page of the fleet to OUTPUT/report/index.html")
+    rp.add_argument("paths", nargs="*", type=Path)
+    rp.add_argument("--against", default=None, help="also show what the next synth changes against this folder or "
+                    "git revision, with its impact on the nodes")
+    rp.add_argument("-o", "--output", type=Path, default=Path("dist"), help="compiled output folder (default: dist)")
+    rp.add_argument("--settings", type=Path, default=Path("gpuop.yaml"))
+    im = sub.add_parser("import", help="an operator values.yaml or ClusterPolicy (+ NVIDIADriver CRs) -> a profile")
+    im.add_argument("files", nargs="+", type=Path)
+    im.add_argument("-o", "--output", type=Path, default=None)
+    im.add_argument("--chart-defaults", type=Path, default=None, help="NVIDIA's chart values.yaml of the operator "
+                    "version (`helm show values`): settings equal to it are not reported")
+    ig = sub.add_parser("images", help="list every image the clusters use; `images resolve --registry URL` "
+                        "fills a digest lock (spec.images.digestLock) from a registry", add_help=False)
+    ig.add_argument("-h", "--help", action="store_true", help="show the images command's help")
+    ig.add_argument("rest", nargs=argparse.REMAINDER, help="[resolve --registry URL] [PATHS...]; -h for more")
     sc = sub.add_parser("schema", help="write the JSON Schemas of profiles and chart values")
     sc.add_argument("-o", "--output", type=Path, default=Path("schemas"))
     return p
@@ -82,7 +104,8 @@ def _paths(args) -> list[Path]:
 def cmd_synth(args) -> int:
     from gpuop.pipeline.run import compile_profiles, plan_all
     from gpuop.profile.settings import load_settings
-    from gpuop.pipeline.write import check_target, read_previous, write_tree
+    from gpuop.pipeline.cache import BuildCache
+    from gpuop.pipeline.write import check_target, locked, output_lock, read_previous, write_tree
 
     try:
         settings = load_settings(args.settings)
@@ -93,57 +116,95 @@ def cmd_synth(args) -> int:
         except UserError as more:
             issues += more.issues
         raise UserError(issues)
-    check_target(args.output)
-    previous = read_previous(args.output)
-    if previous.charts and not previous.lock.get("clusters"):
-        print(f"{args.output}: warning: packaged charts but no version lock ({args.output}/versions.lock.json): chart "
-              "versions restart at 0.1.0, and a Flux HelmRelease on a Git source (reconcileStrategy ChartVersion) "
-              "or an Argo CD Helm-repository source that already has 0.1.0 will not upgrade; restore the lock from "
-              "git", file=sys.stderr)
-    result = compile_profiles(_paths(args), settings, previous, jobs=args.jobs,
-                              cache_dir=None if args.no_cache else args.cache, shard=args.shard,
-                              progress=not args.no_progress)
-    for w in result.warnings:
-        print(w, file=sys.stderr)
-    write_tree(args.output, result.files, result.reuse)
+    project = args.settings.absolute().parent
+    check_target(args.output, project, tuple(_paths(args)) + (args.settings,), settings.gitops.repoURL)
+    cache_dir = None if args.no_cache else args.cache
+    with output_lock(args.output), _cache_lock(BuildCache(cache_dir), locked):
+        check_target(args.output, project, tuple(_paths(args)) + (args.settings,), settings.gitops.repoURL)   # as it is now, under the lock
+        source = _previous_folder(args, settings, project)
+        previous = read_previous(source, repair=source == args.output)
+        if previous.charts and not previous.lock.get("clusters"):
+            print(f"{source}: warning: packaged charts but no version lock ({source}/versions.lock.json): chart "
+                  "versions restart at 0.1.0, and a Flux HelmRelease on a Git source (reconcileStrategy ChartVersion) "
+                  "or an Argo CD Helm-repository source that already has 0.1.0 will not upgrade; restore the lock from "
+                  "git", file=sys.stderr)
+        result = compile_profiles(_paths(args), settings, previous, jobs=args.jobs, cache_dir=cache_dir,
+                                  shard=args.shard, progress=not args.no_progress)
+        for w in result.warnings:
+            print(w, file=sys.stderr)
+        write_tree(args.output, result.files, result.reuse, project=project, repo=settings.gitops.repoURL,
+                   source=source)
+    for name in result.removed:
+        print(f"gpuop: cluster {name} removed: Argo CD / Flux will delete its GPU stack", file=sys.stderr)
     shard = f" (shard {args.shard[0]}/{args.shard[1]})" if args.shard else ""
+    kept = f", {len(result.kept)} kept as they were" if result.kept else ""
     print(f"gpuop: compiled {len(result.names)} cluster(s){shard} into {args.output} "
-          f"({result.built} built, {len(result.names) - result.built} unchanged)", file=sys.stderr)
+          f"({result.built} built, {len(result.names) - result.built} unchanged{kept})", file=sys.stderr)
     return 0
+
+
+def _previous_folder(args, settings, project: Path) -> Path:
+    """Where versions and chart history continue from: --previous, else the output folder; a shard run
+    into a new folder continues from the project's committed output (gitops.path), so merged shards
+    keep every chart version and its history."""
+    if args.previous is not None:
+        return args.previous
+    if args.shard and not (args.output / "index.json").is_file():
+        committed = project / settings.gitops.path.rstrip("/")
+        if (committed / "index.json").is_file():
+            return committed
+    return args.output
+
+
+def _cache_lock(cache, locked):
+    from contextlib import nullcontext
+
+    path = cache.lock_path()
+    return nullcontext() if path is None else locked(path, str(cache.root))
 
 
 def cmd_diff(args) -> int:
-    from gpuop.ops.diff import diff_trees, render, tree_from_dir, tree_from_git
-    from gpuop.pipeline.run import compile_profiles
-    from gpuop.profile.settings import load_settings
-    from gpuop.pipeline.write import read_previous
+    from gpuop.ops.diff import run
 
-    settings = load_settings(args.settings)
-    against = Path(args.against)
-    old = tree_from_dir(against) if against.is_dir() else tree_from_git(args.against, str(args.output).rstrip("/"))
-    result = compile_profiles(_paths(args), settings, read_previous(args.output), cache_dir=Path(".gpuop-cache"),
-                              progress=False, reuse=False)
-    new = {k: (v.encode() if isinstance(v, str) else v) for k, v in result.files.items()}
-    sys.stdout.write(render(diff_trees(old, new)))
-    return 0
+    if args.impact:
+        from gpuop.ops import impact
+
+        text, changed = impact.run(_paths(args), args.against, args.output, args.settings, args.format)
+        sys.stdout.write(text)
+        return 1 if args.exit_code and changed else 0
+    text, changed = run(_paths(args), args.against, args.output, args.settings)
+    sys.stdout.write(text)
+    return 1 if args.exit_code and changed else 0
 
 
 def cmd_publish(args) -> int:
-    from gpuop.ops.publish import publish_oci
+    from gpuop.ops.publish import publish_oci, summary
 
-    for o in publish_oci(args.dist, args.oci, plain_http=args.plain_http):
+    outcomes, issues = publish_oci(args.dist, args.oci, plain_http=args.plain_http)
+    for o in outcomes:
         print(f"gpuop: {o.chart} {o.version}: {o.action}", file=sys.stderr)
-    return 0
+    for issue in issues:
+        print(issue, file=sys.stderr)
+    print(summary(outcomes), file=sys.stderr)     # exactly what the registry now holds: never "nothing written"
+    return 2 if issues else 0
 
 
 def cmd_merge(args) -> int:
     from gpuop.pipeline.shards import merge_shards
-    from gpuop.pipeline.write import write_tree
+    from gpuop.pipeline.write import check_target, output_lock, read_previous, write_tree
 
     from gpuop.profile.settings import load_settings
 
-    files = merge_shards(args.shards, load_settings(args.settings))
-    write_tree(args.output, files)
+    settings = load_settings(args.settings)
+    project = args.settings.absolute().parent
+    check_target(args.output, project, tuple(args.shards) + (args.settings,), settings.gitops.repoURL)
+    with output_lock(args.output):
+        check_target(args.output, project, tuple(args.shards) + (args.settings,), settings.gitops.repoURL)
+        files, names = merge_shards(args.shards, settings)
+        before = set(read_previous(args.output).index)
+        write_tree(args.output, files, project=project, repo=settings.gitops.repoURL)
+    for name in sorted(before - set(names)):
+        print(f"gpuop: cluster {name} removed: Argo CD / Flux will delete its GPU stack", file=sys.stderr)
     print(f"gpuop: merged {len(args.shards)} shard(s) into {args.output}", file=sys.stderr)
     return 0
 
@@ -158,7 +219,10 @@ def cmd_validate(args) -> int:
     profiles = [p for p in args.paths if not is_output(p)]
     issues: list[Issue] = []
     for out in outputs:
-        issues += validate_output(out)
+        from gpuop.pipeline.write import output_issues
+
+        found = output_issues(out)          # a bogus index.json is exit 2 here, before anything reads it
+        issues += found or validate_output(out)
     plans, warnings = [], []
     if profiles or not outputs:
         try:
@@ -179,6 +243,23 @@ def cmd_validate(args) -> int:
     return 0
 
 
+def cmd_capacity(args) -> int:
+    from gpuop.ops.capacity import render
+    from gpuop.pipeline.run import plan_all
+
+    plans, _ = plan_all(_paths(args))
+    sys.stdout.write(render(plans, args.format))
+    return 0
+
+
+def cmd_report(args) -> int:
+    from gpuop.ops.report import run
+
+    target = run(_paths(args), args.against, args.output, args.settings)
+    print(f"gpuop: wrote {target}", file=sys.stderr)
+    return 0
+
+
 def cmd_schema(args) -> int:
     from gpuop.profile.models import profile_json_schema
     from gpuop.outputs.values import values_schema
@@ -191,14 +272,66 @@ def cmd_schema(args) -> int:
     return 0
 
 
+def cmd_import(args) -> int:
+    from gpuop.ops.importer import run
+
+    text = run(args.files, args.output, chart_defaults=args.chart_defaults)
+    if args.output is None:
+        sys.stdout.write(text)
+    return 0
+
+
 def cmd_mig(args) -> int:
     from gpuop.cli import mig as mig_cli
 
     return mig_cli.run(args)
 
 
-COMMANDS = {"synth": cmd_synth, "validate": cmd_validate, "schema": cmd_schema, "mig": cmd_mig,
-            "merge": cmd_merge, "publish": cmd_publish, "diff": cmd_diff}
+def _interrupted(args) -> str:
+    """What Ctrl-C kept: the output folder is the previous tree or, once the exchange happened, the new one."""
+    out = getattr(args, "output", None)
+    if args.command not in ("synth", "merge") or out is None:
+        return "gpuop: interrupted"
+    from gpuop.pipeline.write import committed
+
+    if committed():
+        return f"gpuop: interrupted after the new {out} was in place; it is whole (only the old tree's removal was cut short)"
+    return f"gpuop: interrupted; {out} was not changed (the previous tree is kept)"
+
+
+def _images_parser(resolve: bool) -> argparse.ArgumentParser:
+    ip = argparse.ArgumentParser(prog="gpuop images resolve" if resolve else "gpuop images", description=(
+        "Fill a digest lock from a registry (every image the profiles use must be there)." if resolve else
+        "Print every image each cluster's manifests use (dist/<cluster>/images.txt), one `cluster<TAB>image` a line."))
+    ip.add_argument("paths", nargs="*", type=Path, help="profiles or folders (default: profiles)")
+    if resolve:
+        ip.add_argument("--registry", required=True, help="[http[s]://]HOST[:PORT][/PATH] holding the images")
+        ip.add_argument("--plain-http", action="store_true", help="registry without TLS (e.g. on loopback)")
+        ip.add_argument("--lock", type=Path, default=Path("images.lock.json"), help="the digest lock to write "
+                        "(default: images.lock.json); profiles pin with spec.images.digestLock")
+    return ip
+
+
+def cmd_images(args) -> int:
+    from gpuop.ops import images
+
+    resolve = bool(args.rest) and args.rest[0] == "resolve"
+    a = _images_parser(resolve).parse_args((args.rest[1:] if resolve else args.rest) + (["-h"] if args.help else []))
+    paths = a.paths or [Path("profiles")]
+    if resolve:
+        found = images.resolve(paths, a.registry, a.lock, a.plain_http)
+        print(f"gpuop: {len(found)} image digest{'s' if len(found) != 1 else ''} written to {a.lock}",
+              file=sys.stderr)
+        return 0
+    for cluster, refs in images.list_images(paths).items():
+        for ref in refs:
+            print(f"{cluster}\t{ref}")
+    return 0
+
+
+COMMANDS = {"images": cmd_images, "synth": cmd_synth, "validate": cmd_validate, "schema": cmd_schema, "mig": cmd_mig,
+            "merge": cmd_merge, "publish": cmd_publish, "diff": cmd_diff, "capacity": cmd_capacity,
+            "report": cmd_report, "import": cmd_import}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -212,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gpuop: {n} error{'s' if n != 1 else ''}; nothing written", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        print(_interrupted(args), file=sys.stderr)
         return 130
     except Exception as exc:  # the bug boundary
         if args.verbose:

@@ -15,8 +15,10 @@ from __future__ import annotations
 import json
 from typing import ClassVar
 
-import cdk8s
-from constructs import Construct
+from gpuop.components.runtime import start_cdk8s
+
+cdk8s = start_cdk8s()  # gpuop's first `import cdk8s` (starts Node): a supported Node, or exit 2 saying what to install
+from constructs import Construct  # noqa: E402
 
 from gpuop.components.openshift import secure
 from gpuop.components.props import Props

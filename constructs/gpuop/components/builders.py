@@ -79,6 +79,28 @@ def env(name: str, value: str | None = None, field_path: str | None = None) -> d
     return {"name": name, "value": value}
 
 
+def with_host_paths(volumes: list[dict], placement: Placement) -> list[dict]:
+    """The Operator's hostPaths.rootFS / driverInstallDir: every `host-root` / `driver-install-dir`
+    hostPath volume points at the profile's directory."""
+    paths = {"host-root": placement.root_fs, "driver-install-dir": placement.driver_install_dir}
+    return [{**v, "hostPath": {**v["hostPath"], "path": paths[v["name"]]}}
+            if v["name"] in paths and "hostPath" in v else v for v in volumes]
+
+
+def merge_env(base: list[dict], overrides: tuple[tuple[str, str], ...]) -> list[dict]:
+    """`base` with the profile's env merged over it by name: a known name is replaced where it stands,
+    a new one appended (the Operator's setContainerEnv for `<operand>.env`)."""
+    out = list(base)
+    index = {e["name"]: i for i, e in enumerate(out)}
+    for name, value in overrides:
+        if name in index:
+            out[index[name]] = env(name, value)
+        else:
+            index[name] = len(out)
+            out.append(env(name, value))
+    return out
+
+
 def resources_slot(values_key: str) -> str:
     return slot(f"{values_key}.resources")
 
@@ -116,9 +138,11 @@ def daemonset(name: str, namespace: str, *, app: str, labels: dict, annotations:
         "imagePullSecrets": slot("imagePullSecrets"),
         **pod_spec,
     }
-    template_meta: dict = {"labels": labels}
-    if pod_annotations:
-        template_meta["annotations"] = pod_annotations
+    template_meta: dict = {"labels": {**placement.pod_labels, **labels}}     # the selector's labels win
+    if pod_annotations or placement.pod_annotations:
+        template_meta["annotations"] = {**placement.pod_annotations, **(pod_annotations or {})}
+    if "volumes" in spec:
+        spec["volumes"] = with_host_paths(spec["volumes"], placement)
     body = {
         "apiVersion": "apps/v1", "kind": "DaemonSet",
         "metadata": meta(name, namespace, labels, annotations),
@@ -153,12 +177,17 @@ def service_monitor(name: str, namespace: str, *, app: str, port_name: str, job_
                      "selector": {"matchLabels": {"app": app}}}}
 
 
+VALIDATOR_RESOURCES = resources_slot("validator")   # every `*-validation` init container's resources
+
+
 def validation_init(component: str, image: str, mounts: list[dict], *, wait_for: str | None = None,
                     extra_env: list[dict] | None = None) -> dict:
     """A `<component>-validation` init container on the validator image (runAsUser 0, privileged), as
-    the Operator's transformValidationInitContainer renders it."""
+    the Operator's transformValidationInitContainer renders it: the validator's resources
+    (`applyResourceRequirements(..., config.Validator.Resources)`), never the component's."""
     c: dict = {"name": f"{component}-validation", "image": image, "imagePullPolicy": slot("imagePullPolicy"),
-               "command": ["sh", "-c"], "securityContext": {"privileged": True, "runAsUser": 0}}
+               "command": ["sh", "-c"], "resources": VALIDATOR_RESOURCES,
+               "securityContext": {"privileged": True, "runAsUser": 0}}
     if wait_for:
         c["args"] = [f"until [ -f /run/nvidia/validations/{wait_for}-ready ]; do echo waiting for nvidia "
                      "container stack to be setup; sleep 5; done"]

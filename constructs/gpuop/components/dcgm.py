@@ -7,7 +7,11 @@ embedded nv-hostengine. When on, the exporter is pointed at this Service
 (`DCGM_REMOTE_HOSTENGINE_INFO=nvidia-dcgm:5555`, set in dcgm_exporter.py) and, because the Service
 routes only to the local node's pod, each exporter reads its own node's GPUs.
 
-Differences from upstream: none in the objects (the OpenShift SCC is not emitted: no OpenShift yet).
+Service account token: not mounted (`automountServiceAccountToken: false`): nv-hostengine never calls
+the Kubernetes API, and the toolkit-validation init container only waits for a file.
+
+Differences from upstream: the token (the asset leaves it mounted). On OpenShift the SCC is
+openshift.py's (SCC `nvidia-dcgm`, upstream's state-dcgm/0310_scc.openshift.yaml name).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ class Dcgm(Component):
         }
         pod_spec = {
             "serviceAccountName": NAME,
+            "automountServiceAccountToken": False,     # nv-hostengine never calls the API
             "runtimeClassName": "nvidia",
             "initContainers": [validation_init("toolkit", p.validator_image, [
                 mount("run-nvidia", "/run/nvidia", propagation="HostToContainer")], wait_for="toolkit")],

@@ -20,10 +20,12 @@ Differences from upstream, and why:
   has a fixed name, instead of a user-named ConfigMap holding free CSV text.
 - OpenShift: PrometheusRule `nvidia-dcgm-exporter` (the asset 1000_prometheus_rule_openshift.yaml: the
   `accelerator_*` recording rules) and the ServiceMonitor on by default (the platform has its CRD); the
-  SCC is openshift.py's. The SELinux init container the Operator adds on OpenShift
-  (transformDCGMExporterForOpenShift: relabels /var/lib/kubelet/pod-resources, its entrypoint from a
-  ConfigMap v26.7 no longer ships an asset for) is not emitted: the exporter container is privileged
-  (spc_t), which reads the kubelet's pod-resources socket without relabelling.
+  SCC is openshift.py's. The Operator (v26.7 TransformDCGMExporter) adds nothing else OpenShift-specific
+  to this DaemonSet.
+
+Service account token: not mounted unless pod labels or pod UIDs are exported, as the asset
+(`automountServiceAccountToken: false`) and TransformDCGMExporter (true only when
+IsKubernetesPodMetadataEnabled); the exporter reads pods through the API only for those.
 """
 
 from __future__ import annotations

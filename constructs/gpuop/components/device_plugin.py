@@ -9,7 +9,22 @@ config-manager init and sidecar, CONFIG_FILE, the config volumes, shareProcessNa
 applyMIGConfiguration's: `MIG_STRATEGY` (the pools' common strategy) and NVIDIA_MIG_MONITOR_DEVICES=all
 unless it is none; with no common strategy, no MIG_STRATEGY and each pool's config carries
 flags.migStrategy (the env would override the file). CDI switches the device list strategy to
-`cdi-annotations,cdi-cri`. Differences from upstream: none in the objects.
+`cdi-annotations,cdi-cri`; `NVIDIA_CDI_HOOK_PATH` (the operator-installed toolkit's
+`<installDir>/toolkit/nvidia-cdi-hook`) is set only when the toolkit is operator-installed, as
+transformDevicePluginCtrForCDI (`if config.Toolkit.IsEnabled()`): with a preinstalled toolkit the plugin
+falls back to its own default (the host's packaged hook), since /usr/local/nvidia/toolkit does not exist.
+
+Service account token: not mounted (`automountServiceAccountToken: false`) without a plugin config: the
+plugin itself never calls the Kubernetes API (k8s-device-plugin: only cmd/config-manager and GFD build a
+client). With a plugin config the `config-manager` sidecar watches the node's label, so it is mounted.
+
+Pass-through (issue 16): `env_overrides` / `args` are the Operator's devicePlugin.env / args;
+`kubelet_root_dir` moves the `device-plugin` volume to <hostPaths.kubeletRootDir>/device-plugins (the
+container keeps /var/lib/kubelet/device-plugins, where the plugin registers).
+
+Differences from upstream: the token (upstream's asset leaves it to the default, mounted); a
+deploy-time Helm `toolkit.enabled=false` does not drop NVIDIA_CDI_HOOK_PATH (the env is decided at
+compile time from the profile's `toolkit.enabled`).
 """
 
 from __future__ import annotations
@@ -23,12 +38,17 @@ from gpuop.kube.slots import slot
 from gpuop.components import plugin_config
 from gpuop.components.base import Component
 from gpuop.components.props import ValidatedProps
-from gpuop.components.builders import (SCC_RULE, daemonset, env, host_path, meta, mount, rbac, resources_slot,
-                                       validation_init)
+from gpuop.components.builders import (SCC_RULE, daemonset, env, host_path, merge_env, meta, mount, rbac,
+                                       resources_slot, validation_init)
 
 NAME = "nvidia-device-plugin"
 DS_NAME = "nvidia-device-plugin-daemonset"
 ENTRYPOINT = (Path(__file__).parent / "scripts" / "device-plugin-entrypoint.sh").read_text()
+# Every env name gpuop may set on the plugin container: spec.devicePlugin.env overriding one gets a warning.
+GPUOP_ENV = frozenset({
+    "PASS_DEVICE_SPECS", "FAIL_ON_INIT_ERROR", "DEVICE_LIST_STRATEGY", "DEVICE_ID_STRATEGY", "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES", "MPS_ROOT", "CONFIG_FILE", "MIG_STRATEGY", "NVIDIA_MIG_MONITOR_DEVICES",
+    "CDI_ENABLED", "CDI_ANNOTATION_PREFIX", "NVIDIA_CDI_HOOK_PATH"})
 
 
 class DevicePluginProps(ValidatedProps):
@@ -37,9 +57,22 @@ class DevicePluginProps(ValidatedProps):
         "MIG_STRATEGY; None: unset, each pool's plugin config decides. Omitted: single."))
     plugin_config: bool = Field(False, description="Mount ConfigMap device-plugin-config with the config manager. "
                                 "Omitted: no plugin config, no config-manager containers.")
-    toolkit_install_dir: str = Field("/usr/local/nvidia", description="Where the toolkit installed the CDI "
-                                     "hook. Omitted: /usr/local/nvidia.")
+    toolkit_install_dir: str | None = Field("/usr/local/nvidia", description=(
+        "Where the operator-installed toolkit put the CDI hook; None: a preinstalled toolkit (no "
+        "NVIDIA_CDI_HOOK_PATH, the plugin's own default). Omitted: /usr/local/nvidia."))
+    env_overrides: tuple[tuple[str, str], ...] = Field((), description=(
+        "spec.devicePlugin.env merged over the plugin container's env by name (builders.merge_env). Omitted: none."))
+    args: tuple[str, ...] | None = Field(None, description=(
+        "Replace the plugin container's args (spec.devicePlugin.args). Omitted: the entrypoint script."))
+    kubelet_root_dir: str = Field("/var/lib/kubelet", description=(
+        "The kubelet's root directory: the `device-plugin` volume is its device-plugins/ (hostPaths."
+        "kubeletRootDir). Omitted: /var/lib/kubelet."))
 
+
+def cdi_hook_env(install_dir: str | None) -> list[dict]:
+    """NVIDIA_CDI_HOOK_PATH, only for an operator-installed toolkit (TransformDevicePlugin and
+    TransformMIGManager: `if config.Toolkit.IsEnabled()`)."""
+    return [env("NVIDIA_CDI_HOOK_PATH", f"{install_dir}/toolkit/nvidia-cdi-hook")] if install_dir else []
 
 
 class DevicePlugin(Component):
@@ -65,7 +98,7 @@ class DevicePlugin(Component):
                 *plugin_config.mig_env(p.mig_strategy),
                 env("CDI_ENABLED", "true"),
                 env("CDI_ANNOTATION_PREFIX", "cdi.k8s.io/"),
-                env("NVIDIA_CDI_HOOK_PATH", f"{p.toolkit_install_dir}/toolkit/nvidia-cdi-hook"),
+                *cdi_hook_env(p.toolkit_install_dir),
             ],
             "resources": resources_slot("devicePlugin"),
             "securityContext": {"privileged": True},
@@ -80,18 +113,22 @@ class DevicePlugin(Component):
                 mount("mps-root", "/mps"),
             ],
         }
+        container["env"] = merge_env(container["env"], p.env_overrides)
+        if p.args is not None:
+            container["args"] = list(p.args)
         init = validation_init("toolkit", p.validator_image, [
             mount("run-nvidia-validations", "/run/nvidia/validations", propagation="HostToContainer")],
             wait_for="toolkit")
         pod_spec = {
             "serviceAccountName": NAME,
+            "automountServiceAccountToken": p.plugin_config,    # only the config-manager sidecar calls the API
             "runtimeClassName": "nvidia",
             "initContainers": [init],
             "containers": [container],
             "volumes": [
                 {"name": "nvidia-device-plugin-entrypoint",
                  "configMap": {"name": "nvidia-device-plugin-entrypoint", "defaultMode": 448}},
-                host_path("device-plugin", "/var/lib/kubelet/device-plugins"),
+                host_path("device-plugin", f"{p.kubelet_root_dir}/device-plugins"),
                 host_path("run-nvidia-validations", "/run/nvidia/validations", "DirectoryOrCreate"),
                 host_path("driver-install-dir", "/run/nvidia/driver", "DirectoryOrCreate"),
                 host_path("host-root", "/"),

@@ -17,11 +17,40 @@ Several driver DaemonSets (the plan's driver variants, platform.py), as the Oper
 Each split DaemonSet selects its pods by `app: <its name>` (upstream: only the DTK split does).
 
 Differences from upstream, and why:
-- The peermem, nvidia-fs and gdrcopy sidecars of the asset are left out: the Operator removes them too
-  unless RDMA, GDS or GDRCopy are on, and gpuop does not offer those yet.
-- No `DRIVER_CONFIG_DIGEST` env: the Operator computes it at run time to skip needless restarts; a
-  static stack changes the pod template only when the config changes, which has the same effect.
+- The peermem, nvidia-fs and gdrcopy sidecars of the asset are added only with spec.driver.rdma.enabled,
+  gds and gdrcopy (the Operator removes them otherwise): peermem with the driver's image, GPU_DIRECT_RDMA_ENABLED
+  (and USE_HOST_MOFED) on the driver container and the driver manager; nvidia-fs / gdrdrv images
+  <version>-<os tag> from the release (catalog/data/driver-extras.yaml), with the repo / cert files mounted
+  as on the driver container. Not on OpenShift (the Driver Toolkit variants of those sidecars are not built).
+- `DRIVER_CONFIG_DIGEST` (on `k8s-driver-manager`, `nvidia-driver-ctr` and the Driver Toolkit sidecar,
+  appended last, as TransformDriver) is computed at compile time by `config_digest`: the first 16 hex
+  digits of SHA-256 over canonical JSON of the inputs of upstream's DriverInstallState
+  (internal/config/driver_config_digest.go): the driver manager's image and literal env; the driver
+  container's image, command, args, literal env (valueFrom skipped) sorted by name and volume mounts
+  sorted; the DTK sidecar's image; every pod volume sorted by name (configMap/secret name, hostPath
+  path); the host-root path. The driver manager and the driver container compare it with the one stored
+  in /run/nvidia/nvidia-driver.state and skip the module unload/rebuild (and the GPU pod eviction) when
+  it is unchanged. Only equality matters, so the value differs from upstream's FNV-32a of Go's spew
+  format: moving a node from the Operator to gpuop costs one full reinstall. The image registry counts
+  with its compile-time value (`image_registry`: the profile's or the release's), other value slots by
+  their expression; a deploy-time Helm `imageRegistry` override does not change it (same driver, same
+  tag, another mirror).
+- RHEL (not OpenShift, runtime not CRI-O) and SLES / SL Micro nodes: the host's subscription and
+  entitlement files are mounted read-only into the driver container as `subscription-config-<i>` (mount
+  paths sorted, as transformDriverContainer), so the driver build reaches the entitled repositories;
+  not for precompiled drivers (they build nothing), where SLES gets `/lib/modules` instead.
+- Resources: the driver's on `nvidia-driver-ctr`, the DTK sidecar and the `k8s-driver-manager` init
+  container (transformDriverManagerInitContainer gets config.Driver.Resources).
+- Service account token: mounted (the default): the driver manager evicts pods, cordons and labels its
+  node through the API.
+- repoConfig / certConfig (issue 16): upstream lists the keys of the live ConfigMap to mount each one;
+  gpuop compiles without a cluster, so the profile names the keys (`repo_config` / `cert_config`), mounted
+  one subPath each at the OS's path (REPO_CONFIG_PATHS / CERT_CONFIG_PATHS). Proxy env arrives through
+  `env_overrides` (spec.proxy, then spec.driver.env), as the Operator's driver.env would carry it.
 - `KERNEL_MODULE_TYPE` is always set (auto included), so the chosen module type is visible in git.
+- `NVIDIA_VISIBLE_DEVICES=void` on the driver container, as the Operator's own golden renders (the
+  NVIDIADriver path; the ClusterPolicy asset lacks it): the pod has no runtimeClass, so it changes
+  nothing but keeps the two renders comparable.
 - Upgrades. Upstream keeps this DaemonSet on `OnDelete` and lets its upgrade controller pick the
   nodes (at most `maxParallelUpgrades` at a time), cordon, evict and delete the driver pods. gpuop has
   no controller, so the DaemonSet controller does the picking: `RollingUpdate` with
@@ -40,6 +69,8 @@ Differences from upstream, and why:
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Literal
 
@@ -48,8 +79,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from gpuop.kube.slots import slot
 from gpuop.components.base import Component
 from gpuop.components.props import DaemonSetProps
-from gpuop.components.builders import SCC_RULE, daemonset, env, host_path, meta, mount, rbac, resources_slot
-from gpuop.components.openshift import DTK_SHARED, DTK_SHARED_PATH, dtk_container, dtk_image_stream
+from gpuop.components.builders import (SCC_RULE, daemonset, env, host_path, merge_env, meta, mount, rbac,
+                                       resources_slot, with_host_paths)
+from gpuop.components.openshift import DTK_CONTAINER, DTK_SHARED, DTK_SHARED_PATH, dtk_container, dtk_image_stream
 
 NAME = "nvidia-driver"
 DS_NAME = "nvidia-driver-daemonset"
@@ -78,6 +110,12 @@ class Variant(BaseModel):
     pod_labels: dict[str, str] = Field(default_factory=dict, description="Extra pod labels. Omitted: none.")
     rhcos: str | None = Field(None, description="RHCOS build: adds the Driver Toolkit sidecar. Omitted: none.")
     split: bool = Field(False, description="One of several DaemonSets: `app` is its name. Omitted: false.")
+    os_id: str = Field("", description=(
+        "The nodes' os-release ID (rhel, sles, ...): decides the subscription mounts. Omitted: none known, "
+        "no subscription mounts."))
+    precompiled: bool = Field(False, description="A precompiled driver image (no build). Omitted: false.")
+    digest: str | None = Field(None, description="Pin the image by this digest (<tag>@<digest>). Omitted: tag only.")
+    os_tag: str = Field("", description="The OS part of the tag (GDS / GDRCopy sidecar tags). Omitted: none.")
 
 
 class DriverProps(DaemonSetProps):
@@ -87,6 +125,11 @@ class DriverProps(DaemonSetProps):
     dtk_image_stream: str = Field("driver-toolkit", description="Driver Toolkit ImageStream. Omitted: driver-toolkit.")
     dtk_namespace: str = Field("openshift", description="Namespace of its source tags. Omitted: openshift.")
     manager_image: str = Field(description="k8s-driver-manager image. Required.")
+    image_registry: str = Field("", description=(
+        "The image registry the `imageRegistry` slot defaults to, counted in DRIVER_CONFIG_DIGEST. Omitted: "
+        "the slot's expression is counted instead."))
+    runtime: str = Field("containerd", description=(
+        "Container runtime of the nodes (CRI-O injects RHEL subscriptions itself). Omitted: containerd."))
     kernel_module_type: Literal["auto", "open", "proprietary"] = Field(
         "auto", description="KERNEL_MODULE_TYPE of the driver container. Omitted: auto.")
     gpu_pod_eviction: bool = Field(True, description="Evict GPU pods before unloading the driver. Omitted: true.")
@@ -97,6 +140,24 @@ class DriverProps(DaemonSetProps):
     drain_pod_selector: str = Field("", description="Drain only pods matching this selector. Omitted: all.")
     auto_upgrade: bool = Field(True, description="RollingUpdate (true) or OnDelete (false). Omitted: true.")
     max_parallel_upgrades: int = Field(1, ge=0, description="maxUnavailable of the rollout; 0: all. Omitted: 1.")
+    rdma: bool = Field(False, description="The nvidia-peermem sidecar (GPUDirect RDMA). Omitted: false.")
+    use_host_mofed: bool = Field(False, description="USE_HOST_MOFED=true (host MOFED). Omitted: false.")
+    gds: tuple[str, str] | None = Field(None, description=(
+        "(path below the registry, version) of the nvidia-fs sidecar; tag <version>-<os tag>. Omitted: no GDS."))
+    gdrcopy: tuple[str, str] | None = Field(None, description=(
+        "(path below the registry, version) of the nvidia-gdrcopy sidecar; tag <version>-<os tag>. Omitted: no "
+        "GDRCopy."))
+    digests: dict[str, str] = Field(default_factory=dict, description=(
+        "<path>:<tag> -> digest of sidecar images (pinned). Omitted: tags only."))
+    repo_config: tuple[str, tuple[str, ...]] | None = Field(None, description=(
+        "(ConfigMap, keys) of package repository files, each key mounted at REPO_CONFIG_PATHS[os ID]/<key>. "
+        "Omitted: none."))
+    cert_config: tuple[str, tuple[str, ...]] | None = Field(None, description=(
+        "(ConfigMap, keys) of CA certificates, each key mounted at CERT_CONFIG_PATHS[os ID]/<key>. Omitted: none."))
+    env_overrides: tuple[tuple[str, str], ...] = Field((), description=(
+        "spec.driver.env merged over the driver container's env by name (builders.merge_env). Omitted: none."))
+    args: tuple[str, ...] | None = Field(None, description=(
+        "Replace the driver container's args (spec.driver.args). Omitted: the image's entrypoint args."))
 
 
 def _manager(p: DriverProps) -> dict:
@@ -121,7 +182,108 @@ def _manager(p: DriverProps) -> dict:
             mount("host-sys", "/sys"),
             mount("run-mellanox-drivers", "/run/mellanox/drivers", propagation="HostToContainer"),
         ],
+        "resources": resources_slot("driver"),      # the driver's, as transformDriverManagerInitContainer
     }
+
+
+# Host subscription/entitlement paths per os-release ID (object_controls.go SubscriptionPathMap):
+# mount path -> (host path, hostPath type). Mounted read-only, in sorted mount-path order.
+SUBSCRIPTIONS = {
+    "rhel": {"/run/secrets/etc-pki-entitlement": ("/etc/pki/entitlement", "Directory"),
+             "/run/secrets/redhat.repo": ("/etc/yum.repos.d/redhat.repo", "File"),
+             "/run/secrets/rhsm": ("/etc/rhsm", "Directory")},
+    "sles": {"/etc/zypp/credentials.d": ("/etc/zypp/credentials.d", "Directory"),
+             "/etc/SUSEConnect": ("/etc/SUSEConnect", "FileOrCreate")},
+}
+SUBSCRIPTIONS["sl-micro"] = SUBSCRIPTIONS["sles"]
+SUSE = ("sles", "sl-micro")
+
+
+def host_mounts(p: DriverProps, v: Variant) -> tuple[list[dict], list[dict]]:
+    """(driver container mounts, pod volumes) for the node OS, as the end of transformDriverContainer."""
+    if v.precompiled:                      # precompiled images build nothing; SUSE needs the host's modules
+        if v.os_id in SUSE:
+            return [mount("lib-modules", "/run/host/lib/modules", read_only=True)], [
+                host_path("lib-modules", "/lib/modules", "Directory")]
+        return [], []
+    entitled = (v.os_id == "rhel" and not p.placement.openshift and p.runtime != "crio") or v.os_id in SUSE
+    if not entitled:                       # CRI-O and OpenShift inject RHEL subscriptions themselves
+        return [], []
+    paths = SUBSCRIPTIONS[v.os_id]
+    mounts, volumes = [], []
+    for i, path in enumerate(sorted(paths)):
+        name = f"subscription-config-{i}"
+        mounts.append(mount(name, path, read_only=True))
+        volumes.append(host_path(name, *paths[path]))
+    return mounts, volumes
+
+
+# Where the driver image of each OS reads package repository files and extra CA certificates
+# (object_controls.go RepoConfigPathMap / CertConfigPathMap, NVIDIA/gpu-operator main, read through the
+# search tool). An OS ID missing here has no path upstream either (the Operator refuses it at run time;
+# gpuop at compile time, validate/distribution.py).
+REPO_CONFIG_PATHS = {"centos": "/etc/yum.repos.d", "debian": "/etc/apt/sources.list.d",
+                     "ubuntu": "/etc/apt/sources.list.d", "rhcos": "/etc/yum.repos.d", "rhel": "/etc/yum.repos.d"}
+CERT_CONFIG_PATHS = {"centos": "/etc/pki/ca-trust/extracted/pem", "debian": "/usr/local/share/ca-certificates",
+                     "ubuntu": "/usr/local/share/ca-certificates", "rhcos": "/etc/pki/ca-trust/extracted/pem",
+                     "rhel": "/etc/pki/ca-trust/extracted/pem", "sles": "/etc/pki/trust/anchors",
+                     "sl-micro": "/etc/pki/trust/anchors"}
+
+
+def config_map_files(config: tuple[str, tuple[str, ...]] | None, dest: str) -> tuple[list[dict], list[dict]]:
+    """(mounts, volumes) of a ConfigMap whose keys become files in `dest`, as createConfigMapVolumeMounts /
+    createConfigMapVolume: one read-only subPath mount per key, the volume named after the ConfigMap."""
+    if config is None:
+        return [], []
+    name, keys = config
+    mounts = [mount(name, f"{dest}/{k}", read_only=True, sub_path=k) for k in keys]
+    return mounts, [{"name": name, "configMap": {"name": name, "items": [{"key": k, "path": k} for k in keys]}}]
+
+
+DIGEST_ENV = "DRIVER_CONFIG_DIGEST"
+# Every env name gpuop may set on the driver container: spec.driver.env overriding one gets a warning;
+# DIGEST_ENV is computed from the rest and cannot be overridden.
+GPUOP_ENV = frozenset({"NVIDIA_VISIBLE_DEVICES", "NODE_NAME", "NODE_IP", "KERNEL_MODULE_TYPE",
+                       "OPEN_KERNEL_MODULES_ENABLED", "OPENSHIFT_VERSION"})
+DIGESTED_CONTAINERS = ("k8s-driver-manager", "nvidia-driver-ctr", DTK_CONTAINER)
+
+
+def config_digest(pod_spec: dict, image_registry: str = "") -> str:
+    """A stable digest of the driver's install config (upstream: extractDriverInstallConfig +
+    GetObjectHashIgnoreEmptyKeys): what, when changed, needs the modules rebuilt. Module docstring.
+    `image_registry` stands for the `imageRegistry` slot in the images (its compile-time value)."""
+    ctrs = {c["name"]: c for c in pod_spec["initContainers"] + pod_spec["containers"]}
+    manager, driver, dtk = ctrs["k8s-driver-manager"], ctrs["nvidia-driver-ctr"], ctrs.get(DTK_CONTAINER)
+
+    def literal_env(c: dict) -> list:
+        return sorted((e["name"], e.get("value", "")) for e in c.get("env", []) if "valueFrom" not in e)
+
+    def volume(v: dict) -> list:
+        return [v["name"], v.get("configMap", {}).get("name", ""), v.get("secret", {}).get("secretName", ""),
+                v.get("hostPath", {}).get("path", "")]
+
+    state = {
+        "manager": {"image": manager["image"], "env": literal_env(manager)},
+        "driver": {"image": driver["image"], "command": driver.get("command", []), "args": driver.get("args", []),
+                   "env": literal_env(driver),
+                   "mounts": sorted([m["name"], m["mountPath"], m.get("subPath", ""), bool(m.get("readOnly"))]
+                                    for m in driver["volumeMounts"])},
+        "dtk": {"image": dtk["image"]} if dtk else None,
+        "volumes": sorted(volume(v) for v in pod_spec["volumes"]),
+        "hostRoot": next((v["hostPath"]["path"] for v in pod_spec["volumes"] if v["name"] == "host-root"), ""),
+    }
+    text = json.dumps(state, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if image_registry:                     # a registry change in the profile changes the image: reinstall
+        text = text.replace(slot("imageRegistry"), image_registry)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def set_digest(pod_spec: dict, image_registry: str = "") -> None:
+    """DRIVER_CONFIG_DIGEST appended last on the containers that compare it (setContainerEnv)."""
+    digest = config_digest(pod_spec, image_registry)
+    for c in pod_spec["initContainers"] + pod_spec["containers"]:
+        if c["name"] in DIGESTED_CONTAINERS:
+            c["env"] = [*c.get("env", []), env(DIGEST_ENV, digest)]
 
 
 def _driver_ctr(p: DriverProps, v: Variant) -> dict:
@@ -134,7 +296,8 @@ def _driver_ctr(p: DriverProps, v: Variant) -> dict:
         e.append(env("OPENSHIFT_VERSION", p.openshift_version))
     command, args = (["ocp_dtk_entrypoint"], ["nv-ctr-run-with-dtk"]) if v.rhcos else (["nvidia-driver"], ["init"])
     return {
-        "name": "nvidia-driver-ctr", "image": f"{p.repository}:{v.tag}", "imagePullPolicy": slot("imagePullPolicy"),
+        "name": "nvidia-driver-ctr", "image": f"{p.repository}:{v.tag}" + (f"@{v.digest}" if v.digest else ""),
+        "imagePullPolicy": slot("imagePullPolicy"),
         "command": command, "args": args, "env": e,
         "resources": resources_slot("driver"),
         "securityContext": {"privileged": True, "seLinuxOptions": {"level": "s0"}},
@@ -180,6 +343,51 @@ VOLUMES = [
 ]
 
 
+SIDECAR_MOUNTS = [mount("run-nvidia", "/run/nvidia", propagation="HostToContainer"), mount("var-log", "/var/log"),
+                  mount("dev-log", "/dev/log", read_only=True)]
+
+
+def _probe(command: str, **timing) -> dict:
+    return {"exec": {"command": ["sh", "-c", command]}, **timing}
+
+
+STARTUP = {"initialDelaySeconds": 10, "failureThreshold": 120, "successThreshold": 1, "periodSeconds": 10,
+           "timeoutSeconds": 10}
+WAIT = ("until [ -d /run/nvidia/driver/usr/src ] && lsmod | grep nvidia; do echo  Waiting for nvidia-driver to be "
+        "installed...; sleep 10; done; exec ")
+
+
+def peermem_ctr(image: str, host_mofed: bool) -> dict:
+    """nvidia-peermem-ctr as the asset, with the driver's image (transformPeerMemoryContainer)."""
+    c = {"name": "nvidia-peermem-ctr", "image": image, "imagePullPolicy": slot("imagePullPolicy"),
+         "command": ["nvidia-driver"], "args": ["reload_nvidia_peermem"],
+         "securityContext": {"privileged": True, "seLinuxOptions": {"level": "s0"}},
+         "volumeMounts": [mount("run-nvidia", "/run/nvidia", propagation="Bidirectional"), mount("var-log", "/var/log"),
+                          mount("dev-log", "/dev/log", read_only=True),
+                          mount("run-mellanox-drivers", "/run/mellanox/drivers", propagation="HostToContainer")],
+         "startupProbe": _probe("nvidia-driver probe_nvidia_peermem", **STARTUP),
+         "livenessProbe": _probe("nvidia-driver probe_nvidia_peermem", periodSeconds=30, initialDelaySeconds=30,
+                                 failureThreshold=1, successThreshold=1, timeoutSeconds=10)}
+    if host_mofed:
+        c["env"] = [env("USE_HOST_MOFED", "true")]
+    return c
+
+
+def module_sidecar(name: str, image: str, installer: str, module: str, extra_mounts: list[dict]) -> dict:
+    """nvidia-fs-ctr / nvidia-gdrcopy-ctr as the asset (transformGDSContainer / transformGDRCopyContainer)."""
+    return {"name": name, "image": image, "imagePullPolicy": slot("imagePullPolicy"),
+            "command": ["bash", "-xc"], "args": [WAIT + f"{installer} install"],
+            "securityContext": {"privileged": True, "seLinuxOptions": {"level": "s0"}},
+            "volumeMounts": SIDECAR_MOUNTS + extra_mounts,
+            "startupProbe": _probe(f"lsmod | grep {module}", **STARTUP)}
+
+
+def _pinned(p: DriverProps, path: str, tag: str) -> str:
+    """A sidecar image below the registry slot, pinned where the plan has its digest."""
+    key = f"{path}:{tag}"
+    return f"{slot('imageRegistry')}/{key}" + (f"@{p.digests[key]}" if key in p.digests else "")
+
+
 def update_strategy(p: DriverProps) -> dict:
     if not p.auto_upgrade:
         return {"type": "OnDelete"}
@@ -210,11 +418,39 @@ class Driver(Component):
     def _daemonset(cls, p: DriverProps, v: Variant) -> dict:
         app = v.name if v.split else DS_NAME
         labels = {"app": app, "app.kubernetes.io/component": NAME, "nvidia.com/precompiled": "false", **v.pod_labels}
-        containers = [_driver_ctr(p, v)]
-        volumes = VOLUMES
+        driver = _driver_ctr(p, v)
+        driver["env"] = merge_env(driver["env"], p.env_overrides)
+        if p.args is not None:
+            driver["args"] = list(p.args)
+        os_mounts, os_volumes = host_mounts(p, v)
+        config_mounts = []              # repo / cert files: the driver and the module sidecars build from packages
+        for config, paths in ((p.repo_config, REPO_CONFIG_PATHS), (p.cert_config, CERT_CONFIG_PATHS)):
+            if config is not None:      # validate/distribution.py refuses an OS ID without a path
+                m, vols = config_map_files(config, paths[v.os_id])
+                config_mounts, os_volumes = config_mounts + m, os_volumes + vols
+        os_mounts = os_mounts + config_mounts
+        if p.rdma:                      # transformDriverContainer / transformDriverManagerInitContainer
+            rdma_env = [env("GPU_DIRECT_RDMA_ENABLED", "true")] + (
+                [env("USE_HOST_MOFED", "true")] if p.use_host_mofed else [])
+            driver["env"] = merge_env(driver["env"], tuple((e["name"], e["value"]) for e in rdma_env))
+        driver["volumeMounts"] += os_mounts
+        containers = [driver]
+        if p.rdma:
+            containers.append(peermem_ctr(driver["image"], p.use_host_mofed))
+        if p.gds:
+            containers.append(module_sidecar("nvidia-fs-ctr", _pinned(p, p.gds[0], f"{p.gds[1]}-{v.os_tag}"),
+                                             "nvidia-gds-driver", "nvidia_fs", config_mounts))
+        if p.gdrcopy:
+            containers.append(module_sidecar("nvidia-gdrcopy-ctr", _pinned(p, p.gdrcopy[0], f"{p.gdrcopy[1]}-{v.os_tag}"),
+                                             "nvidia-gdrcopy-driver", "gdrdrv", config_mounts))
+        volumes = VOLUMES + os_volumes
         if v.rhcos:
             containers.append(dtk_container(f"{p.dtk_image_stream}:{v.rhcos}", v.rhcos))
-            volumes = VOLUMES + [{"name": DTK_SHARED, "emptyDir": {}}]
+            volumes = volumes + [{"name": DTK_SHARED, "emptyDir": {}}]
+        manager = _manager(p)
+        if p.rdma:
+            manager["env"] = merge_env(manager["env"], (("GPU_DIRECT_RDMA_ENABLED", "true"),) + (
+                (("USE_HOST_MOFED", "true"),) if p.use_host_mofed else ()))
         pod_spec = {
             "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
                 "labelSelector": {"matchExpressions": [{"key": "app.kubernetes.io/component", "operator": "In",
@@ -222,10 +458,11 @@ class Driver(Component):
                 "topologyKey": "kubernetes.io/hostname"}]}},
             "serviceAccountName": NAME,
             "hostPID": True,
-            "initContainers": [_manager(p)],
+            "initContainers": [manager],
             "containers": containers,
-            "volumes": volumes,
+            "volumes": with_host_paths(volumes, p.placement),    # before the digest: it counts the host root
         }
+        set_digest(pod_spec, p.image_registry)
         ds = daemonset(v.name, p.namespace, app=app, labels=labels, deploy=cls.deploy_label,
                        placement=p.placement, annotations={"openshift.io/scc": NAME}, pod_spec=pod_spec,
                        pod_annotations={"kubectl.kubernetes.io/default-container": "nvidia-driver-ctr"},

@@ -17,10 +17,20 @@ comes from the pools, or only the latter when pools differ; the pod runs with ru
 the toolkit-validation init container waits for the validator's toolkit check (runAsUser 0, as
 transformValidationInitContainer sets it).
 
-Differences from upstream: none in the objects. The image is the device plugin's (k8s-device-plugin),
-as upstream, but versioned on its own (`spec.gfd.version`).
-On OpenShift, labels go through NFD's feature files, not the NodeFeature API (USE_NODE_FEATURE_API=false),
-as the Operator sets it there (NOTES.md §3).
+On OpenShift, labels go through NFD's feature files, not the NodeFeature API (USE_NODE_FEATURE_API=false,
+set before CONFIG_FILE and the MIG env as TransformGPUDiscoveryPlugin does; NOTES.md §3).
+
+Resources: GFD's on every container, `config-manager-init` included (configManagerResourceRequirements
+picks gfd.resources for a DaemonSet with a `gpu-feature-discovery` container); the validator's on
+`toolkit-validation`.
+
+Service account token: GFD builds a Kubernetes client only for the NodeFeature API
+(k8s-device-plugin cmd/gpu-feature-discovery: `if UseNodeFeatureAPI`), the config-manager sidecar always.
+So it is not mounted (`automountServiceAccountToken: false`) on OpenShift without a plugin config, and
+mounted otherwise.
+
+Differences from upstream: the token as above (the asset leaves it mounted). The image is the device
+plugin's (k8s-device-plugin), as upstream, but versioned on its own (`spec.gfd.version`).
 """
 
 from __future__ import annotations
@@ -68,6 +78,7 @@ class GpuFeatureDiscovery(Component):
     @classmethod
     def render(cls, p: GfdProps) -> list[dict]:
         mig = plugin_config.config_file_env(p.plugin_config) + plugin_config.mig_env(p.mig_strategy)
+        nfd_api = not p.placement.openshift     # OpenShift: feature files (USE_NODE_FEATURE_API=false)
         container = {
             "name": "gpu-feature-discovery", "image": p.image, "imagePullPolicy": slot("imagePullPolicy"),
             "command": ["gpu-feature-discovery"],
@@ -77,7 +88,7 @@ class GpuFeatureDiscovery(Component):
                 env("NAMESPACE", field_path="metadata.namespace"),
                 env("NODE_NAME", field_path="spec.nodeName"),
                 env("POD_NAME", field_path="metadata.name"),
-            ] + mig + ([env("USE_NODE_FEATURE_API", "false")] if p.placement.openshift else []),
+            ] + ([] if nfd_api else [env("USE_NODE_FEATURE_API", "false")]) + mig,
             "resources": resources_slot("gfd"),
             "securityContext": {"privileged": True},
             "volumeMounts": [mount("output-dir", FEATURES_DIR), mount("host-sys", "/sys", read_only=True)],
@@ -86,6 +97,7 @@ class GpuFeatureDiscovery(Component):
                                [mount("run-nvidia", "/run/nvidia", propagation="HostToContainer")], wait_for="toolkit")
         pod_spec = {
             "serviceAccountName": NAME,
+            "automountServiceAccountToken": nfd_api or p.plugin_config,   # who calls the API: docstring
             "runtimeClassName": "nvidia",
             "initContainers": [init],
             "containers": [container],

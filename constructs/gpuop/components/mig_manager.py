@@ -4,7 +4,8 @@ ConfigMaps `custom-mig-parted-config` (key config.yaml: the pools' mig-parted v1
 state-mig-manager (assets/state-mig-manager) after TransformMIGManager (v26.7) with a custom config
 (`migManager.config.name`): the mig-parted-config volume points at the custom ConfigMap and
 CONFIG_FILE=/mig-parted-config/config.yaml is set (the Operator's TestMIGManager custom-config case; NOTES.md
-§2), the gpu-clients volume at `default-gpu-clients`, CDI_ENABLED and NVIDIA_CDI_HOOK_PATH for CDI,
+§2), the gpu-clients volume at `default-gpu-clients`, CDI_ENABLED for CDI and NVIDIA_CDI_HOOK_PATH only
+with an operator-installed toolkit (`if config.Toolkit.IsEnabled()`),
 runtimeClassName `nvidia`, hostPID and hostIPC, the toolkit-validation init container (runAsUser 0).
 
 What it does: on each node it watches the label `nvidia.com/mig.config` (set per pool through NFD or the
@@ -23,6 +24,9 @@ Differences from upstream:
   controller sets it); gpuop labels every declared MIG-capable pool explicitly instead.
 - NFD owns the deploy labels, so it may set a paused label back to `true` during a repartition (the same
   caveat as driver upgrades, docs/components.md).
+
+Service account token: mounted (the default), since the manager labels its node
+(`nvidia.com/mig.config.state`, the paused deploy labels) and deletes GPU client pods.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from pydantic import Field
 
 from gpuop.kube.slots import slot
 from gpuop.components.base import Component
+from gpuop.components.device_plugin import cdi_hook_env
 from gpuop.components.props import ValidatedProps
 from gpuop.components.builders import (SCC_RULE, daemonset, env, host_path, meta, mount, rbac, resources_slot,
                                        validation_init)
@@ -61,8 +66,9 @@ VALIDATION_ARGS = ("until [ -f /run/nvidia/validations/toolkit-ready ]; do echo 
 class MigManagerProps(ValidatedProps):
     image: str = Field(description="k8s-mig-manager image. Required.")
     mig_parted_config: str = Field(description="config.yaml: the mig-parted v1 config of the pools. Required.")
-    toolkit_install_dir: str = Field("/usr/local/nvidia", description="Where the toolkit installed the CDI hook. "
-                                     "Omitted: /usr/local/nvidia.")
+    toolkit_install_dir: str | None = Field("/usr/local/nvidia", description=(
+        "Where the operator-installed toolkit put the CDI hook; None: a preinstalled toolkit (no "
+        "NVIDIA_CDI_HOOK_PATH). Omitted: /usr/local/nvidia."))
 
 
 class MigManager(Component):
@@ -85,7 +91,7 @@ class MigManager(Component):
                 env("DEFAULT_GPU_CLIENTS_NAMESPACE", field_path="metadata.namespace"),
                 env("CONFIG_FILE", "/mig-parted-config/config.yaml"),
                 env("CDI_ENABLED", "true"),
-                env("NVIDIA_CDI_HOOK_PATH", f"{p.toolkit_install_dir}/toolkit/nvidia-cdi-hook"),
+                *cdi_hook_env(p.toolkit_install_dir),
             ],
             "resources": resources_slot("migManager"),
             "securityContext": {"privileged": True},

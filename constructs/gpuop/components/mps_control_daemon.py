@@ -7,12 +7,25 @@ manager (handleDevicePluginConfig, plugin_config.py), runtimeClassName `nvidia`,
 applyMIGConfiguration, the default MPS root /run/nvidia/mps.
 
 It runs on nodes labelled `nvidia.com/gpu.deploy.device-plugin=true` and `nvidia.com/mps.capable=true`;
-GFD sets the latter from the node's device plugin config when it shares GPUs through MPS. As the asset,
-the pods use the device plugin's ServiceAccount `nvidia-device-plugin`.
+GFD sets the latter from the node's device plugin config when it shares GPUs through MPS.
 
-Differences from upstream: upstream renders this state whenever the device plugin is on; gpuop emits it
-only when some pool uses MPS (elsewhere it could never be scheduled). Its Helm values key is the device
-plugin's (`devicePlugin.enabled` removes both, as upstream's state follows the device plugin).
+The pod has `hostPID: true` (the asset's: the config-manager sidecar signals `/usr/bin/mps-control-daemon`
+through the host PID namespace) and therefore no `shareProcessNamespace` (handleDevicePluginConfig skips
+it when hostPID is set; plugin_config.py). Resources: the device plugin's on every container, the
+`mps-control-daemon-mounts` and `config-manager-init` init containers included (TransformMPSControlDaemon,
+configManagerResourceRequirements); the validator's on `toolkit-validation`. The service account token
+is mounted: the config-manager sidecar watches the node's `nvidia.com/device-plugin.config` label
+(k8s-device-plugin cmd/config-manager), and gpuop renders this DaemonSet only with a plugin config.
+
+Differences from upstream, and why:
+- Upstream renders this state whenever the device plugin is on; gpuop emits it only when some pool uses
+  MPS (elsewhere it could never be scheduled). Its Helm values key is the device plugin's
+  (`devicePlugin.enabled` removes both, as upstream's state follows the device plugin).
+- The pods run as ServiceAccount `nvidia-device-plugin-mps-control-daemon` (the asset creates it and its
+  RBAC, but its DaemonSet names the device plugin's `nvidia-device-plugin`). On OpenShift gpuop gives
+  each ServiceAccount its own SCC sized to its pods (openshift.py); sharing the device plugin's would
+  emit two SCCs `nvidia-device-plugin` with different `allowHostPID`, one overwriting the other, and the
+  MPS pods would be refused whenever the device plugin's (no host PID) won.
 """
 
 from __future__ import annotations
@@ -56,12 +69,13 @@ class MpsControlDaemon(Component):
             "volumeMounts": [mount("mps-shm", "/dev/shm"), mount("mps-root", "/mps")],
         }
         mounts_init = {"name": "mps-control-daemon-mounts", "image": p.image, "imagePullPolicy": slot("imagePullPolicy"),
-                       "command": ["mps-control-daemon", "mount-shm"], "securityContext": {"privileged": True},
+                       "command": ["mps-control-daemon", "mount-shm"], "resources": resources,
+                       "securityContext": {"privileged": True},
                        "volumeMounts": [mount("mps-root", "/mps", propagation="Bidirectional")]}
         validation = validation_init("toolkit", p.validator_image,
                                      [mount("run-nvidia", "/run/nvidia", propagation="HostToContainer")], wait_for="toolkit")
         pod_spec = {
-            "serviceAccountName": "nvidia-device-plugin",
+            "serviceAccountName": NAME,          # its own (docstring): one SCC per ServiceAccount on OpenShift
             "hostPID": True,
             "runtimeClassName": "nvidia",
             "initContainers": [validation, mounts_init],

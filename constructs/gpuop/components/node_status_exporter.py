@@ -8,6 +8,9 @@ It is the validator image run as `nvidia-validator` with `COMPONENT=metrics`: it
 whether the driver, toolkit, CUDA and plugin validations passed (the files in
 /run/nvidia/validations) and how many GPUs the device plugin advertises. Off by default, as upstream.
 
+Service account token: mounted (the default): it counts the GPUs the device plugin advertises from the
+node object (cmd/nvidia-validator metrics.go watchDevicePluginValidation).
+
 Differences from upstream, and why:
 - The ServiceMonitor is emitted only when the profile turns it on (upstream: only when the CRD exists,
   which gpuop cannot check); the Service carries `prometheus.io/scrape: "true"` either way.

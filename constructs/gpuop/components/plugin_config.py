@@ -7,7 +7,13 @@ control daemon DaemonSets when such a config exists (controllers/object_controls
   the main process when the label changes;
 - CONFIG_FILE=/config/config.yaml on the main container, the `config` emptyDir at /config and the
   ConfigMap (a volume named like it) at /available-configs on every container that reads it;
-- `shareProcessNamespace: true` (the sidecar signals the main process);
+- `shareProcessNamespace: true` (the sidecar signals the main process), except on a pod that already
+  has `hostPID` (the MPS control daemon): upstream skips it there ("if hostPID is already set, we skip
+  setting the shareProcessNamespace field"), and the API server refuses a pod with both
+  ("ShareProcessNamespace and HostPID cannot both be enabled"), pkg/apis/core/validation;
+- resources: the sidecar gets the component's (the Operator's all-containers loop) and so does
+  `config-manager-init` (configManagerResourceRequirements: GFD's for the GFD DaemonSet, the device
+  plugin's for the device plugin and the MPS control daemon);
 - MIG env as applyMIGConfiguration: MIG_STRATEGY and NVIDIA_MIG_MONITOR_DEVICES=all, or with no cluster
   strategy ("unset": pools differ) only NVIDIA_MIG_MONITOR_DEVICES=all and each config's flags.migStrategy.
 
@@ -79,10 +85,12 @@ def _env(oneshot: bool, process: str) -> list[dict]:
     ]
 
 
-def init_container(image: str) -> dict:
-    """`config-manager-init` as the assets declare it, after transformConfigManagerInitContainer."""
+def init_container(image: str, resources: str) -> dict:
+    """`config-manager-init` as the assets declare it, after transformConfigManagerInitContainer (with
+    configManagerResourceRequirements: the component's resources)."""
     return {"name": "config-manager-init", "image": image, "imagePullPolicy": slot("imagePullPolicy"),
-            "command": ["config-manager"], "env": _env(True, ""), "volumeMounts": mounts()}
+            "command": ["config-manager"], "env": _env(True, ""), "resources": resources,
+            "volumeMounts": mounts()}
 
 
 def sidecar(image: str, process: str, resources: str) -> dict:
@@ -101,7 +109,8 @@ def config_file_env(on: bool) -> list[dict]:
 def apply(pod_spec: dict, main: dict, image: str, process: str, resources: str) -> None:
     """The rest of handleDevicePluginConfig, on a pod spec whose main container is `main`."""
     main["volumeMounts"] += mounts()
-    pod_spec["shareProcessNamespace"] = True
+    if not pod_spec.get("hostPID"):       # upstream's condition; both set is refused by the API server
+        pod_spec["shareProcessNamespace"] = True
     pod_spec["volumes"] += volumes()
-    pod_spec["initContainers"].append(init_container(image))
+    pod_spec["initContainers"].append(init_container(image, resources))
     pod_spec["containers"].append(sidecar(image, process, resources))

@@ -32,6 +32,13 @@ class Placement(BaseModel):
     openshift: bool = Field(False, description=(
         "OpenShift: the component's pods run under a SecurityContextConstraints of their own, which only the "
         "component's ServiceAccount may use. Omitted: false (Pod Security Admission only)."))
+    pod_labels: dict[str, str] = Field(default_factory=dict, description=(
+        "Labels added to the pods (spec.daemonsets.labels; never `app`). Omitted: none."))
+    pod_annotations: dict[str, str] = Field(default_factory=dict, description=(
+        "Annotations added to the pods (spec.daemonsets.annotations). Omitted: none."))
+    root_fs: str = Field("/", description="Host path of every `host-root` volume. Omitted: /.")
+    driver_install_dir: str = Field("/run/nvidia/driver", description=(
+        "Host path of every `driver-install-dir` volume. Omitted: /run/nvidia/driver."))
 
 
 class DaemonSetProps(Props):

@@ -3,6 +3,12 @@
 The container toolkit registers these handlers in the container runtime; GPU pods (and gpuop's own
 operands) select `nvidia` with runtimeClassName. With CDI on (the v26.7 default) the Operator also
 creates `nvidia-cdi` and `nvidia-legacy`.
+
+Emitted whatever the toolkit setting, as upstream (state pre-requisites is off only with the NRI plugin,
+which gpuop does not offer): with a preinstalled toolkit (`toolkit.enabled: false`) the operands still
+run with runtimeClassName `nvidia`, so the node's own toolkit must register the runtime handlers
+`nvidia`, `nvidia-cdi` and `nvidia-legacy` (e.g. `nvidia-ctk runtime configure --runtime=containerd
+--cdi.enabled`), or their pods stay ContainerCreating.
 """
 
 from __future__ import annotations

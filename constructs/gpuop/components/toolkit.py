@@ -10,6 +10,18 @@ v26.7 default), so the `nvidia` runtime is not made the node's default and CRIO_
 `config` (runtime handlers in the drop-in, no OCI prestart hook). The `crio-hooks` host directory is
 the asset's /run/containers/oci/hooks.d, except CRI-O off OpenShift: /usr/share/containers/oci/hooks.d
 (TransformToolkit; catalog `runtimes.crio.hooks`). On OpenShift the runtime is always CRI-O.
+
+Distributions (issue 16; catalog/distributions.py): k3s, RKE2, k0s and MicroK8s give their own config
+file / template, drop-in and socket in `runtime_files`, mounted the same way; `config_source` adds
+RUNTIME_CONFIG_SOURCE=file=<the file the distribution renders, seen in the container: through the config
+directory's mount when it lies beside the template (k3s, RKE2), else through the read-only host-root
+mount /host (k0s)> where the toolkit cannot `containerd config dump` the distribution's containerd. The upstream way is the
+user's toolkit.env; gpuop derives it from `spec.platform.distribution`. `env_overrides` / `args` are the
+Operator's toolkit.env / toolkit.args (merged by name / replaced).
+
+Service account token: mounted (the default): the `driver-validation` init container lists the driver
+DaemonSets to learn whether the driver is the Operator's (cmd/nvidia-validator isDriverManagedByOperator;
+hence the Role's `daemonsets list`). Its resources are the validator's (transformValidationInitContainer).
 """
 
 from __future__ import annotations
@@ -23,14 +35,22 @@ from gpuop.catalog import RuntimeFiles
 from gpuop.kube.slots import slot
 from gpuop.components.base import Component
 from gpuop.components.props import ValidatedProps
-from gpuop.components.builders import (SCC_RULE, daemonset, env, host_path, meta, mount, rbac, resources_slot,
-                                       validation_init)
+from gpuop.components.builders import (SCC_RULE, daemonset, env, host_path, merge_env, meta, mount, rbac,
+                                       resources_slot, validation_init)
 
 NAME = "nvidia-container-toolkit"
 DS_NAME = "nvidia-container-toolkit-daemonset"
 ENTRYPOINT = (Path(__file__).parent / "scripts" / "toolkit-entrypoint.sh").read_text()
 CONFIG_DIR, DROP_IN_DIR, SOCKET_DIR = "/runtime/config-dir/", "/runtime/config-dir.d/", "/runtime/sock-dir/"
 ASSET_HOOKS_DIR = "/run/containers/oci/hooks.d"      # state-container-toolkit/0500_daemonset.yaml `crio-hooks`
+# Every env name gpuop may set on the toolkit container (any runtime): spec.toolkit.env overriding one
+# gets a warning (validate/distribution.py); tests/test_distributions.py checks renders stay inside it.
+GPUOP_ENV = frozenset({
+    "ROOT", "NVIDIA_CONTAINER_RUNTIME_MODES_CDI_DEFAULT_KIND", "NVIDIA_VISIBLE_DEVICES", "TOOLKIT_PID_FILE",
+    "NRI_NAMESPACE", "CDI_ENABLED", "NVIDIA_RUNTIME_SET_AS_DEFAULT", "NVIDIA_CONTAINER_RUNTIME_MODE",
+    "CRIO_CONFIG_MODE", "RUNTIME", "CONTAINERD_RUNTIME_CLASS", "RUNTIME_CONFIG", "CONTAINERD_CONFIG", "CRIO_CONFIG",
+    "DOCKER_CONFIG", "RUNTIME_DROP_IN_CONFIG", "RUNTIME_DROP_IN_CONFIG_HOST_PATH", "RUNTIME_SOCKET",
+    "CONTAINERD_SOCKET", "DOCKER_SOCKET", "RUNTIME_CONFIG_SOURCE"})
 
 
 class ToolkitProps(ValidatedProps):
@@ -39,6 +59,18 @@ class ToolkitProps(ValidatedProps):
     runtime_files: RuntimeFiles = Field(description="The runtime's config/drop-in/socket host paths. Required.")
     runtime_class: str = Field("nvidia", description="Runtime handler registered in containerd. Omitted: nvidia.")
     hooks_dir: str = Field(ASSET_HOOKS_DIR, description="Host directory of the `crio-hooks` volume. Omitted: the asset's.")
+    config_source: str | None = Field(None, description=(
+        "Host path of the config file the toolkit reads the runtime's current config from (RUNTIME_CONFIG_SOURCE "
+        "file=<path in the container>: the config directory's mount, or /host<path>), on distributions whose containerd cannot be asked "
+        "with `containerd config dump` from the toolkit. Omitted: unset (the toolkit's default: the runtime's "
+        "command, then the file)."))
+    install_dir: str = Field("/usr/local/nvidia", description=(
+        "Host directory the toolkit installs into (the `toolkit-install-dir` volume; toolkit.installDir). "
+        "Omitted: /usr/local/nvidia (the CRD default; GKE COS: /home/kubernetes/bin/nvidia)."))
+    env_overrides: tuple[tuple[str, str], ...] = Field((), description=(
+        "spec.toolkit.env merged over the container's env by name (builders.merge_env). Omitted: none."))
+    args: tuple[str, ...] | None = Field(None, description=(
+        "Replace the container's args (spec.toolkit.args). Omitted: the entrypoint script."))
 
 
 def _runtime_wiring(p: ToolkitProps) -> tuple[list[dict], list[dict], list[dict]]:
@@ -61,6 +93,10 @@ def _runtime_wiring(p: ToolkitProps) -> tuple[list[dict], list[dict], list[dict]
         e += [env("RUNTIME_SOCKET", target), env(f.socketEnv, target)]
         mounts.append(mount(f"{rt}-socket", SOCKET_DIR))
         vols.append(host_path(f"{rt}-socket", posixpath.dirname(f.socket)))
+    if p.config_source:      # beside the config: through its mount; elsewhere: through the host-root mount
+        same_dir = posixpath.dirname(p.config_source) == posixpath.dirname(f.config)
+        source = CONFIG_DIR + posixpath.basename(p.config_source) if same_dir else f"/host{p.config_source}"
+        e.append(env("RUNTIME_CONFIG_SOURCE", f"file={source}"))
     return e, mounts, vols
 
 
@@ -101,6 +137,9 @@ class ContainerToolkit(Component):
                 mount("cdi-root", "/var/run/cdi"),
             ] + rt_mounts,
         }
+        container["env"] = merge_env(container["env"], p.env_overrides)
+        if p.args is not None:
+            container["args"] = list(p.args)
         init = validation_init("driver", p.validator_image, [
             mount("driver-install-dir", "/run/nvidia/driver", propagation="HostToContainer"),
             mount("run-nvidia-validations", "/run/nvidia/validations", propagation="Bidirectional"),
@@ -119,7 +158,7 @@ class ContainerToolkit(Component):
                 host_path("run-nvidia-validations", "/run/nvidia/validations", "DirectoryOrCreate"),
                 host_path("driver-install-dir", "/run/nvidia/driver", "DirectoryOrCreate"),
                 host_path("host-root", "/"),
-                host_path("toolkit-install-dir", "/usr/local/nvidia"),
+                host_path("toolkit-install-dir", p.install_dir),
                 host_path("crio-hooks", p.hooks_dir),
                 host_path("host-dev-char", "/dev/char"),
                 host_path("cdi-root", "/var/run/cdi", "DirectoryOrCreate"),

@@ -16,6 +16,11 @@ The main container then idles and removes the *-ready files when it stops (preSt
 restart re-runs the chain. The validator cannot be switched off: without it nothing writes
 toolkit-ready and every component after the toolkit would wait forever.
 
+Resources: the validator's on every container, the init containers included
+(TransformValidatorComponent applies config.Validator.Resources to each). Service account token: mounted
+(the default): driver-validation lists the driver DaemonSets (isDriverManagedByOperator), cuda- and
+plugin-validation read the node and create their workload pods (cmd/nvidia-validator).
+
 Differences from upstream, and why:
 - `VALIDATOR_IMAGE_PULL_SECRETS` (for the workload pods) is written from the profile's pull secrets at
   compile time; overriding `imagePullSecrets` in Helm values at deploy time does not reach it.
@@ -32,7 +37,7 @@ from pydantic import Field
 from gpuop.kube.slots import slot
 from gpuop.components.base import Component
 from gpuop.components.props import DaemonSetProps
-from gpuop.components.builders import SCC_RULE, daemonset, env, host_path, mount, rbac
+from gpuop.components.builders import VALIDATOR_RESOURCES, SCC_RULE, daemonset, env, host_path, mount, rbac
 
 NAME = "nvidia-operator-validator"
 LABELS = {"app": NAME, "app.kubernetes.io/part-of": "gpu-operator"}
@@ -61,8 +66,8 @@ def _step(component: str, image: str, env_: list[dict], mounts: list[dict], se_l
     if se_linux:
         sc["seLinuxOptions"] = {"level": "s0"}
     return {"name": f"{component}-validation", "image": image, "imagePullPolicy": slot("imagePullPolicy"),
-            "command": ["sh", "-c"], "args": ["nvidia-validator"], "env": env_, "securityContext": sc,
-            "volumeMounts": mounts}
+            "command": ["sh", "-c"], "args": ["nvidia-validator"], "env": env_, "resources": VALIDATOR_RESOURCES,
+            "securityContext": sc, "volumeMounts": mounts}
 
 
 def _workload_env(p: ValidatorProps) -> list[dict]:
@@ -103,7 +108,7 @@ class OperatorValidator(Component):
         container = {
             "name": NAME, "image": p.image, "imagePullPolicy": slot("imagePullPolicy"),
             "command": ["sh", "-c"], "args": ["echo all validations are successful; while true; do sleep 86400; done"],
-            "resources": slot("validator.resources"),
+            "resources": VALIDATOR_RESOURCES,
             "securityContext": {"privileged": True, "runAsUser": 0},
             "lifecycle": {"preStop": {"exec": {"command": ["sh", "-c", "rm -f /run/nvidia/validations/*-ready"]}}},
             "volumeMounts": [VALIDATIONS],

@@ -1,7 +1,14 @@
 """Kubernetes-shaped value types and the API server's syntax rules for them, shared by the stages:
-DNS-1123 labels, label keys and values (k8s.io/apimachinery pkg/util/validation: IsDNS1123Label,
-IsQualifiedName, IsValidLabelValue), tolerations (core/v1 Toleration) and resource quantities
-(k8s.io/apimachinery pkg/api/resource, the subset gpuop accepts).
+DNS-1123 labels and subdomains, label keys and values (k8s.io/apimachinery pkg/util/validation:
+IsDNS1123Label, IsDNS1123Subdomain, IsQualifiedName, IsValidLabelValue), tolerations (core/v1
+Toleration; the combination rules of k8s.io/kubernetes pkg/apis/core/validation ValidateTolerations),
+resource quantities (k8s.io/apimachinery pkg/api/resource, the subset gpuop accepts) and integer ranges
+(the Go types of the API fields: int32 for ports, replicas and most seconds, int64 for tolerationSeconds).
+
+Every pattern is matched with `fullmatch`: Python's `$` also matches before a trailing newline, and
+"gpu\n" is not a label (Go's regexp `$` without (?m) is the end of the text). On purpose stricter than
+upstream: a quantity must fit int64 in milli-units (the API server accepts larger ones, and the kubelet
+then overflows).
 
 The profile models (profile/models.py) use them for input; the chart's values contract
 (outputs/values.py) uses the same types, so what a profile accepts and what Helm accepts agree.
@@ -12,37 +19,76 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 
 class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-                       r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+# k8s.io/apimachinery pkg/util/validation/validation.go: dns1123LabelFmt, dns1123SubdomainFmt,
+# qualifiedNameFmt (label key names), labelValueFmt. Used with fullmatch (see the module docstring).
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                       r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
+
+INT32_MAX = 2**31 - 1    # Go int32: replicas, ports, most *Seconds fields, maxUnavailable as a number
+INT64_MAX = 2**63 - 1    # Go int64: tolerationSeconds
+
+
+def is_dns_label(v: str, max_len: int = 63) -> bool:
+    """IsDNS1123Label (at most 63; callers may pass a smaller limit the name has to leave room under)."""
+    return len(v) <= max_len and DNS_LABEL.fullmatch(v) is not None
+
+
+def is_dns_subdomain(v: str) -> bool:
+    """IsDNS1123Subdomain: at most 253 characters. Secret, PriorityClass and most object names."""
+    return len(v) <= 253 and DNS_SUBDOMAIN.fullmatch(v) is not None
+
+
+def is_label_value(v: str) -> bool:
+    """IsValidLabelValue: at most 63 characters, empty allowed."""
+    return len(v) <= 63 and LABEL_VALUE.fullmatch(v) is not None
+
+
+def label_key_problem(key: str) -> str | None:
+    """IsQualifiedName: an optional DNS-subdomain prefix (<= 253) and '/', then a name (<= 63)."""
+    prefix, _, name = key.rpartition("/")
+    if not LABEL_KEY.fullmatch(key) or len(name) > 63 or len(prefix) > 253:
+        return (f"{key!r} is not a valid label key (optional DNS prefix '/', then a name of "
+                "at most 63 characters: letters, digits, '-', '_', '.')")
+    return None
+
+
+LABEL_VALUE_RULE = "at most 63 characters: letters, digits, '-', '_', '.', starting and ending alphanumeric"
+DNS_SUBDOMAIN_RULE = ("lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, "
+                      "at most 253 characters")
 
 
 def dns_label(max_len: int):
     def check(v: str) -> str:
-        if len(v) > max_len or not DNS_LABEL.match(v):
+        if not is_dns_label(v, max_len):
             raise ValueError(f"{v!r} is not a DNS-1123 label: lowercase letters, digits and '-', "
                              f"starting and ending with a letter or digit, at most {max_len} characters")
         return v
     return check
 
 
+def dns_subdomain(v: str) -> str:
+    if not is_dns_subdomain(v):
+        raise ValueError(f"{v!r} is not a DNS-1123 subdomain: {DNS_SUBDOMAIN_RULE}")
+    return v
+
+
 def labels(v: dict[str, str]) -> dict[str, str]:
     for key, value in v.items():
-        prefix, _, name = key.rpartition("/")
-        if not LABEL_KEY.match(key) or len(name) > 63 or len(prefix) > 253:
-            raise ValueError(f"{key!r} is not a valid label key (optional DNS prefix '/', then a name of "
-                             "at most 63 characters: letters, digits, '-', '_', '.')")
-        if len(value) > 63 or not LABEL_VALUE.match(value):
-            raise ValueError(f"label {key!r}: value {value!r} is not a valid label value (at most 63 "
-                             "characters: letters, digits, '-', '_', '.', starting and ending alphanumeric)")
+        problem = label_key_problem(key)
+        if problem:
+            raise ValueError(problem)
+        if not is_label_value(value):
+            raise ValueError(f"label {key!r}: value {value!r} is not a valid label value ({LABEL_VALUE_RULE})")
     return v
 
 
@@ -60,7 +106,51 @@ class Toleration(Model):
     tolerationSeconds: int | None = Field(None, ge=0, description="Only with NoExecute. Omitted: forever.")
 
 
-Quantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti)?$")]
+def toleration_problems(t: Toleration) -> list[tuple[str, str]]:
+    """(field, message) for each rule of ValidateTolerations (k8s.io/kubernetes pkg/apis/core/validation/
+    validation.go) the toleration breaks; the pydantic model only knows each field alone."""
+    out: list[tuple[str, str]] = []
+    if t.key:
+        problem = label_key_problem(t.key)
+        if problem:
+            out.append(("key", problem.replace("label key", "toleration key")))
+    elif t.operator != "Exists":
+        out.append(("operator", "an empty key matches every taint and needs operator Exists; set a key or "
+                    "operator: Exists"))
+    if t.operator == "Exists" and t.value:
+        out.append(("value", "operator Exists takes no value; remove the value or use operator: Equal"))
+    if t.operator == "Equal" and t.value is not None and not is_label_value(t.value):
+        out.append(("value", f"{t.value!r} is not a valid taint value ({LABEL_VALUE_RULE})"))
+    if t.tolerationSeconds is not None and t.tolerationSeconds > INT64_MAX:   # checked here, not as `le=`:
+        # the chart's values.schema.json is generated from this model and stays as it was
+        out.append(("tolerationSeconds", f"must be at most {INT64_MAX} (int64), got {t.tolerationSeconds}"))
+    elif t.tolerationSeconds is not None and t.effect != "NoExecute":
+        out.append(("tolerationSeconds", "only a NoExecute toleration has tolerationSeconds (how long the pod stays "
+                    "after the taint appears); set effect: NoExecute or remove it"))
+    return out
+
+
+_SCALE = {"": 1, "m": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
+          "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+
+
+def quantity_in_range(v: str) -> bool:
+    """The quantity fits int64 in milli-units (Quantity.MilliValue() does not overflow)."""
+    m = re.fullmatch(r"([0-9]+)(?:\.([0-9]+))?([a-zA-Z]*)", v)
+    if m is None or m.group(3) not in _SCALE:
+        return True   # the pattern reports it
+    whole, frac, suffix = m.group(1), m.group(2) or "", m.group(3)
+    milli = (int(whole) * 10**len(frac) + int(frac or 0)) * _SCALE[suffix] * (1 if suffix == "m" else 1000)
+    return milli // 10**len(frac) <= INT64_MAX
+
+
+def _quantity(v: str) -> str:
+    if not quantity_in_range(v):
+        raise ValueError(f"{v!r} is beyond the largest quantity ({INT64_MAX} in thousandths of the unit)")
+    return v
+
+
+Quantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti)?$"), AfterValidator(_quantity)]
 
 
 class ResourceList(Model):

@@ -1,67 +1,188 @@
-"""`gpuop diff`: what a GitOps engine would add, change or delete, per cluster, before anything is
-committed — the profiles compiled in memory against the last compiled output (a folder, or the
-output folder at a git revision), as a semantic diff of the rendered objects with field paths, and
-the chart version change it implies.
+"""`gpuop diff`: every file the next `gpuop synth` would write or delete, per cluster and for the
+fleet, before anything is committed — the profiles compiled in memory against the last compiled
+output (a folder, or the output folder at a git revision).
 
-Lists whose items carry a `name` (containers, env, volumes, mounts) are matched by name, so a change
-reads `spec.template.spec.containers[nvidia-driver-ctr].image`, not an index that shifts.
+What it shows:
+- the rendered objects (dist/<cluster>/manifests) as a semantic diff with field paths; lists whose
+  items carry a `name` (containers, env, volumes, mounts) are matched by name, so a change reads
+  `spec.template.spec.containers[nvidia-driver-ctr].image`, not an index that shifts;
+- every other file of the cluster (chart, overlay, Argo CD and Flux objects, ApplicationSet
+  parameters) and of the fleet (fleet/, charts/, index.json, the version lock): added, deleted or
+  changed, with field paths for YAML and JSON documents (chart templates and archives: file only);
+- *destructive* changes first, marked `!!`: a cluster that leaves the ApplicationSet (its git files
+  generator no longer yields it) or leaves the output, a delivery object (Argo CD Application, Flux
+  HelmRelease or Kustomization) deleted — NFD's means NFD is uninstalled —, a release renamed or
+  moved (Flux and Argo CD uninstall the old one), a CustomResourceDefinition or Namespace deleted
+  (everything of that kind or in it goes with it). Unlike `git diff`, these are named, because a
+  reviewer reading 40 changed files misses the one deletion that takes a fleet's GPUs down.
+
+`--against` is a folder or a git revision. A revision is checked before git sees it (it may not start
+with `-`, and every git call separates options from arguments with `--end-of-options` / `--`), so
+`--against=--output=x` cannot become a git option. A project whose output is not in git yet (no
+repository, no commit, or no dist/ at that revision) is compared against the folder on disk, or, when
+that does not exist either, everything is new; that is a note, not an error.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
+import sys
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from gpuop.errors import Issue, UserError
 from gpuop.kube.yamlio import load_all
 
-Tree = dict  # relative path -> bytes
+Tree = dict  # path relative to the output folder -> bytes
+
+DELIVERY_KINDS = {"Application", "ApplicationSet", "HelmRelease", "Kustomization"}
+# A revision git would accept as a commit-ish: refs, SHAs, `HEAD~2`, `origin/main`, `v1.2^{commit}`.
+REVISION = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./@{}~^+-]{0,254}")
+FLEET = "fleet"
 
 
 @dataclass
-class ClusterDiff:
+class Change:
+    op: str                          # "+" added, "-" deleted, "~" changed
+    what: str                        # object key (manifests) or file path relative to the section
+    fields: list = field(default_factory=list)      # [(path, old, new)]
+    destructive: str = ""            # why this change deletes something on the cluster
+
+
+@dataclass
+class SectionDiff:
+    """One cluster (or the fleet: `name == "fleet"`)."""
     name: str
-    old_version: str | None
-    new_version: str | None
-    added: list = field(default_factory=list)      # object keys
-    deleted: list = field(default_factory=list)
-    changed: dict = field(default_factory=dict)    # object key -> [(path, old, new)]
+    old_version: str | None = None
+    new_version: str | None = None
+    changes: list = field(default_factory=list)
+    exists_before: bool = True
+    exists_after: bool = True
 
     @property
     def empty(self) -> bool:
-        return not (self.added or self.deleted or self.changed) and self.old_version == self.new_version
+        return not self.changes and self.old_version == self.new_version
 
+    @property
+    def destructive(self) -> list[Change]:
+        return [c for c in self.changes if c.destructive]
+
+
+# Kept for callers of the old API: a cluster section.
+ClusterDiff = SectionDiff
+
+
+# --- reading the two trees ------------------------------------------------------------------------
 
 def tree_from_dir(folder: Path) -> Tree:
     if not folder.is_dir():
         return {}
-    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def tree_from_git(ref: str, folder: str) -> Tree:
-    proc = subprocess.run(["git", "archive", "--format=tar", ref, "--", folder], capture_output=True)
+def _git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], capture_output=True, check=False)   # callers read returncode
+
+
+def check_revision(ref: str) -> None:
+    """Refuse what cannot be a revision before git sees it (a leading `-` would be an option)."""
+    if ref.startswith("-"):
+        why = "a revision cannot start with '-'"
+    elif not REVISION.fullmatch(ref) or ".." in ref or "@{-" in ref:
+        why = "a revision is a branch, tag, commit or HEAD~N, without spaces, '..' or control characters"
+    else:
+        return
+    raise UserError(Issue("--against", 0, 0, "", f"{ref!r} is neither a folder nor a git revision: {why}"))
+
+
+def tree_from_git(ref: str, folder: str) -> Tree | None:
+    """`folder` at revision `ref`; None when the project has no git history for it yet (no repository,
+    no commit, or no `folder` at that revision). An unknown revision in a repository is bad input."""
+    check_revision(ref)
+    if _git("rev-parse", "--is-inside-work-tree").returncode != 0:
+        return None
+    sha = _git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    if sha.returncode != 0:
+        if _git("rev-parse", "--verify", "--quiet", "HEAD").returncode != 0:
+            return None                              # a repository without a commit yet
+        raise UserError(Issue("--against", 0, 0, "", f"cannot read {folder}/ at git revision {ref!r}: "
+                              "not a commit in this repository"))
+    commit = sha.stdout.decode().strip()
+    if not _git("ls-tree", "-d", "--name-only", commit, "--", folder).stdout.strip():
+        return None                                  # the output folder is not committed yet
+    proc = _git("archive", "--format=tar", commit, "--", folder)
     if proc.returncode != 0:
         raise UserError(Issue("--against", 0, 0, "", f"cannot read {folder}/ at git revision {ref!r}: "
                               f"{proc.stderr.decode(errors='replace').strip()}"))
+    base = folder             # run in a subfolder, git archive names members relative to it, as `folder` is
     out: Tree = {}
     with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
         for m in tar.getmembers():
-            if m.isfile():
-                out[str(Path(m.name).relative_to(folder))] = tar.extractfile(m).read()
+            if m.isfile() and Path(m.name).is_relative_to(base):
+                out[Path(m.name).relative_to(base).as_posix()] = tar.extractfile(m).read()
     return out
+
+
+def old_tree(against: str | None, output: Path) -> tuple[Tree, str]:
+    """The last compiled output and a note saying what it is when that is not what was asked."""
+    if against is None or Path(against).is_dir():
+        folder = Path(against) if against is not None else output
+        return tree_from_dir(folder), ("" if folder.is_dir() else f"gpuop: {folder} does not exist yet: everything is new")
+    folder = output.as_posix().rstrip("/")
+    tree = tree_from_git(against, folder)
+    if tree is not None:
+        return tree, ""
+    if output.is_dir():
+        return tree_from_dir(output), f"gpuop: {folder}/ is not in git at {against} yet: comparing against the folder {folder}"
+    return {}, f"gpuop: {folder}/ is not in git at {against} yet and the folder does not exist: everything is new"
+
+
+def new_tree(files: dict, reuse: tuple, output: Path) -> Tree:
+    """What synth would leave in `output`: the files it writes plus what it keeps from the last output."""
+    tree = {k: (v.encode() if isinstance(v, str) else v) for k, v in files.items()}
+    for rel in reuse:
+        src = output / rel
+        if src.is_dir():
+            tree.update({f"{rel}/{k}": v for k, v in tree_from_dir(src).items()})
+        elif src.is_file():
+            tree[rel] = src.read_bytes()
+    return tree
+
+
+# --- comparing ---------------------------------------------------------------------------------------
+
+def _docs(path: str, data: bytes):
+    """The parsed documents of a YAML/JSON file, or None (templates, archives, text)."""
+    if "/templates/" in path or not path.endswith((".yaml", ".yml", ".json")):
+        return None
+    try:
+        text = data.decode()
+        return [json.loads(text)] if path.endswith(".json") else load_all(text)
+    except (ValueError, yaml.YAMLError):
+        return None
+
+
+def _key(o: dict) -> str:
+    m = o.get("metadata") or {}
+    return f"{o.get('kind')} {m['namespace'] + '/' if m.get('namespace') else ''}{m.get('name')}"
+
+
+def _is_object(o) -> bool:
+    return isinstance(o, dict) and "kind" in o and isinstance(o.get("metadata"), dict)
 
 
 def _objects(tree: Tree, folder: str) -> dict:
     objs = {}
     for path in sorted(tree):
         if path.startswith(folder + "/") and path.endswith(".yaml") and not path.endswith("kustomization.yaml"):
-            for o in load_all(tree[path].decode() if isinstance(tree[path], bytes) else tree[path]):
-                m = o.get("metadata", {})
-                objs[f"{o['kind']} {m.get('namespace') + '/' if m.get('namespace') else ''}{m.get('name')}"] = o
+            for o in load_all(tree[path].decode()):
+                objs[_key(o)] = o
     return objs
 
 
@@ -105,50 +226,167 @@ def field_diff(old, new, path: str = "") -> list[tuple[str, object, object]]:
 
 
 def _index(tree: Tree) -> dict:
-    raw = tree.get("index.json")
-    return {c["name"]: c for c in json.loads(raw)["clusters"]} if raw else {}
+    try:
+        return {c["name"]: c for c in json.loads(tree["index.json"])["clusters"]}
+    except (KeyError, ValueError, TypeError):
+        return {}
 
 
-def diff_trees(old: Tree, new: Tree) -> list[ClusterDiff]:
-    oi, ni = _index(old), _index(new)
+def _glob(pattern: str) -> re.Pattern:
+    """Go's filepath.Match, which Argo CD's git files generator uses: `*` and `?` stop at `/`."""
+    out = ""
+    for ch in pattern:
+        out += "[^/]*" if ch == "*" else "[^/]" if ch == "?" else re.escape(ch)
+    return re.compile(out)
+
+
+def applicationset_clusters(tree: Tree, root: str) -> set[str]:
+    """The clusters the fleet ApplicationSet's git files generators yield from this tree (`root`: the
+    output folder's path in the repository, which the generator's paths start with)."""
+    names: set[str] = set()
+    for path, data in tree.items():
+        if not path.startswith(f"{FLEET}/"):
+            continue
+        for doc in _docs(path, data) or []:
+            if not (_is_object(doc) and doc["kind"] == "ApplicationSet"):
+                continue
+            for gen in doc.get("spec", {}).get("generators", []):
+                for f in (gen.get("git") or {}).get("files", []):
+                    rx = _glob(f.get("path", ""))
+                    for p in tree:
+                        if rx.fullmatch(f"{root}/{p}"):
+                            try:
+                                names.add(json.loads(tree[p])["name"])
+                            except (ValueError, KeyError, TypeError):
+                                pass
+    return names
+
+
+def _destructive_deletion(rel: str, docs) -> str:
+    for o in docs or []:
+        if _is_object(o) and o["kind"] in DELIVERY_KINDS:
+            what = "NFD uninstalled" if "nfd" in rel.split("/")[-1] or o["metadata"].get("name", "").endswith("-nfd") \
+                else "GPU stack deleted"
+            return f"{what}: {o['kind']} {o['metadata'].get('name')} is deleted ({rel})"
+    return ""
+
+
+RENAMES = ("spec.releaseName", "spec.targetNamespace", "spec.storageNamespace", "spec.destination.",
+           "spec.source.helm.releaseName", "spec.chart.spec.chart")
+
+
+def _destructive_change(o, fields) -> str:
+    if not (_is_object(o) and o["kind"] in DELIVERY_KINDS - {"ApplicationSet"}):
+        return ""
+    moved = [p for p, _, _ in fields if p.startswith(RENAMES) or p == "spec.destination"]
+    return f"release replaced: {', '.join(moved)} changed, so the old release is uninstalled" if moved else ""
+
+
+def _object_changes(before: dict, after: dict) -> list[Change]:
     out = []
-    for name in sorted(set(oi) | set(ni)):
-        d = ClusterDiff(name, oi.get(name, {}).get("chartVersion"), ni.get(name, {}).get("chartVersion"))
-        before = _objects(old, f"{name}/manifests") if name in oi else {}
-        after = _objects(new, f"{name}/manifests") if name in ni else {}
-        d.added = sorted(set(after) - set(before))
-        d.deleted = sorted(set(before) - set(after))
-        for k in sorted(set(before) & set(after)):
-            changes = field_diff(before[k], after[k])
-            if changes:
-                d.changed[k] = changes
-        out.append(d)
+    for k in sorted(set(after) - set(before)):
+        out.append(Change("+", k))
+    for k in sorted(set(before) - set(after)):
+        kind = before[k].get("kind")
+        why = ("CRD deleted: every custom resource of this kind is deleted with it" if kind == "CustomResourceDefinition"
+               else "Namespace deleted: everything in it is deleted" if kind == "Namespace" else "")
+        out.append(Change("-", k, destructive=why))
+    for k in sorted(set(before) & set(after)):
+        changes = field_diff(before[k], after[k])
+        if changes:
+            out.append(Change("~", k, changes))
     return out
 
+
+def _file_changes(old: Tree, new: Tree, prefix: str, skip) -> list[Change]:
+    out = []
+    olds = {p[len(prefix):]: v for p, v in old.items() if p.startswith(prefix) and not skip(p)}
+    news = {p[len(prefix):]: v for p, v in new.items() if p.startswith(prefix) and not skip(p)}
+    for rel in sorted(set(news) - set(olds)):
+        out.append(Change("+", rel))
+    for rel in sorted(set(olds) - set(news)):
+        out.append(Change("-", rel, destructive=_destructive_deletion(rel, _docs(rel, olds[rel]))))
+    for rel in sorted(set(olds) & set(news)):
+        if olds[rel] == news[rel]:
+            continue
+        a, b = _docs(rel, olds[rel]), _docs(rel, news[rel])
+        fields = []
+        if a is not None and b is not None and rel not in ("index.json", "charts/index.yaml"):
+            fields = field_diff(a[0] if len(a) == 1 else a, b[0] if len(b) == 1 else b)
+        why = _destructive_change(a[0], fields) if a and len(a) == 1 else ""
+        out.append(Change("~", rel, fields, destructive=why))
+    return out
+
+
+def diff_trees(old: Tree, new: Tree, root: str = "dist") -> list[SectionDiff]:
+    """Per cluster (sorted by name), then the fleet. `root`: the output folder's path in the repository."""
+    # top-level dot files (the ownership marker, locks) are gpuop's bookkeeping, never read by an engine
+    old, new = ({k: v for k, v in t.items() if not k.startswith(".")} for t in (old, new))
+    oi, ni = _index(old), _index(new)
+    names = sorted(set(oi) | set(ni))
+    in_set_before, in_set_after = applicationset_clusters(old, root), applicationset_clusters(new, root)
+    out = []
+    for name in names:
+        d = SectionDiff(name, oi.get(name, {}).get("chartVersion"), ni.get(name, {}).get("chartVersion"),
+                        exists_before=name in oi, exists_after=name in ni)
+        manifests = f"{name}/manifests"
+        if name in oi and name not in ni:
+            d.changes.append(Change("-", f"{name}/", destructive=(
+                f"cluster {name} removed from the output: Argo CD / Flux delete its GPU stack")))
+        elif name in in_set_before and name not in in_set_after:
+            d.changes.append(Change("-", "ApplicationSet gpuop-fleet element", destructive=(
+                f"cluster {name} leaves the ApplicationSet: Argo CD deletes its Application and GPU stack")))
+        d.changes += _object_changes(_objects(old, manifests) if name in oi else {},
+                                     _objects(new, manifests) if name in ni else {})
+        d.changes += _file_changes(
+            old if name in oi else {}, new if name in ni else {}, f"{name}/",
+            lambda p, m=manifests: p.startswith(m + "/") and not p.endswith("/kustomization.yaml"))
+        if name not in ni:                  # one mark for the whole cluster, not one per file it held
+            for c in d.changes[1:]:
+                c.destructive = ""
+        d.changes.sort(key=lambda c: not c.destructive)            # destructive first, else stable
+        out.append(d)
+    clusters = tuple(f"{n}/" for n in names)
+    fleet = SectionDiff(FLEET)
+    fleet.changes = _file_changes(old, new, "", lambda p: p.startswith(clusters))
+    fleet.changes.sort(key=lambda c: not c.destructive)
+    out.append(fleet)
+    return out
+
+
+# --- printing ---------------------------------------------------------------------------------------
 
 def _short(v) -> str:
     text = json.dumps(v, sort_keys=True) if not isinstance(v, str) else v
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def render(diffs: list[ClusterDiff]) -> str:
+def render(diffs: list[SectionDiff]) -> str:
     lines = []
+    destructive = [(d, c) for d in diffs for c in d.destructive]
+    if destructive:
+        lines.append(f"DESTRUCTIVE: {len(destructive)} change(s) delete things on clusters")
+        for d, c in destructive:
+            lines.append(f"  !! {'fleet' if d.name == FLEET else 'cluster ' + d.name}: {c.destructive}")
     for d in diffs:
-        if d.old_version is None:
-            head = f"cluster {d.name}: new, chart {d.new_version}"
-        elif d.new_version is None:
-            head = f"cluster {d.name}: removed (chart {d.old_version} and every object deleted)"
+        label = "fleet" if d.name == FLEET else f"cluster {d.name}"
+        if d.name != FLEET and not d.exists_before:
+            head = f"{label}: new, chart {d.new_version}"
+        elif d.name != FLEET and not d.exists_after:
+            head = f"{label}: removed (chart {d.old_version} and every object deleted)"
         elif d.empty:
-            lines.append(f"cluster {d.name}: unchanged (chart {d.new_version})")
+            lines.append(f"{label}: unchanged" + (f" (chart {d.new_version})" if d.name != FLEET else ""))
             continue
+        elif d.name == FLEET:
+            head = f"{label}:"
+        elif d.old_version == d.new_version:
+            head = f"{label}: chart {d.new_version} (version unchanged)"
         else:
-            head = f"cluster {d.name}: chart {d.old_version} -> {d.new_version}"
+            head = f"{label}: chart {d.old_version} -> {d.new_version}"
         lines.append(head)
-        lines += [f"  + {k}" for k in d.added]
-        lines += [f"  - {k}" for k in d.deleted]
-        for k, changes in d.changed.items():
-            lines.append(f"  ~ {k}")
-            for path, old, new in changes:
+        for c in d.changes:
+            lines.append(f"  {'!! ' if c.destructive else ''}{c.op} {c.what}")
+            for path, old, new in c.fields:
                 if old is None:
                     lines.append(f"      {path}: added {_short(new)}")
                 elif new is None:
@@ -156,3 +394,30 @@ def render(diffs: list[ClusterDiff]) -> str:
                 else:
                     lines.append(f"      {path}: {_short(old)} -> {_short(new)}")
     return "\n".join(lines) + "\n"
+
+
+def changed(diffs: list[SectionDiff]) -> bool:
+    return any(not d.empty for d in diffs)
+
+
+def compile_trees(paths: list[Path], against: str | None, output: Path, settings_path: Path):
+    """(the last output, what the next synth would leave, the settings): the two trees every comparison
+    of a change reads (diff, impact, report). A note on what the last output is goes to stderr."""
+    from gpuop.pipeline.run import compile_profiles
+    from gpuop.pipeline.write import read_previous
+    from gpuop.profile.settings import load_settings
+
+    settings = load_settings(settings_path)
+    old, note = old_tree(against, output)
+    result = compile_profiles(paths, settings, read_previous(output), cache_dir=Path(".gpuop-cache"),
+                              progress=False, reuse=False)
+    if note:
+        print(note, file=sys.stderr)
+    return old, new_tree(result.files, result.reuse, output), settings
+
+
+def run(paths: list[Path], against: str | None, output: Path, settings_path: Path) -> tuple[str, bool]:
+    """The diff text and whether anything would change (for `--exit-code`)."""
+    old, new, settings = compile_trees(paths, against, output, settings_path)
+    diffs = diff_trees(old, new, settings.gitops.path.rstrip("/"))
+    return render(diffs), changed(diffs)

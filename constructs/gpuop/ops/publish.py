@@ -11,7 +11,6 @@ no `+` build metadata, which OCI tags cannot hold.
 from __future__ import annotations
 
 import hashlib
-import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,26 +22,36 @@ from gpuop.errors import Issue, UserError
 class Outcome:
     chart: str
     version: str
-    action: str    # pushed | unchanged
+    action: str    # pushed | unchanged | refused | not attempted
 
 
-def publish_oci(dist: Path, remote: str, *, plain_http: bool = False) -> list[Outcome]:
+def publish_oci(dist: Path, remote: str, *, plain_http: bool = False) -> tuple[list[Outcome], list[Issue]]:
+    """Every chart's outcome, and the issues (refused versions, a registry error). A registry error
+    stops the run; the charts not reached are "not attempted", so the report says exactly what the
+    registry now holds."""
     import helm_python as helm
+
+    from gpuop.pipeline.write import read_index
 
     if not remote.startswith("oci://") or remote.rstrip("/") == "oci:/":
         raise UserError(Issue("--oci", 0, 0, "", f"{remote!r} is not an OCI reference; allowed: oci://HOST[:PORT]/PATH"))
     remote = remote.rstrip("/")
-    try:
-        index = json.loads((dist / "index.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise UserError(Issue(str(dist), 0, 0, "", f"not a gpuop output folder ({exc}); run gpuop synth first"))
+    index = read_index(dist)
+    missing = [Issue(str(dist / c["package"]), 0, 0, "", "chart archive is missing; run gpuop synth to rebuild it")
+               for c in index["clusters"] if not (dist / c["package"]).is_file()]
+    if missing:
+        raise UserError(missing)
     client = helm.RegistryClient(plain_http=plain_http)
     outcomes, issues = [], []
+    todo = list(index["clusters"])
     try:
-        for c in index["clusters"]:
+        while todo:
+            c = todo[0]
             name, version, archive = c["name"], c["chartVersion"], dist / c["package"]
             if "+" in version:
                 issues.append(Issue(str(archive), 0, 0, "", f"version {version} has build metadata; OCI tags cannot"))
+                outcomes.append(Outcome(name, version, "refused"))
+                todo.pop(0)
                 continue
             ref = f"{remote}/{name}"
             try:
@@ -57,16 +66,25 @@ def publish_oci(dist: Path, remote: str, *, plain_http: bool = False) -> list[Ou
                     issues.append(Issue(str(archive), 0, 0, "", f"{ref}:{version} is already published with "
                                         "other content; refusing to overwrite it (recompile so the chart gets a "
                                         "new version, or publish to another path)"))
+                    outcomes.append(Outcome(name, version, "refused"))
                 else:
                     outcomes.append(Outcome(name, version, "unchanged"))
+                todo.pop(0)
                 continue
             client.push(str(archive), remote, plain_http=plain_http)
             outcomes.append(Outcome(name, version, "pushed"))
+            todo.pop(0)
     except helm.HelmError as exc:          # the registry's answer (unreachable, auth, ...): not a gpuop bug
         detail = " ".join(str(exc).split())
-        raise UserError(issues + [Issue(remote, 0, 0, "", f"registry error: {detail}")])
+        issues.append(Issue(remote, 0, 0, "", f"registry error: {detail}"))
+        outcomes += [Outcome(c["name"], c["chartVersion"], "not attempted") for c in todo]
     finally:
         client.close()
-    if issues:
-        raise UserError(issues)
-    return outcomes
+    return outcomes, issues
+
+
+def summary(outcomes: list[Outcome]) -> str:
+    """One line: how many charts were pushed, skipped (already published, same bytes), refused, not attempted."""
+    count = {a: sum(1 for o in outcomes if o.action == a) for a in ("pushed", "unchanged", "refused", "not attempted")}
+    return (f"gpuop: {count['pushed']} pushed, {count['unchanged']} skipped (already published), "
+            f"{count['refused']} refused, {count['not attempted']} not attempted")

@@ -9,7 +9,8 @@ fields other controllers write are ignored (outputs/drift.py) and respected on s
 SkipDryRunOnMissingResource when the stack holds custom resources (NodeFeatureRule, ServiceMonitor)
 whose CRDs another Application installs, so the first sync does not fail before they exist.
 
-NFD: a Helm-repository source pinned to the stack release's chart version, with the settings the GPU
+NFD: in its own AppProject `gpuop-nfd-<cluster>` (nfd-appproject.yaml; least privilege, not the
+permissive `default`), a Helm-repository source pinned to the stack release's chart version, with the settings the GPU
 stack needs (catalog releases.yaml) as `valuesObject`, in its own namespace (created by the sync).
 Ordering: the NFD Application has sync-wave -1 and the GPU stack's 0, so an app-of-apps that manages
 both syncs NFD (and its NodeFeatureRule CRD) first. Waves between Applications need the Application
@@ -22,9 +23,13 @@ from __future__ import annotations
 from gpuop.plan.model import StackPlan
 from gpuop.kube.yamlio import dump
 from gpuop.outputs import drift
+from gpuop.outputs import rollout
 from gpuop.outputs.fleet import PROJECT
 
 WAVE = "argocd.argoproj.io/sync-wave"
+# The chart's Namespace belongs to the release on this path (CreateNamespace=false); the `helm test` pod
+# needs a GPU and is for people, not for every sync.
+DELIVERY_HELM = {"skipTests": True, "valuesObject": {"createNamespace": True}}
 
 
 def _metadata(name: str, plan: StackPlan, gitops, wave: str | None) -> dict:
@@ -48,8 +53,9 @@ def application(plan: StackPlan, gitops, chart_path: str) -> dict:
             "project": PROJECT,
             "destination": {"server": a.server, "namespace": plan.namespace},
             "source": {"repoURL": gitops.repoURL, "targetRevision": gitops.revision, "path": chart_path,
-                       "helm": {"releaseName": plan.name, "kubeVersion": plan.kube_version}},
-            "syncPolicy": {"automated": {"prune": True, "selfHeal": True}, "syncOptions": options},
+                       "helm": {"releaseName": plan.name, "kubeVersion": plan.kube_version, **DELIVERY_HELM}},
+            "syncPolicy": {"automated": {"prune": True, "selfHeal": True}, "syncOptions": options,
+                           "retry": rollout.argocd_retry()},        # sized for a driver rebuild per node
             "ignoreDifferences": drift.argocd_ignore_differences(),
         },
     }
@@ -64,7 +70,7 @@ def nfd_application(plan: StackPlan, gitops) -> dict | None:
         "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
         "metadata": _metadata(f"gpuop-{plan.name}-nfd", plan, gitops, "-1"),
         "spec": {
-            "project": a.project,
+            "project": nfd_project_name(plan),
             "destination": {"server": a.server, "namespace": n.namespace},
             "source": {"repoURL": n.repository, "chart": n.chart, "targetRevision": n.version,
                        "helm": {"releaseName": n.release_name, "kubeVersion": plan.kube_version,
@@ -76,9 +82,48 @@ def nfd_application(plan: StackPlan, gitops) -> dict | None:
     }
 
 
+# What NFD's chart (node-feature-discovery 0.19, kubernetes-sigs) installs; tests render the chart (the
+# copy in ../shared/refs) and check every object against the project. Cluster-scoped objects by name:
+# its CRDs and the RBAC objects named after the release (`<fullname>`, `-worker`, `-gc`, ...).
+NFD_NAMESPACED = (("", "ConfigMap"), ("", "Service"), ("", "ServiceAccount"), ("apps", "DaemonSet"),
+                  ("apps", "Deployment"), ("batch", "Job"), ("monitoring.coreos.com", "PodMonitor"),
+                  ("networking.k8s.io", "NetworkPolicy"), ("policy", "PodDisruptionBudget"),
+                  ("rbac.authorization.k8s.io", "Role"), ("rbac.authorization.k8s.io", "RoleBinding"))
+
+
+def nfd_project_name(plan: StackPlan) -> str:
+    return f"gpuop-nfd-{plan.name}"      # not the Application's name (gpuop-<cluster>-nfd): one name, one object
+
+
+def nfd_app_project(plan: StackPlan, gitops) -> dict | None:
+    """NFD's own AppProject (not `default`): its chart repository, its namespace, its kinds, and the
+    cluster-scoped objects it creates by name, so NFD's Application cannot create anything else."""
+    n = plan.nfd
+    if n.mode != "deploy" or not n.chart:
+        return None
+    a = gitops.argocd
+    rbac = "rbac.authorization.k8s.io"
+    cluster = [{"group": "apiextensions.k8s.io", "kind": "CustomResourceDefinition", "name": "*.nfd.k8s-sigs.io"},
+               {"group": "", "kind": "Namespace", "name": n.namespace}]     # CreateNamespace=true
+    cluster += [{"group": rbac, "kind": k, "name": f"{n.release_name}*"} for k in ("ClusterRole", "ClusterRoleBinding")]
+    return {
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
+        "metadata": {"name": nfd_project_name(plan), "namespace": a.namespace,
+                     "labels": {"app.kubernetes.io/managed-by": "gpuop", "gpuop/cluster": plan.name}},
+        "spec": {
+            "description": f"Node Feature Discovery of GPU cluster {plan.name}: its chart, namespace and kinds only.",
+            "sourceRepos": [n.repository],
+            "destinations": [{"server": a.server, "namespace": n.namespace}],
+            "clusterResourceWhitelist": cluster,
+            "namespaceResourceWhitelist": [{"group": g, "kind": k} for g, k in NFD_NAMESPACED],
+        },
+    }
+
+
 def write(plan: StackPlan, gitops, base: str, chart_path: str) -> dict[str, str]:
     files = {f"{base}/application.yaml": dump(application(plan, gitops, chart_path))}
     nfd = nfd_application(plan, gitops)
     if nfd is not None:
         files[f"{base}/nfd-application.yaml"] = dump(nfd)
+        files[f"{base}/nfd-appproject.yaml"] = dump(nfd_app_project(plan, gitops))
     return files

@@ -6,26 +6,36 @@ Two steps, so the expensive one can be cached and run in parallel per cluster:
 - `assemble(builds, previous)`: assigns chart versions from the lock (same content, same
   version), fills them in, packages new chart versions, and writes dist/index.json and
   dist/versions.lock.json. A cluster whose output is unchanged is not rewritten: its folder of the
-  previous output is moved into the new tree (checked by output digest, file list and sizes).
-Paths in index.json are relative to dist/.
+  previous output is linked into the new tree (pipeline/write.py), but only when the bytes on disk
+  hash to the `treeDigest` recorded for it in index.json (a hand edit, even one that keeps the size,
+  is rebuilt) and its chart archive is present.
+- A subset compile (`keep`): clusters of the previous output not compiled this time keep their folder,
+  index entry, lock entry and archives as they are.
+Paths in index.json are relative to dist/. The ApplicationSet's parameters of a cluster live in
+dist/<cluster>/params/cluster.json, outside the apply folders (argocd/, flux/, manifests/ hold only
+Kubernetes objects, so `kubectl apply -f dist/<cluster>/argocd/` works).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass, field
 
 from gpuop import __version__
 from gpuop.kube.yamlio import dump_json
 from gpuop.outputs import node_labels
+from gpuop.outputs import dra
 from gpuop.outputs import argocd
 from gpuop.outputs import charts
 from gpuop.outputs import fleet
 from gpuop.outputs import flux
 from gpuop.outputs import helm
+from gpuop.outputs import images
 from gpuop.outputs import kustomize
 from gpuop.outputs import manifests
+from gpuop.outputs import operator
 from gpuop.outputs import version
 
 from gpuop.outputs.version import VERSION_PLACEHOLDER
@@ -47,10 +57,7 @@ class ClusterBuild:
 
 
 def files_digest(files: dict) -> str:
-    h = hashlib.sha256()
-    for path in sorted(files):
-        h.update(path.encode() + b"\0" + files[path].encode() + b"\0")
-    return h.hexdigest()
+    return version.content_digest(files).removeprefix("sha256:")
 
 
 def output_digest(build: ClusterBuild, chart_version: str) -> str:
@@ -58,23 +65,51 @@ def output_digest(build: ClusterBuild, chart_version: str) -> str:
     return "sha256:" + hashlib.sha256(f"{build.files_digest}|{chart_version}".encode()).hexdigest()
 
 
+def tree_digest(files: dict) -> str:
+    """Digest of a cluster folder's bytes: path (relative to dist/) and content of every file, sorted."""
+    h = hashlib.sha256()
+    for path in sorted(files):
+        data = files[path]
+        h.update(path.encode() + b"\0" + (data.encode() if isinstance(data, str) else data) + b"\0")
+    return "sha256:" + h.hexdigest()
+
+
+def disk_tree_digest(root, name: str) -> str | None:
+    """tree_digest of dist/<name>/ as it is on disk; None when it holds anything but regular files and
+    folders (a symlink, a FIFO) or cannot be read."""
+    files = {}
+    base = os.path.join(str(root), name)
+    if not os.path.isdir(base) or os.path.islink(base):
+        return None
+    try:
+        for folder, dirs, names in os.walk(base):
+            for d in dirs:
+                if os.path.islink(os.path.join(folder, d)):
+                    return None
+            for n in names:
+                full = os.path.join(folder, n)
+                st = os.lstat(full)
+                if not stat.S_ISREG(st.st_mode):
+                    return None
+                with open(full, "rb") as f:
+                    files[os.path.relpath(full, str(root))] = f.read()
+    except OSError:
+        return None
+    return tree_digest(files)
+
+
 def reusable(build: ClusterBuild, previous, chart_version: str) -> bool:
     """True when the previous output's dist/<cluster>/ is what this build would write: same output
-    digest in the previous index.json, and the folder holds exactly the expected files and sizes."""
-    if previous is None or previous.index.get(build.name, {}).get("outputDigest") != output_digest(build, chart_version):
+    digest in the previous index.json, the bytes on disk match the tree digest recorded there, and
+    the chart archive of this version is present (and matched its index.yaml digest)."""
+    if previous is None:
         return False
-    root = str(previous.out) + "/"
-    delta = len(chart_version) - len(VERSION_PLACEHOLDER)
-    try:
-        for path, (size, holes) in build.layout.items():
-            if os.stat(root + path).st_size != size + holes * delta:
-                return False
-        dirs = {p.rsplit("/", 1)[0] for p in build.layout}
-        dirs |= {d.rsplit("/", i)[0] for d in dirs for i in range(1, d.count("/") + 1)}   # and their parents
-        entries = sum(len(os.listdir(root + d)) for d in dirs)
-        return entries == len(build.layout) + len(dirs) - 1     # every entry is a known file or folder
-    except OSError:
+    entry = previous.index.get(build.name, {})
+    if entry.get("outputDigest") != output_digest(build, chart_version) or not entry.get("treeDigest"):
         return False
+    if f"{build.name}-{chart_version}.tgz" not in previous.charts:
+        return False
+    return disk_tree_digest(previous.out, build.name) == entry["treeDigest"]
 
 
 def build_cluster(stack, settings) -> ClusterBuild:
@@ -99,10 +134,20 @@ def build_cluster(stack, settings) -> ClusterBuild:
         "platformVersion": plan.platform_version, "kubeVersion": plan.kube_version, "stackRelease": plan.release,
         "labels": dict(plan.labels), "objects": len(stack.objects),
         "kinds": kinds, "fluxOverlay": f"{c}/flux-overlay",
+        # cluster-scoped objects by name: the AppProject allows exactly these (outputs/fleet.py)
+        "clusterObjects": sorted([o.body["apiVersion"].rpartition("/")[0], o.body["kind"], o.body["metadata"]["name"]]
+                                 for o in stack.objects if "namespace" not in o.body["metadata"]),
     }
-    files[f"{c}/argocd/cluster.json"] = fleet.cluster_params(entry, chart_path)
+    files[f"{c}/{fleet.PARAMS}"] = fleet.cluster_params(entry, chart_path)   # outside argocd/: not an object
     files.update(node_labels.write(plan, f"{c}/node-labels.yaml"))
     entry.update(node_labels.index_entry(plan))
+    entry["capacity"] = plan.capacity.as_dict()         # what each pool advertises (plan/capacity.py)
+    files.update(dra.write(plan, gitops, c))          # the DRA driver's delivery, after the stack
+    entry.update(dra.index_entry(plan))               # DRA driver and capacity per DeviceClass
+    if plan.operator is not None:    # operator mode: NVIDIA's operator deploys the operands (outputs/operator.py)
+        files, entry = operator.apply(files, entry, plan, gitops, c)
+    else:                            # the images of manifests/, for mirroring (issue 16)
+        files.update(images.write(manifests.rendered(stack), c, plan.platform == "openshift"))
     layout = {p: [len(t.encode()), t.count(VERSION_PLACEHOLDER)] for p, t in files.items()}
     return ClusterBuild(c, files, digest, version.minor_key(plan), entry, files_digest(files), layout)
 
@@ -113,30 +158,39 @@ class Output:
     reuse: tuple = ()        # relative paths to move unchanged from the previous output
 
 
-def assemble(builds: list[ClusterBuild], previous, settings=None) -> Output:
+def assemble(builds: list[ClusterBuild], previous, settings=None, keep: tuple = ()) -> Output:
     """Versions, the packaged charts and the Helm repository index, index.json and the lock.
-    `previous` (write.Previous or None) is the last output: its lock, index and charts carry forward."""
+    `previous` (write.Previous or None) is the last output: its lock, index and charts carry forward.
+    `keep`: names of previous clusters not compiled this time (a subset compile), kept as they are."""
     files: dict = {}
     reuse: list[str] = []
     lock = {name: dict(entry) for name, entry in (previous.lock if previous else {}).get("clusters", {}).items()}
     index = []
     carried = dict(previous.charts) if previous else {}          # archive name -> Path of the old file
     new_archives: dict[str, bytes] = {}
+    kept = [previous.index[n] for n in keep] if previous else []
+    for e in kept:
+        reuse.append(e["name"])
     for b in sorted(builds, key=lambda b: b.name):
         chart_version = version.next_version(lock.get(b.name), b.digest, b.minor_key)
         lock[b.name] = {"version": chart_version, "digest": b.digest, "minorKey": b.minor_key}
         tgz_name = f"{b.name}-{chart_version}.tgz"
         if b.files is None:
             reuse.append(b.name)
+            tree = previous.index[b.name]["treeDigest"]     # reusable() checked the bytes against it
         else:
+            mine = {}
             for path, text in b.files.items():      # the chart version, wherever the build left its placeholder
-                files[path] = text.replace(VERSION_PLACEHOLDER, chart_version) if VERSION_PLACEHOLDER in text else text
+                mine[path] = text.replace(VERSION_PLACEHOLDER, chart_version) if VERSION_PLACEHOLDER in text else text
+            files.update(mine)
+            tree = tree_digest(mine)
             if tgz_name not in carried:
                 prefix = f"{b.name}/chart/"
                 data = charts.archive(b.name, {p[len(prefix):]: t for p, t in files.items() if p.startswith(prefix)})
                 files[f"charts/{tgz_name}"] = new_archives[tgz_name] = data
         index.append({**b.entry, "chartVersion": chart_version, "package": f"charts/{tgz_name}",
-                      "outputDigest": output_digest(b, chart_version)})
+                      "outputDigest": output_digest(b, chart_version), "treeDigest": tree})
+    index = sorted(index + kept, key=lambda e: e["name"])
     reuse += [f"charts/{name}" for name in carried]
     if new_archives or previous is None or not previous.charts_index_ok():
         files["charts/index.yaml"] = charts.index_yaml(charts.entries_from({**carried, **new_archives},
@@ -150,7 +204,3 @@ def assemble(builds: list[ClusterBuild], previous, settings=None) -> Output:
     files[version.LOCK_FILE] = dump_json({"apiVersion": "gpuop/v1alpha1", "kind": "VersionLock",
                                           "clusters": dict(sorted(lock.items()))})
     return Output(files, tuple(reuse))
-
-
-def package(stacks, settings, previous=None) -> Output:
-    return assemble([build_cluster(s, settings) for s in stacks], previous, settings=settings)

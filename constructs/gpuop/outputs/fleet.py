@@ -1,15 +1,24 @@
 """Writer: the fleet-level Argo CD objects — one ApplicationSet for every cluster and an AppProject
 with least privilege.
 
-ApplicationSet: a git files generator over `dist/*/argocd/cluster.json` (one small parameter file per
-cluster, written here), goTemplate with `missingkey=error` so a missing parameter fails the render
+ApplicationSet: a git files generator over `dist/*/params/cluster.json` (one small parameter file per
+cluster, written here; outside argocd/ so that folder holds only Kubernetes objects), goTemplate with `missingkey=error` so a missing parameter fails the render
 instead of producing an empty string. Each generated Application installs the cluster's chart into
 the Argo CD cluster registered under the cluster's gpuop name (`destination.name`), with the same
 sync options as the per-cluster Application.
 
+Progressive rollout: a cluster whose profile carries the label `gpuop/rollout-wave` (e.g. `canary`, `1`,
+`2`) is rolled in that wave. When the fleet has more than one wave, the ApplicationSet gets a `RollingSync`
+strategy with one step per wave, in order (`canary` first, then the others in natural order, clusters
+without the label last as `default`): Argo CD updates the next wave's Applications only when the previous
+wave's are Healthy, so a bad driver or layout stops at the canaries. Progressive syncs must be enabled on
+the ApplicationSet controller (`--enable-progressive-syncs`; docs/gitops.md).
+
 AppProject `gpuop`: only this repository as source, only each cluster's own namespace as
-destination, and only the kinds the stacks contain (cluster-scoped and namespaced lists computed from
-the compiled objects), so a chart can never create anything else.
+destination, the namespaced kinds the stacks contain and their cluster-scoped objects *by name*
+(index.json `clusterObjects`, computed from the compiled objects), so write access to the repository
+cannot create any other ClusterRole, ClusterRoleBinding, SCC or Namespace. NFD's Applications have their
+own per-cluster projects (outputs/argocd.py).
 """
 
 from __future__ import annotations
@@ -17,52 +26,91 @@ from __future__ import annotations
 from gpuop.kube.yamlio import dump, dump_json
 from gpuop.outputs import drift
 from gpuop.outputs import health
+from gpuop.outputs import rollout
 
 PROJECT = "gpuop"
+PARAMS = "params/cluster.json"      # per cluster, relative to dist/<cluster>/: the generator's parameters
+WAVE_LABEL = "gpuop/rollout-wave"   # profile metadata label: the cluster's rollout wave
+DEFAULT_WAVE = "default"            # clusters without the label: the last wave
 
 
 def cluster_params(entry: dict, chart_path: str) -> str:
-    """dist/<cluster>/argocd/cluster.json: the ApplicationSet's parameters for one cluster."""
+    """dist/<cluster>/params/cluster.json: the ApplicationSet's parameters for one cluster."""
     return dump_json({"name": entry["name"], "namespace": entry["namespace"], "releaseName": entry["releaseName"],
-                      "chartPath": chart_path, "kubeVersion": entry["kubeVersion"]})
+                      "chartPath": chart_path, "kubeVersion": entry["kubeVersion"], "wave": wave_of(entry)})
 
 
-def application_set(gitops) -> dict:
+def wave_of(entry: dict) -> str:
+    return (entry.get("labels") or {}).get(WAVE_LABEL) or DEFAULT_WAVE
+
+
+def _wave_key(wave: str) -> tuple:
+    """canary first, then numbers in numeric order, then other names, the default wave last."""
+    if wave == "canary":
+        return (0, 0, "")
+    if wave == DEFAULT_WAVE:
+        return (3, 0, "")
+    return (1, int(wave), "") if wave.isdigit() else (2, 0, wave)
+
+
+def rolling_sync(entries) -> dict | None:
+    """The ApplicationSet's RollingSync strategy: one step per wave; None with a single wave."""
+    waves = sorted({wave_of(e) for e in entries}, key=_wave_key)
+    if len(waves) < 2:
+        return None
+    return {"type": "RollingSync", "rollingSync": {"steps": [
+        {"matchExpressions": [{"key": WAVE_LABEL, "operator": "In", "values": [w]}]} for w in waves]}}
+
+
+def application_set(gitops, entries=()) -> dict:
     a = gitops.argocd
     path = gitops.path.rstrip("/")
-    return {
+    appset = {
         "apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet",
         "metadata": {"name": "gpuop-fleet", "namespace": a.namespace, "labels": {"app.kubernetes.io/managed-by": "gpuop"}},
         "spec": {
             "goTemplate": True,
             "goTemplateOptions": ["missingkey=error"],
             "generators": [{"git": {"repoURL": gitops.repoURL, "revision": gitops.revision,
-                                    "files": [{"path": f"{path}/*/argocd/cluster.json"}]}}],
+                                    "files": [{"path": f"{path}/*/{PARAMS}"}]}}],
             "template": {
                 "metadata": {"name": "gpuop-{{.name}}", "labels": {"app.kubernetes.io/managed-by": "gpuop",
-                                                                  "gpuop/cluster": "{{.name}}"},
+                                                                  "gpuop/cluster": "{{.name}}",
+                                                                  WAVE_LABEL: "{{.wave}}"},
                              "finalizers": ["resources-finalizer.argocd.argoproj.io"]},
                 "spec": {
                     "project": PROJECT,
                     "destination": {"name": "{{.name}}", "namespace": "{{.namespace}}"},
                     "source": {"repoURL": gitops.repoURL, "targetRevision": gitops.revision, "path": "{{.chartPath}}",
-                               "helm": {"releaseName": "{{.releaseName}}", "kubeVersion": "{{.kubeVersion}}"}},
+                               "helm": {"releaseName": "{{.releaseName}}", "kubeVersion": "{{.kubeVersion}}",
+                                        "skipTests": True, "valuesObject": {"createNamespace": True}}},
                     "syncPolicy": {"automated": {"prune": True, "selfHeal": True},
                                    "syncOptions": ["ServerSideApply=true", "CreateNamespace=false",
                                                    "RespectIgnoreDifferences=true",
-                                                   "SkipDryRunOnMissingResource=true"]},
+                                                   "SkipDryRunOnMissingResource=true"],
+                                   "retry": rollout.argocd_retry()},
                     "ignoreDifferences": drift.argocd_ignore_differences(),
                 },
             },
         },
     }
+    strategy = rolling_sync(entries)
+    if strategy is not None:
+        appset["spec"]["strategy"] = strategy
+    return appset
 
 
 def app_project(gitops, entries: list[dict]) -> dict:
-    cluster_kinds, ns_kinds, destinations = set(), set(), set()
-    for e in entries:
+    cluster_objects, ns_kinds, destinations = set(), set(), set()
+    for e in [e for e in entries if e.get("delivery") != "operator"]:   # operator mode: NVIDIA's chart/OLM, not this project
         for group, kind, namespaced in e["kinds"]:
-            (ns_kinds if namespaced else cluster_kinds).add((group, kind))
+            if namespaced:
+                ns_kinds.add((group, kind))
+            elif "clusterObjects" not in e:      # an index entry of an older gpuop: by kind only
+                cluster_objects.add((group, kind, ""))
+        # cluster-scoped objects by name: repo write access must not mean "any ClusterRole(Binding),
+        # SCC or Namespace" (that is cluster-admin), only the ones the compiled stacks contain
+        cluster_objects |= {tuple(o) for o in e.get("clusterObjects", ())}
         destinations.add((e["name"], e["namespace"]))
     a = gitops.argocd
     return {
@@ -73,14 +121,15 @@ def app_project(gitops, entries: list[dict]) -> dict:
             "sourceRepos": [gitops.repoURL],
             "destinations": [{"name": n, "namespace": ns} for n, ns in sorted(destinations)]
                             + [{"server": a.server, "namespace": ns} for ns in sorted({d[1] for d in destinations})],
-            "clusterResourceWhitelist": [{"group": g, "kind": k} for g, k in sorted(cluster_kinds)],
+            "clusterResourceWhitelist": [{"group": g, "kind": k, **({"name": n} if n else {})}
+                                         for g, k, n in sorted(cluster_objects)],
             "namespaceResourceWhitelist": [{"group": g, "kind": k} for g, k in sorted(ns_kinds)],
         },
     }
 
 
 def write(gitops, entries: list[dict]) -> dict[str, str]:
-    files = {"fleet/argocd/applicationset.yaml": dump(application_set(gitops)),
+    files = {"fleet/argocd/applicationset.yaml": dump(application_set(gitops, entries)),
              "fleet/argocd/appproject.yaml": dump(app_project(gitops, entries)),
              "fleet/argocd/argocd-cm-health.yaml": dump(health.argocd_cm(gitops, entries))}
     return files

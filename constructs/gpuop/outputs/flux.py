@@ -2,6 +2,11 @@
 chart path and, in `spec.nfd.mode: deploy`, a HelmRepository and HelmRelease for Node Feature
 Discovery's own upstream chart.
 
+Rollouts (outputs/rollout.py): the GPU HelmRelease's `timeout` is sized for a node-by-node driver
+roll (the driver upgrade policy's maxParallelUpgrades, ~21 minutes per node) and an upgrade that times
+out is not rolled back (that would roll every driver again); Flux's defaults (5 minutes, 3 rollbacks)
+undo healthy driver upgrades.
+
 The GPU HelmRelease uses `chart.spec` (not chartRef) with reconcileStrategy ChartVersion: gpuop bumps
 the chart version exactly when content changes, so Flux upgrades exactly then. CRDs are created and
 replaced on install and upgrade (Flux's upgrade default is Skip). The release is stored in Flux's
@@ -20,6 +25,7 @@ from gpuop.plan.model import StackPlan
 from gpuop.kube.yamlio import dump
 from gpuop.outputs import drift
 from gpuop.outputs import health
+from gpuop.outputs import rollout
 from gpuop.outputs.version import VERSION_PLACEHOLDER
 
 NFD_REPO = "node-feature-discovery"
@@ -58,7 +64,7 @@ def source(gitops) -> dict:
     f = gitops.flux
     return {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
             "metadata": {"name": "gpuop", "namespace": f.namespace, "labels": {"app.kubernetes.io/managed-by": "gpuop"}},
-            "spec": {"url": gitops.repoURL, "ref": {"branch": gitops.revision}, "interval": f.interval}}
+            "spec": {"url": gitops.repoURL, "ref": gitops.flux_ref, "interval": f.interval}}
 
 
 def oci_repository(plan: StackPlan, gitops) -> dict:
@@ -91,9 +97,11 @@ def objects(plan: StackPlan, gitops, chart_path: str, kinds: frozenset = frozens
             "targetNamespace": plan.namespace,
             "storageNamespace": f.namespace,
             **chart,
-            "install": {"crds": "CreateReplace", "remediation": {"retries": 3}},
-            "upgrade": {"crds": "CreateReplace", "remediation": {"retries": 3}},
+            "timeout": rollout.flux_timeout(plan),         # sized for the driver roll (outputs/rollout.py)
+            "install": rollout.flux_install(),
+            "upgrade": rollout.flux_upgrade(),            # never rolls a slow driver upgrade back
             "driftDetection": drift.flux_drift_detection(),
+            "values": {"createNamespace": True},          # the release owns its Namespace on this path
         },
     }
     exprs = health.flux_health_check_exprs({(g, k) for g, k, _ in kinds})
@@ -120,7 +128,7 @@ def overlay_kustomizations(plan: StackPlan, gitops, overlay_path: str, nfd_path:
     main = {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
             "metadata": {"name": f"gpuop-{plan.name}", "namespace": f.namespace, "labels": _labels(plan)},
             "spec": {"interval": f.interval, "path": f"./{overlay_path}", "prune": True, "sourceRef": ref,
-                     "timeout": "15m",
+                     "timeout": rollout.flux_timeout(plan),
                      "healthChecks": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": d,
                                        "namespace": plan.namespace} for d in daemonsets]}}
     if nfd_path:

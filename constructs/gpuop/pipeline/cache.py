@@ -8,6 +8,10 @@ that depend on it get new keys.
 Entries are two JSON files per cluster under `<root>/builds/`, each with a checksum of its payload:
 the header (index entry, digests, file sizes) and the files, read only when they must be written; an entry whose checksum does not match (corrupted, truncated, edited) is removed and
 rebuilt, never used. Deleting the cache only costs time.
+
+Writers hold `<root>/.lock` (pipeline/write.locked): a second synth on the same cache exits 2 naming
+the holder. Each file is written to a temporary name and renamed, so a reader (`gpuop diff`) or a
+killed writer never sees a half-written entry; a failed write (a full disk) removes its temporary file.
 """
 
 from __future__ import annotations
@@ -36,9 +40,16 @@ def code_digest() -> str:
 def _atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:           # a full disk: no truncated temporary file stays behind
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 class BuildCache:
@@ -85,6 +96,9 @@ class BuildCache:
         payload = json.dumps(value, sort_keys=True, separators=(",", ":"))
         _atomic_write(path, json.dumps({"checksum": hashlib.sha256(payload.encode()).hexdigest(),
                                         "payload": payload}))
+
+    def lock_path(self) -> Path | None:
+        return self.root / ".lock" if self.root else None
 
     def _path(self, key: str, part: str) -> Path:
         return self.root / "builds" / key[:2] / f"{key}.{part}.json"

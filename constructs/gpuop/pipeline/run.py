@@ -3,7 +3,10 @@
 Each stage is its own module and hands immutable values forward; this module sequences them, gathers
 every user error of every profile before stopping, and adds what fleets need: the build cache
 (unchanged clusters are not rebuilt), a pool of worker processes (`jobs`), shards (`shard=(k, n)`
-builds only the clusters whose name hashes to shard k of n) and a progress bar.
+builds only the clusters whose name hashes to shard k of n) and a progress bar. Every cluster built is
+checked by verify/semantic.py right after synthesis (in `_build_chunk`, so in workers too); a cached
+cluster passed that check when it was built (the cache key includes the code's digest, rules included),
+and a failed compile caches nothing.
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from gpuop.pipeline.cache import BuildCache, code_digest
 from gpuop.errors import Issue, UserError
 from gpuop.plan.build import build_plan
 from gpuop.plan.model import StackPlan
-from gpuop.profile.load import discover, display, load_profile
+from gpuop.profile.load import discover, display, load_profile, parent_problem, profiles_root, read_bytes
 from gpuop.validate.runner import validate
+from gpuop.verify.semantic import stack_issues
 
 
 @dataclass(frozen=True)
@@ -31,16 +35,18 @@ class CompileResult:
     names: tuple[str, ...]
     warnings: tuple[Issue, ...]
     files: dict = field(repr=False)        # relative path -> text or bytes, to write
-    reuse: tuple = ()                      # relative paths moved unchanged from the previous output
+    reuse: tuple = ()                      # relative paths linked unchanged from the previous output
     built: int = 0                         # clusters built this run (the rest came from the cache)
+    kept: tuple = ()                       # subset compile: previous clusters kept as they are
+    removed: tuple = ()                    # full compile: previous clusters whose profile is gone
 
 
 def _plan_one(f: Path, cat) -> tuple[StackPlan | None, list[Issue], list[Issue]]:
     try:
         valid = validate(load_profile(f), cat)
+        return build_plan(valid, cat), [], list(valid.warnings)    # the plan can refuse too (a digest lock)
     except UserError as exc:
         return None, exc.issues, []
-    return build_plan(valid, cat), [], list(valid.warnings)
 
 
 def plan_all(paths: list[Path]) -> tuple[list[StackPlan], list[Issue]]:
@@ -101,7 +107,9 @@ def quick_key(f: Path, salt: str, cache: BuildCache | None = None) -> tuple[str,
     path = f
     try:
         while True:
-            raw = path.read_bytes()
+            raw = read_bytes(path)     # regular files within the size limit only: a FIFO must not block here
+            if b"digestLock" in raw:   # the digest lock is an input these bytes do not show: plan it (full path)
+                return None
             h.update(raw)
             digest = hashlib.sha256(raw).hexdigest()
             meta = cache.file_meta(digest) if cache else None
@@ -115,6 +123,8 @@ def quick_key(f: Path, salt: str, cache: BuildCache | None = None) -> tuple[str,
             names.append(meta[1])
             if meta[0] is None:
                 break
+            if parent_problem(path, meta[0], profiles_root(f)):   # outside the tree: not even read
+                return None
             path = path.parent / meta[0]
             if path.resolve() in seen:
                 return None
@@ -128,8 +138,13 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
                      cache_dir: Path | None = None, shard: tuple[int, int] | None = None,
                      progress: bool = False, reuse: bool = True) -> CompileResult:
     """`previous` (write.Previous) is the last output: versions continue from its lock, and with
-    `reuse` a cluster whose output would be identical is moved from it instead of rewritten."""
-    from gpuop.outputs.cluster import ClusterBuild, assemble, reusable
+    `reuse` a cluster whose output would be identical is linked from it instead of rewritten.
+
+    Naming profile files (not only folders) is a subset compile: every other cluster of `previous`
+    keeps its folder, index entry, lock entry and archives. Only a compile of folders (the profiles
+    tree) removes a previous cluster, when no profile names it any more (`removed`). A shard writes
+    only its own clusters (gpuop merge joins the shards)."""
+    from gpuop.outputs.cluster import ClusterBuild, assemble, disk_tree_digest, reusable
     from gpuop.outputs.version import next_version
 
     cat = catalog_mod.load()
@@ -174,12 +189,30 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
     issues += _duplicate_names(named)
     if issues:
         raise UserError(issues)        # a failed compile writes nothing, the cache included
-    for key, head, files in pending:
-        cache.put(key, head, files)
-    cache.flush()
-    out = assemble(list(builds.values()), previous, settings)
+    try:
+        for key, head, files in pending:
+            cache.put(key, head, files)
+        cache.flush()
+    except OSError as exc:      # a full disk or unwritable cache: exit 2, the output is not touched
+        raise UserError(Issue(str(cache.root), 0, 0, "", f"cannot write the build cache: {exc.strerror or exc} "
+                              f"({exc.filename or cache.root}); the output was not changed (--no-cache skips the cache)"))
+    subset = any(not p.is_dir() for p in paths)
+    known = {n for _, n in named}
+    kept, removed = [], []
+    if previous is not None and shard is None:
+        for name in sorted(set(previous.index) - known):
+            if subset:
+                kept.append(name)
+                entry = previous.index[name]
+                if disk_tree_digest(previous.out, name) != entry.get("treeDigest"):
+                    warnings.append(Issue(str(previous.out / name), 0, 0, "", "does not match its digest in index.json "
+                                          "(edited by hand?); kept as it is by this subset compile, a compile of the "
+                                          "profiles tree (`gpuop synth`) rebuilds it", "warning"))
+            else:
+                removed.append(name)
+    out = assemble(list(builds.values()), previous, settings, keep=tuple(kept))
     return CompileResult(tuple(sorted(builds)), tuple(sorted(warnings)), out.files, out.reuse,
-                         built=len(builds) - hits)
+                         built=len(builds) - hits, kept=tuple(kept), removed=tuple(removed))
 
 
 def _in_shard(name: str, shard: tuple[int, int] | None) -> bool:
@@ -211,7 +244,9 @@ def _build_chunk(args) -> list:
             from gpuop.stack.synth import Synthesizer
 
             _worker_synth = Synthesizer()
-        out.append((f, key, plan.name, errs, warns, build_cluster(_worker_synth.synthesize(plan), settings)))
+        stack = _worker_synth.synthesize(plan)
+        wrong = stack_issues(stack, display(f))     # the semantic check: a refused stack is never packaged
+        out.append((f, key, plan.name, errs + wrong, warns, None if wrong else build_cluster(stack, settings)))
     return out
 
 

@@ -1,15 +1,39 @@
-"""Stage 7, write: the whole output tree into a temporary folder beside the target, then swapped in.
+"""Stage 7, write: the output transaction — lock, build the whole new tree beside, one atomic exchange.
 
-A compile that fails at any earlier stage writes nothing, and a failure while writing removes the
-temporary folder, so the output folder is either exactly as it was or exactly the new tree.
+The contract (docs/output-transaction.md): whatever interrupts a run (kill -9, Ctrl-C, a full disk,
+power loss of the process), the output folder is the previous tree or the new one, whole.
+
+- Lock: `flock` on `.<OUT>.lock` beside the output folder (never inside it: the folder itself is
+  exchanged). The kernel drops the lock when its holder dies, so a lock file left by a killed run is
+  stale by construction and the next run takes it over; the file names the holder's pid for the
+  "another gpuop is writing OUT (pid N)" message. The build cache has its own lock (cache.py).
+- Build: every file of the new tree goes into `.<OUT>.new-XXXX` beside the target. Unchanged
+  cluster folders and chart archives are hard-linked (copied across file systems) from the live tree,
+  never moved out of it: the live tree stays whole until the exchange.
+- Swap: one `renameat2(RENAME_EXCHANGE)` swaps the two folders atomically; the old tree, now under
+  the temporary name, is deleted afterwards. Where the kernel or file system lacks the exchange, two
+  renames through `.<OUT>.old-XXXX/tree`, and the next run restores that tree if it was killed between
+  them (the one window where OUT is missing).
+- Leftovers of killed runs (`.<OUT>.new-*`, `.<OUT>.old-*`) are removed by the next run under the lock.
+- Ownership: a folder is replaced only if it carries gpuop's marker (`.gpuop-output`, naming the
+  project by its repository, gitops.repoURL) or is recognisably gpuop output from before the
+  marker (adopted); never the project or a parent of it.
+
+Upstream Helm writes in place; gpuop differs on purpose because dist/ is applied by GitOps engines and a
+half-written tree committed by CI removes clusters from the fleet.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import fcntl
 import json
 import os
 import shutil
+import signal
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +42,32 @@ import yaml
 from gpuop.errors import Issue, UserError
 from gpuop.outputs.version import LOCK_FILE
 
+MARKER = ".gpuop-output"
+
+
+# ---- test hook: stop at the Nth file-system step ------------------------------------------------
+
+_steps = 0
+
+
+def step(what: str) -> None:
+    """Counts the writer's file-system steps. GPUOP_KILL_AT=N (a number) or =NAME (a named step such
+    as `exchange`) makes the process SIGKILL itself (SIGINT with GPUOP_KILL_SIGNAL=INT) right before that
+    step, so the crash-safety tests can stop a run at an exact point; unset (always, outside the
+    tests) it costs one counter."""
+    global _steps
+    _steps += 1
+    at = os.environ.get("GPUOP_KILL_AT")
+    if at and (at == what or (at.isdigit() and int(at) == _steps)):
+        sig = signal.SIGINT if os.environ.get("GPUOP_KILL_SIGNAL") == "INT" else signal.SIGKILL
+        os.kill(os.getpid(), sig)
+
+
+def steps_taken() -> int:
+    return _steps
+
+
+# ---- reading the previous output -----------------------------------------------------------------
 
 def read_lock(out: Path) -> dict:
     path = out / LOCK_FILE
@@ -32,13 +82,46 @@ def read_lock(out: Path) -> dict:
                               "restore it from git (deleting it restarts every chart at version 0.1.0)"))
 
 
+def read_index(out: Path) -> dict:
+    """index.json of an output folder, checked for shape: a UserError (exit 2) when it is not an Index."""
+    path = Path(out) / "index.json"
+    try:
+        doc = json.loads(path.read_text())
+    except OSError as exc:
+        raise UserError(Issue(str(path), 0, 0, "", f"cannot read: {exc.strerror or exc}; not a gpuop output folder"))
+    except ValueError as exc:
+        raise UserError(Issue(str(path), 0, 0, "", f"not valid JSON ({exc}); restore it from git or recompile"))
+    problem = _index_problem(doc)
+    if problem:
+        raise UserError(Issue(str(path), 0, 0, problem[0], f"{problem[1]}; not an index.json written by gpuop "
+                              "(restore it from git or recompile)"))
+    return doc
+
+
+def _index_problem(doc) -> tuple[str, str] | None:
+    if not isinstance(doc, dict) or doc.get("kind") != "Index":
+        return "kind", "expected kind: Index"
+    if not isinstance(doc.get("clusters"), list):
+        return "clusters", "expected a list of clusters"
+    for i, c in enumerate(doc["clusters"]):
+        if not isinstance(c, dict):
+            return f"clusters[{i}]", "expected an object"
+        for key in ("name", "chart", "chartVersion", "package", "manifests", "overlay", "argocd", "flux",
+                    "namespace", "kubeVersion"):
+            if not isinstance(c.get(key), str) or not c[key]:
+                return f"clusters[{i}].{key}", "missing or not a string"
+        if "/" in c["name"] or c["name"].startswith("."):
+            return f"clusters[{i}].name", "not a cluster folder name"
+    return None
+
+
 @dataclass(frozen=True)
 class Previous:
     """What the next compile carries forward from the last output folder."""
     out: Path
     lock: dict            # versions.lock.json
     index: dict           # cluster name -> index.json entry
-    charts: dict          # archive file name -> Path (published versions stay downloadable)
+    charts: dict          # archive file name -> Path (published versions stay downloadable), verified
 
     def charts_index(self) -> dict | None:
         """charts/index.yaml, parsed (only when a new chart version must be added to it)."""
@@ -50,83 +133,384 @@ class Previous:
 
     def charts_index_ok(self) -> bool:
         """The previous index.yaml can be kept as it is: it exists and lists exactly the archives."""
-        path = self.out / "charts" / "index.yaml"
-        if not path.is_file():
-            return False
+        doc = self.charts_index()
         listed = set()
-        for line in path.read_text().splitlines():     # urls entries: "    - <name>-<version>.tgz"
-            stripped = line.strip()
-            if stripped.startswith("- ") and stripped.endswith(".tgz"):
-                listed.add(stripped[2:])
-        return listed == set(self.charts)
+        for versions in ((doc or {}).get("entries") or {}).values():
+            for e in versions or ():
+                if isinstance(e, dict) and e.get("urls"):
+                    listed.add(e["urls"][0])
+        return doc is not None and listed == set(self.charts)
 
 
-def read_previous(out: Path) -> Previous:
+def read_previous(out: Path, *, repair: bool = False) -> Previous:
+    """`repair`: the folder is known to be gpuop's (check_target passed), so a damaged index.json only
+    means nothing is reused; otherwise a present index.json that is not an Index is exit 2."""
     out = Path(out)
     lock = read_lock(out)
-    try:
-        index = {c["name"]: c for c in json.loads((out / "index.json").read_text())["clusters"]}
-    except (OSError, ValueError, KeyError, TypeError):
-        index = {}
+    index = {}
+    if (out / "index.json").exists():
+        try:
+            index = {c["name"]: c for c in read_index(out)["clusters"]}
+        except UserError:
+            if not repair:
+                raise
+    prev = Previous(out, lock, index, {})
     folder = out / "charts"
-    charts = {f.name: f for f in sorted(folder.glob("*.tgz"))} if folder.is_dir() else {}
+    charts = {}
+    if folder.is_dir():
+        known = {}
+        for versions in ((prev.charts_index() or {}).get("entries") or {}).values():
+            for e in versions or ():
+                if isinstance(e, dict) and e.get("urls") and e.get("digest"):
+                    known[e["urls"][0]] = e["digest"]
+        from gpuop.outputs import charts as charts_mod
+
+        for f in sorted(folder.glob("*.tgz")):
+            if not f.is_file() or f.is_symlink():
+                continue
+            data = f.read_bytes()
+            if known.get(f.name) not in (None, charts_mod.digest(data)):
+                continue            # damaged: not carried (the current version is rebuilt from the lock)
+            if f.name not in known:
+                try:
+                    charts_mod.entry(f.name, data)
+                except Exception:   # noqa: BLE001 - not a chart archive: not carried, never served
+                    continue
+            charts[f.name] = f
     return Previous(out, lock, index, charts)
 
 
-def check_target(out: Path) -> None:
-    """Refuse to replace a folder that holds the project or is not gpuop output: the swap replaces the
-    whole folder, so `-o .` or `-o profiles` would delete the inputs."""
+# ---- ownership: what may be replaced ---------------------------------------------------------------
+
+def _marker_text(repo: str) -> str:
+    """The marker names the project by its repository (gitops.repoURL), not by a path: the output's
+    bytes must not depend on where the checkout lives (dist/ is committed and compared byte for byte)."""
+    return json.dumps({"apiVersion": "gpuop/v1alpha1", "kind": "Output", "repoURL": repo}, indent=2) + "\n"
+
+
+def check_target(out: Path, project: Path | None = None, inputs: tuple = (), repo: str | None = None) -> None:
+    """Refuse to replace what gpuop did not write: the project, a parent of it or of any input, a
+    folder without gpuop's marker that is not recognisably gpuop output, another project's output
+    (the marker names the project by its repository URL, gitops.repoURL)."""
     out = Path(out).absolute()
+    real = Path(os.path.realpath(out))
     cwd = Path.cwd().absolute()
-    if out == cwd or out in cwd.parents:
-        raise UserError(Issue(str(out), 0, 0, "", "refusing to write into the working folder or one of its "
-                              "parents (the output folder is replaced as a whole); pass -o DIR, e.g. -o dist"))
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "index.json").is_file())):
-        raise UserError(Issue(str(out), 0, 0, "", "refusing to replace a folder that is not gpuop output "
-                              "(it has no index.json); pass an empty or new folder, or a previous output folder"))
+    project = Path(os.path.realpath(project or cwd))
+    for p in {cwd, Path(os.path.realpath(cwd)), project} | {Path(os.path.realpath(i)) for i in inputs}:
+        if real == p or real in p.parents:
+            raise UserError(Issue(str(out), 0, 0, "", "refusing to write into the project, the working folder, "
+                                  "an input or one of their parents (the output folder is replaced as a whole); "
+                                  "pass -o DIR, e.g. -o dist"))
+    if out.is_symlink():
+        raise UserError(Issue(str(out), 0, 0, "", "refusing to replace a symbolic link; pass a real folder"))
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise UserError(Issue(str(out), 0, 0, "", "refusing to replace a file that is not a folder"))
+    if not any(out.iterdir()):
+        return
+    marker = out / MARKER
+    if marker.is_file():
+        try:
+            doc = json.loads(marker.read_text())
+            assert doc.get("kind") == "Output" and isinstance(doc.get("repoURL"), str)
+        except (ValueError, AssertionError, AttributeError, OSError):
+            raise UserError(Issue(str(marker), 0, 0, "", "not gpuop's output marker; refusing to replace the folder"))
+        if repo is not None and doc["repoURL"] != repo:
+            raise UserError(Issue(str(out), 0, 0, "", f"refusing to replace the output of another project "
+                                  f"(repository {doc['repoURL']}); this project's repository is {repo}"))
+        return
+    reason = _not_adoptable(out)
+    if reason:
+        raise UserError(Issue(str(out), 0, 0, "", f"refusing to replace a folder that is not gpuop output ({reason}); "
+                              "pass an empty or new folder, or a previous output folder"))
 
 
-def write_tree(out: Path, files: dict | tuple, reuse: tuple = ()) -> None:
-    """Write `files` (and move the `reuse` paths unchanged from the current `out`) into a new tree,
-    then swap it in. On any failure the moved paths go back and `out` is as it was."""
-    check_target(out)
+def _not_adoptable(out: Path) -> str | None:
+    """Output from before the marker is adopted when every entry is one gpuop writes."""
+    try:
+        doc = json.loads((out / "index.json").read_text())
+    except (OSError, ValueError):
+        return "no gpuop marker and no index.json of kind Index"
+    if _index_problem(doc):
+        return "no gpuop marker and index.json is not of kind Index"
+    lock = out / LOCK_FILE
+    try:
+        if json.loads(lock.read_text()).get("kind") != "VersionLock":
+            return f"{LOCK_FILE} is not of kind VersionLock"
+    except (OSError, ValueError, AttributeError):
+        return f"no gpuop marker and no {LOCK_FILE}"
+    allowed = {"index.json", LOCK_FILE, "charts", "fleet", "report"} | {c["name"] for c in doc["clusters"]}   # report: `gpuop report`
+    strays = sorted(p.name for p in out.iterdir() if p.name not in allowed)
+    if strays:
+        return f"no gpuop marker, and gpuop did not write {', '.join(strays[:3])}"
+    return None
+
+
+# ---- locking ------------------------------------------------------------------------------------------
+
+@contextmanager
+def locked(path: Path, what: str):
+    """An exclusive flock on `path`; a second run exits 2 naming the holder. A lock file whose holder
+    died is free (the kernel released it) and is simply taken over. The holder removes the file (and the
+    folder it made for it, when empty) before releasing, so a run leaves nothing beside the output;
+    whoever locks checks that the file it holds is still the one at `path` (a releasing holder may have
+    removed it meanwhile), else it opens the new one."""
+    made_parent = not path.parent.exists()
+    for _ in range(100):
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:             # unwritable or full: the place, not gpuop
+            raise UserError(Issue(what, 0, 0, "", f"cannot create the lock file: {exc.strerror or exc} "
+                                  f"({exc.filename or path}); nothing was changed"))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise UserError(Issue(what, 0, 0, "", f"another gpuop is writing {what} (pid {holder}); "
+                                  "wait for it to finish, then run again"))
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)                       # the previous holder removed this file as it released it
+    else:
+        raise UserError(Issue(what, 0, 0, "", f"cannot take the lock {path}: it keeps changing; nothing was changed"))
+    try:
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:               # a full disk: the lock holds anyway, only the pid is unknown
+            pass
+        yield
+    finally:
+        try:
+            os.unlink(path)           # still holding the lock: a newcomer re-checks the inode (above)
+            if made_parent:
+                os.rmdir(path.parent)  # only when empty (a failed first compile leaves no cache folder)
+        except OSError:
+            pass
+        os.close(fd)
+
+
+def lock_path(out: Path) -> Path:
+    out = Path(out).absolute()
+    return out.parent / f".{out.name}.lock"
+
+
+@contextmanager
+def output_lock(out: Path):
+    with locked(lock_path(out), str(out)):
+        recover(Path(out).absolute())
+        yield
+
+
+# ---- recovery of leftovers ------------------------------------------------------------------------
+
+def recover(out: Path) -> list[str]:
+    """Under the lock: restore a tree a killed run left between the two fallback renames, and remove
+    every temporary folder of earlier runs. Returns what was done (for tests and -v)."""
+    done = []
+    parent = out.parent
+    if not parent.is_dir():
+        return done
+    olds = sorted(parent.glob(f".{out.name}.old-*"))
+    if not out.exists():
+        for old in olds:
+            if (old / "tree").is_dir():
+                os.rename(old / "tree", out)      # killed between the two renames: the previous tree is whole
+                done.append(f"restored {out} from {old.name}")
+                break
+    for leftover in olds + sorted(parent.glob(f".{out.name}.new-*")):
+        shutil.rmtree(leftover, ignore_errors=True)
+        done.append(f"removed {leftover.name}")
+    return done
+
+
+# ---- writing ------------------------------------------------------------------------------------------
+
+def write_tree(out: Path, files: dict | tuple, reuse: tuple = (), *, project: Path | None = None,
+               repo: str = "", source: Path | None = None) -> None:
+    """Write `files` (and link the `reuse` paths unchanged from the current `out`) into a new tree beside
+    `out`, then exchange the two. On any failure the new tree is removed and `out` is as it was.
+    `source`: where the `reuse` paths are (default `out`; a shard continues from another output).
+    The caller holds output_lock(out)."""
     out = Path(out).absolute()
     try:
-        _write_tree(out, files, reuse)
+        _write_tree(out, files, reuse, _marker_text(repo),
+                    Path(source).absolute() if source else out)
     except OSError as exc:             # the place, not gpuop: unwritable, full, read-only
         raise UserError(Issue(str(out), 0, 0, "", f"cannot write the output folder: {exc.strerror or exc} "
-                              f"({exc.filename or out}); nothing was changed"))
+                              f"({exc.filename or out}); {out.name} was not changed"))
 
 
-def _write_tree(out: Path, files, reuse) -> None:
+def _link_or_copy(src: Path, dst: Path) -> None:
+    try:
+        os.link(src, dst)
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+            raise
+        shutil.copy2(src, dst)
+
+
+def _reuse_files(out: Path, rel: str):
+    """(relative path) of every regular file under out/rel (a folder or a file)."""
+    src = out / rel
+    if src.is_file():
+        yield rel
+        return
+    for root, dirs, names in os.walk(src):
+        dirs.sort()
+        for n in sorted(names):
+            yield os.path.relpath(os.path.join(root, n), out)
+
+
+def _write_tree(out: Path, files, reuse, marker: str, source: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
+    step("mkdtemp")
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
-    moved: list[str] = []
     try:
         os.chmod(tmp, 0o755)
+        made: set = {tmp}
         for rel in reuse:
-            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-            os.rename(out / rel, tmp / rel)
-            moved.append(rel)
-        made: set = set()
+            for f in _reuse_files(source, rel):
+                target = tmp / f
+                if target.parent not in made:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    made.add(target.parent)
+                step("link")
+                _link_or_copy(source / f, target)
         for rel, text in (files.items() if isinstance(files, dict) else files):
             target = tmp / rel
             if target.parent not in made:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 made.add(target.parent)
+            step("write")
             target.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            os.rename(out, old / "tree")
-            os.rename(tmp, out)
-            shutil.rmtree(old)
-        else:
-            os.rename(tmp, out)
+        step("marker")
+        (tmp / MARKER).write_text(marker)
+        step("fsync")
+        _sync_tree(tmp)
+        _swap(tmp, out)
     except BaseException:
-        for rel in reversed(moved):
-            try:
-                os.rename(tmp / rel, out / rel)
-            except OSError:
-                pass
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _sync_tree(tmp: Path) -> None:
+    """The new tree's data on disk before it becomes visible: after a power loss the exchanged folder
+    must not hold empty files. One syncfs for the whole file system (much cheaper than a per-file fsync)."""
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        libc = _libc()
+        if libc is not None and hasattr(libc, "syncfs"):
+            libc.syncfs(fd)
+        else:
+            os.sync()
+    finally:
+        os.close(fd)
+
+
+_LIBC = []
+
+
+def _libc():
+    if not _LIBC:
+        try:
+            _LIBC.append(ctypes.CDLL(None, use_errno=True))
+        except OSError:
+            _LIBC.append(None)
+    return _LIBC[0]
+
+
+RENAME_EXCHANGE = 2
+AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """renameat2(a, b, RENAME_EXCHANGE): both names swap in one step. False when unsupported."""
+    libc = _libc()
+    if libc is None or not hasattr(libc, "renameat2") or os.environ.get("GPUOP_TEST_NO_EXCHANGE"):
+        return False              # the test hook exercises the two-rename fallback
+    rc = libc.renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE)
+    if rc == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def _swap(tmp: Path, out: Path) -> None:
+    if not out.exists():
+        step("rename")
+        os.rename(tmp, out)
+        _COMMITTED.append(out)
+        return
+    step("exchange")
+    if _exchange(tmp, out):
+        _COMMITTED.append(out)
+        step("cleanup")                   # tmp now holds the old tree
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    step("rename-old")
+    os.rename(out, old / "tree")          # from here until the next rename, recover() restores old/tree
+    step("rename-new")
+    os.rename(tmp, out)
+    _COMMITTED.append(out)
+    step("cleanup")
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def committed() -> bool:
+    """True once this process has put a new tree in place (for the Ctrl-C message)."""
+    return bool(_COMMITTED)
+
+
+_COMMITTED: list = []
+
+
+# ---- integrity of a compiled output (gpuop validate DIST) -------------------------------------------
+
+def output_issues(out: Path) -> list[Issue]:
+    """What makes an output folder unusable as a Helm repository and a GitOps source, beyond the
+    objects themselves: index.json of kind Index, every cluster's folders and chart archive present, and
+    charts/index.yaml listing every archive with its digest (an index with no entries is not valid)."""
+    from gpuop.outputs import charts as charts_mod
+
+    out = Path(out)
+    doc = read_index(out)
+    issues = []
+    served = {}
+    idx_path = out / "charts" / "index.yaml"
+    try:
+        idx = yaml.load(idx_path.read_text(), Loader=yaml.CSafeLoader)
+        for versions in ((idx or {}).get("entries") or {}).values():
+            for e in versions or ():
+                if isinstance(e, dict) and e.get("urls"):
+                    served[e["urls"][0]] = e.get("digest")
+    except (OSError, yaml.YAMLError, AttributeError) as exc:
+        issues.append(Issue(str(idx_path), 0, 0, "", f"the Helm repository index is missing or unreadable "
+                            f"({getattr(exc, 'strerror', None) or exc}); run gpuop synth to rebuild it"))
+        idx = None
+    for i, c in enumerate(doc["clusters"]):
+        for key in ("chart", "manifests", "overlay", "argocd", "flux"):
+            if not (out / c[key]).is_dir():
+                issues.append(Issue(str(out / "index.json"), 0, 0, f"clusters[{i}].{key}",
+                                    f"{c[key]} is missing; run gpuop synth to rebuild it"))
+        archive = out / c["package"]
+        if not archive.is_file():
+            issues.append(Issue(str(out / "index.json"), 0, 0, f"clusters[{i}].package",
+                                f"{c['package']} is missing; run gpuop synth to rebuild it from the version lock"))
+            continue
+        name = archive.name
+        if idx is not None and name not in served:
+            issues.append(Issue(str(idx_path), 0, 0, "", f"does not list {name}; run gpuop synth to rebuild it"))
+        elif idx is not None and served[name] != charts_mod.digest(archive.read_bytes()):
+            issues.append(Issue(str(idx_path), 0, 0, "", f"digest of {name} does not match the archive"))
+    return issues

@@ -11,14 +11,22 @@ values (the value slots' defaults).
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuop.catalog import Catalog
+from gpuop.catalog import Catalog, distributions
+from gpuop.errors import UserError
+from gpuop.catalog.distributions import distribution_runtime_files
+from gpuop.plan import operator as operator_plan
+from gpuop.plan import dra as dra_rules
 from gpuop.plan import pools as pool_rules
+from gpuop.plan.capacity import plan_capacity
 from gpuop.plan.drivers import DEFAULT_RUNTIME, driver_variants, full_version, version_resolver
-from gpuop.plan.model import (DcgmExporterPlan, Image, Monitor, NfdPlan, NodeStatusExporterPlan, OpenShiftPlan, Pool,
-                              Scheduling, StackPlan, Upgrade)
+from gpuop.plan.model import (DcgmExporterPlan, Image, Monitor, NfdPlan, NodeStatusExporterPlan, OpenShiftPlan,
+                              Operand, Pool, Scheduling, StackPlan, Upgrade)
 
 if TYPE_CHECKING:      # the validate stage hands its result forward; the plan never calls it
     from gpuop.profile.models import ClusterProfile, Resources
@@ -37,6 +45,8 @@ def _component_values(enabled: bool, resources: Resources | None) -> dict | None
 
 # Profile sections with a per-component version override (each also names its image in the catalog).
 VERSIONED = ("toolkit", "devicePlugin", "gfd", "dcgm", "dcgmExporter", "validator", "nodeStatusExporter", "migManager")
+# Profile sections with the Operator's env / args pass-through (profile OperandSettings).
+OPERANDS = ("driver", "toolkit", "devicePlugin")
 # Profile section -> Helm values key, for components a user can switch off at deploy time.
 SWITCHABLE = ("driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "nodeStatusExporter")
 CONTROL_PLANE_TOLERATION = {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "",
@@ -70,11 +80,12 @@ def build_plan(valid: ValidProfile, cat: Catalog) -> StackPlan:
     platform = spec.platform.type
     kube_version = m.openshiftKubernetes[spec.platform.version] if platform == "openshift" else spec.platform.version
     runtime = spec.containerRuntime or DEFAULT_RUNTIME[platform]
+    dist = distributions.load().get(spec.platform.distribution)
     comps = release.components
     images = {name: Image(ref.image, ref.version) for name, ref in comps.items()}
     driver_version = full_version(spec.driver.version, comps["driver"].version, cat)
-    os_tag = m.os[spec.os].tag
-    images["driver"] = Image(comps["driver"].image, f"{driver_version}-{os_tag}")
+    os_tag = m.os[spec.os].tag if spec.os else None      # no OS: every driver is preinstalled (no driver image)
+    images["driver"] = Image(comps["driver"].image, f"{driver_version}-{os_tag}" if os_tag else driver_version)
     for key in VERSIONED:
         version = getattr(spec, key).version
         if version:
@@ -101,7 +112,7 @@ def build_plan(valid: ValidProfile, cat: Catalog) -> StackPlan:
     variants = driver_variants(spec, release, version_resolver(spec, comps["driver"].version, cat))
     if variants and "driver" not in values:      # the driver is off cluster-wide but on for some pools
         values["driver"] = _component_values(True, spec.driver.resources)
-    return StackPlan(
+    plan = StackPlan(
         pci_vendor=cat.pci.vendor,
         pci_classes=tuple(cat.pci.displayClasses),
         name=p.metadata.name,
@@ -111,7 +122,24 @@ def build_plan(valid: ValidProfile, cat: Catalog) -> StackPlan:
         platform_version=spec.platform.version,
         kube_version=kube_version,
         runtime=runtime,
-        runtime_files=release.runtimes[runtime],
+        runtime_files=distribution_runtime_files(dist, release.runtimes[runtime], runtime,
+                                                 spec.platform.containerdMajor),
+        distribution=spec.platform.distribution or "generic",
+        runtime_config_source=dist.containerd.configSource if dist.containerd and runtime == "containerd" else None,
+        driver_root=spec.hostPaths.driverInstallDir or dist.driverRoot or "/run/nvidia/driver",
+        root_fs=spec.hostPaths.rootFS,
+        toolkit_install_dir=dist.toolkitInstallDir or "/usr/local/nvidia",
+        kubelet_root_dir=spec.hostPaths.kubeletRootDir,
+        pod_labels=tuple(sorted(ds.labels.items())),
+        pod_annotations=tuple(sorted(ds.annotations.items())),
+        operands=tuple((key, Operand(_proxy_env(spec.proxy, key) + tuple((e.name, e.value) for e in getattr(spec, key).env),
+                                     tuple(a) if (a := getattr(spec, key).args) is not None else None))
+                       for key in OPERANDS),
+        driver_repo_config=_files(spec.driver.repoConfig),
+        rdma=spec.driver.rdma.enabled, use_host_mofed=spec.driver.rdma.enabled and spec.driver.rdma.useHostMofed,
+        gds=_sidecar(release.name, "gds") if spec.driver.gds and variants else None,
+        gdrcopy=_sidecar(release.name, "gdrcopy") if spec.driver.gdrcopy and variants else None,
+        driver_cert_config=_files(spec.driver.certConfig),
         os=spec.os,
         os_tag=os_tag,
         release=release.name,
@@ -121,7 +149,7 @@ def build_plan(valid: ValidProfile, cat: Catalog) -> StackPlan:
         kernel_module_type=spec.driver.kernelModuleType,
         toolkit=spec.toolkit.enabled,
         device_plugin=spec.devicePlugin.enabled,
-        mig_strategy=pool_rules.cluster_strategy(spec.nodePools) or "mixed",   # pools disagree: mixed (per pool)
+        mig_strategy=pool_rules.cluster_strategy([p for p in spec.nodePools if not dra_rules.is_dra(p)]) or "mixed",   # pools disagree: mixed (per pool)
         pools=tuple(Pool(pl.name, pl.gpu, tuple(sorted(pl.nodeSelector.items())),
                          pl.mig.strategy if pl.mig else "none",
                          tuple(sorted(pl.mig.layout.items())) if pl.mig else ()) for pl in spec.nodePools),
@@ -140,7 +168,74 @@ def build_plan(valid: ValidProfile, cat: Catalog) -> StackPlan:
         driver_variants=variants,
         openshift=_openshift(release) if platform == "openshift" else None,
         pool_configs=pool_configs,
+        capacity=plan_capacity(spec),
+        dra=dra_rules.build(spec, tolerations=values["tolerations"], priority_class=values["priorityClassName"]),
     )
+    plan = pin_digests(valid, plan)
+    return dataclasses.replace(plan, operator=operator_plan.build(spec, plan, cat))   # None in stack mode
+
+
+PROXIED = ("driver", "toolkit")      # the containers that fetch from outside (packages; the toolkit's image pulls none,
+                                      # but its runtime config reload may reach a registry mirror)
+
+
+def _proxy_env(proxy, key: str) -> tuple[tuple[str, str], ...]:
+    """spec.proxy as env, both cases (tools differ in which they read), before the component's own env."""
+    if proxy is None or key not in PROXIED:
+        return ()
+    out = []
+    for name, value in (("HTTP_PROXY", proxy.httpProxy), ("HTTPS_PROXY", proxy.httpsProxy),
+                        ("NO_PROXY", ",".join(proxy.noProxy) or None)):
+        if value:
+            out += [(name, value), (name.lower(), value)]
+    return tuple(out)
+
+
+def _sidecar(release: str, name: str) -> Image:
+    side = getattr(distributions.driver_extras()[release], name)
+    return Image(side.image, side.version)
+
+
+def _files(c) -> tuple[str, tuple[str, ...]] | None:
+    return (c.configMapName, tuple(c.files)) if c is not None else None
+
+
+LOCK_KIND = "ImageDigests"
+DIGEST = re.compile(r"^sha256:[a-f0-9]{64}$")
+
+
+def read_lock(path: Path) -> dict[str, str]:
+    """A digest lock file -> {"<path>:<tag>": "sha256:..."}; ValueError says what is wrong with it."""
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"{path} does not exist; write it with `gpuop images resolve --registry URL --lock {path}`")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path} is not a readable JSON digest lock ({exc})")
+    images = doc.get("images") if isinstance(doc, dict) and doc.get("kind") == LOCK_KIND else None
+    if not isinstance(images, dict) or not all(isinstance(v, str) and DIGEST.match(v) for v in images.values()):
+        raise ValueError(f"{path} is not a digest lock (kind {LOCK_KIND}, images: {{<path>:<tag>: sha256:<64 hex>}})")
+    return images
+
+
+def pin_digests(valid, plan: StackPlan) -> StackPlan:
+    """spec.images.digestLock: every image the plan uses pinned from the lock; a located UserError names
+    the images the lock lacks."""
+    lock_name = valid.profile.spec.images.digestLock
+    if lock_name is None:
+        return plan
+    where = ("spec", "images", "digestLock")
+    try:
+        lock = read_lock(valid.loaded.path.parent / lock_name)
+    except ValueError as exc:
+        raise UserError([valid.loaded.positions.issue(where, str(exc))])
+    missing = [k for k in plan.image_keys() if k not in lock]
+    if missing:
+        raise UserError([valid.loaded.positions.issue(where, f"the digest lock has no digest for {', '.join(missing)}; "
+                                                      "run `gpuop images resolve --registry URL` for this profile")])
+    return dataclasses.replace(
+        plan, images=tuple((n, dataclasses.replace(i, digest=lock.get(i.key))) for n, i in plan.images),
+        driver_digests=tuple(sorted((k, lock[k]) for k in plan.driver_pod_keys())))
 
 
 def _openshift(release) -> OpenShiftPlan:

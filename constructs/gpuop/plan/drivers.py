@@ -48,6 +48,7 @@ class DriverVariant:
     rhcos: str | None = None                            # RHCOS build (Driver Toolkit)
     kernel: str | None = None                           # kernel (precompiled)
     split: bool = False                                 # one of several: `app` label is the name
+    os_id: str = ""                                     # nodes' os-release ID (catalog select.osId): rhel, sles...
 
 
 def rhcos_minor(build: str) -> str | None:
@@ -112,6 +113,9 @@ def _groups(settings: list[PoolDriverSetting], release) -> dict[tuple, list[Pool
     """Pools by what tells their nodes apart without pool labels: (OS image tag, OS node labels)."""
     groups: dict[tuple, list[PoolDriverSetting]] = {}
     for s in settings:
+        if s.os is None:        # no OS named: the pool's driver is preinstalled (validate/distribution.py)
+            groups.setdefault(("", ()), []).append(s)
+            continue
         entry = release.matrix.os[s.os]
         groups.setdefault((entry.tag, os_selector(release, s.os)), []).append(s)
     return groups
@@ -125,23 +129,26 @@ def driver_variants(spec, release, resolve) -> tuple[DriverVariant, ...]:
     openshift = spec.platform.type == "openshift"
     precompiled = spec.driver.precompiled
     multi_os = len(groups) > 1
-    plain: list[tuple[str, str, tuple, tuple]] = []        # (version, os tag, node selector, pool terms)
+    plain: list[tuple[str, str, tuple, tuple, str]] = []   # (version, os tag, node selector, pool terms, os ID)
     for (tag, selector), members in sorted(groups.items()):
+        if not tag:             # the preinstalled-driver pools without an OS: no DaemonSet
+            continue
+        os_id = release.matrix.os[members[0].os].select.get("osId", "")   # one group = one OS ID (its selector)
         versions = sorted({s.version for s in members if s.version is not None})
         needs_terms = len({s.version for s in members}) > 1
         for v in versions:
             terms = tuple(sorted({s.selector for s in members if s.version == v})) if needs_terms else ()
-            plain.append((v, tag, selector if multi_os else (), terms))
+            plain.append((v, tag, selector if multi_os else (), terms, os_id))
     multi_version = len({p[0] for p in plain}) > 1
     out: list[DriverVariant] = []
-    for version, tag, selector, terms in plain:
+    for version, tag, selector, terms, os_id in plain:
         version_part = [version] if multi_version else []
         if openshift:
             for build in spec.driver.rhcosVersions:
                 out.append(DriverVariant(
                     name="-".join([DS_BASE] + version_part + [build]), version=version,
                     tag=f"{version}-rhcos{rhcos_minor(build)}", node_selector=((labels_of.rhcosBuild, build),),
-                    pool_terms=terms, rhcos=build, split=True,
+                    pool_terms=terms, rhcos=build, split=True, os_id=os_id,
                     labels=((release.openshift.dtkLabel, "true"), (release.openshift.dtkVersionLabel, build)),
                     pod_labels=((release.openshift.dtkLabel, "true"),)))
         elif precompiled:
@@ -151,11 +158,11 @@ def driver_variants(spec, release, resolve) -> tuple[DriverVariant, ...]:
                 out.append(DriverVariant(
                     name="-".join([DS_BASE] + version_part + [k, tag]), version=version,
                     tag=f"{version}-{kernel}-{tag}", node_selector=tuple(sorted(selector + ((labels_of.kernel, kernel),))),
-                    pool_terms=terms, kernel=kernel, split=True, labels=pre, pod_labels=pre))
+                    pool_terms=terms, kernel=kernel, split=True, labels=pre, pod_labels=pre, os_id=os_id))
         else:
             parts = version_part + ([tag] if multi_os else [])
             out.append(DriverVariant(name="-".join([DS_BASE] + parts), version=version, tag=f"{version}-{tag}",
-                                     node_selector=selector, pool_terms=terms, split=bool(parts)))
+                                     node_selector=selector, pool_terms=terms, split=bool(parts), os_id=os_id))
     return tuple(out)
 
 

@@ -12,7 +12,10 @@ from dataclasses import dataclass, field
 
 from gpuop.catalog import RuntimeFiles
 from gpuop.kube.slots import slot
+from gpuop.plan.capacity import ClusterCapacity
+from gpuop.plan.dra import DraPlan
 from gpuop.plan.drivers import DriverVariant
+from gpuop.plan.operator import OperatorPlan
 from gpuop.plan.pools import PoolConfigs
 
 
@@ -21,10 +24,23 @@ class Image:
     """An image below the (overridable) registry: `<registry>/<path>:<tag>`."""
     path: str
     tag: str
+    digest: str | None = None      # sha256:... from the digest lock (spec.images.digestLock)
+
+    @property
+    def key(self) -> str:
+        """The lock file's key: the image below the registry, so one lock serves every mirror."""
+        return f"{self.path}:{self.tag}"
 
     @property
     def ref(self) -> str:
-        return f"{slot('imageRegistry')}/{self.path}:{self.tag}"
+        return f"{slot('imageRegistry')}/{self.key}" + (f"@{self.digest}" if self.digest else "")
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A component's pass-through knobs (spec.<component>.env / args)."""
+    env: tuple[tuple[str, str], ...] = ()
+    args: tuple[str, ...] | None = None          # None: gpuop's args
 
 
 @dataclass(frozen=True)
@@ -116,8 +132,8 @@ class StackPlan:
     kube_version: str            # Kubernetes minor the objects are validated against ("1.33")
     runtime: str
     runtime_files: RuntimeFiles
-    os: str
-    os_tag: str
+    os: str | None               # None: no pool gets a driver from gpuop (validate/distribution.py)
+    os_tag: str | None
     release: str
     operator_version: str
     images: tuple[tuple[str, Image], ...]
@@ -141,6 +157,28 @@ class StackPlan:
     pci_classes: tuple[str, ...] = ()
     openshift: OpenShiftPlan | None = None            # None: not OpenShift
     pool_configs: PoolConfigs = field(default_factory=PoolConfigs)  # MIG / plugin configs, labels
+    dra: DraPlan | None = None                        # None: no pool uses allocation: dra (plan/dra.py)
+    operator: OperatorPlan | None = None              # spec.delivery.mode: operator (plan/operator.py)
+    capacity: ClusterCapacity = field(default_factory=ClusterCapacity)   # per pool resources (plan/capacity.py)
+    distribution: str = "generic"                      # spec.platform.distribution (catalog/distributions.py)
+    runtime_config_source: str | None = None          # toolkit RUNTIME_CONFIG_SOURCE (None: the toolkit's default)
+    driver_root: str = "/run/nvidia/driver"           # hostPaths.driverInstallDir (GKE: Google's installer's)
+    root_fs: str = "/"                                  # hostPaths.rootFS
+    toolkit_install_dir: str = "/usr/local/nvidia"      # toolkit.installDir (GKE COS: /home/kubernetes/bin/nvidia)
+    kubelet_root_dir: str = "/var/lib/kubelet"          # hostPaths.kubeletRootDir
+    pod_labels: tuple[tuple[str, str], ...] = ()        # spec.daemonsets.labels
+    pod_annotations: tuple[tuple[str, str], ...] = ()   # spec.daemonsets.annotations
+    operands: tuple[tuple[str, Operand], ...] = ()      # env / args pass-through per component (profile section)
+    driver_digests: tuple[tuple[str, str], ...] = ()    # <path>:<tag> -> digest of driver-pod images (pinned)
+    rdma: bool = False                                  # spec.driver.rdma.enabled: nvidia-peermem sidecar
+    use_host_mofed: bool = False
+    gds: Image | None = None                            # nvidia-fs sidecar (tag: <version>, + -<os tag> per variant)
+    gdrcopy: Image | None = None                        # gdrdrv sidecar, likewise
+    driver_repo_config: tuple[str, tuple[str, ...]] | None = None   # (ConfigMap, keys): spec.driver.repoConfig
+    driver_cert_config: tuple[str, tuple[str, ...]] | None = None   # (ConfigMap, keys): spec.driver.certConfig
+
+    def operand(self, key: str) -> Operand:
+        return dict(self.operands).get(key, Operand())
 
     @property
     def uses_crd_kinds(self) -> bool:
@@ -153,6 +191,34 @@ class StackPlan:
     def image(self, component: str) -> Image:
         return dict(self.images)[component]
 
+    def image_keys(self) -> list[str]:
+        """Every image (<path>:<tag>, below the registry) the stack's components run: what a digest lock must
+        hold (the DRA driver's and NFD's charts bring their own images)."""
+        pc = self.pool_configs
+        used = {"validator": True, "toolkit": self.toolkit, "gfd": self.gfd, "dcgm": self.dcgm,
+                "devicePlugin": self.device_plugin or (self.gfd and bool(pc.plugin_configs)),
+                "dcgmExporter": self.dcgm_exporter is not None, "migManager": pc.mig_manager,
+                "nodeStatusExporter": self.node_status_exporter is not None,
+                "driverManager": bool(self.driver_variants)}
+        keys = {i.key for name, i in self.images if used.get(name)}
+        return sorted(keys | set(self.driver_pod_keys()))
+
+    def driver_pod_keys(self) -> list[str]:
+        """<path>:<tag> of the images a driver DaemonSet runs besides the manager: the driver per variant and
+        its GDS / GDRCopy sidecars (<version>-<os tag> of the variant, as resolveDriverTag)."""
+        keys = []
+        for v in self.driver_variants:
+            keys.append(f"{self.image('driver').path}:{v.tag}")
+            for side in (self.gds, self.gdrcopy):
+                if side is not None:
+                    keys.append(f"{side.path}:{side.tag}-{sidecar_os_tag(v)}")
+        return keys
+
     @property
     def values(self) -> dict:
         return json.loads(self.values_json)
+
+
+def sidecar_os_tag(v: DriverVariant) -> str:
+    """The OS tag of a (non-precompiled) driver variant: its image tag is <version>-<os tag>."""
+    return v.tag.removeprefix(f"{v.version}-")

@@ -21,6 +21,12 @@ select them, and the rules that refuse what the MIG manager and the device plugi
   PCI device ids only. Per (GPU model, label key): if every pool of that model wants the same value, a
   NodeFeatureRule sets it (`nfd_rules`); if not, NFD cannot tell those nodes apart and the label must come
   from the node group template (`manual`, with a located warning; outputs/node_labels.py writes them to dist/).
+- the planes (issue 13, plan/dra.py): when any pool has `allocation: dra`, every pool wants
+  `nvidia.com/gpu.deploy.device-plugin` (false on DRA pools, true elsewhere; the general deploy rule then
+  leaves that label out, stack/derive.py) and DRA pools want `nvidia.com/gpu.deploy.dra-driver=true`;
+  DRA pools get no device-plugin config and do not count for the MIG strategy; under DynamicMIG they get
+  no mig.config and `nvidia.com/gpu.deploy.mig-manager=false`. Same mechanism as above: a DRA pool that
+  shares its GPU model with a device-plugin pool gets those labels from its node group (warned).
 
 validate/pools.py (validate stage) refuses, located: sharing without the
 device plugin, timeSlicing together with mps, MPS on a MIG pool ("sharing using MPS is not supported for
@@ -37,10 +43,14 @@ import json
 from dataclasses import dataclass
 
 from gpuop.mig import geometry
+from gpuop.plan import dra as dra_rules
 from gpuop.kube.yamlio import dump_plain
 
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"   # with DRA pools: per pool, not for every GPU node
+DRA_LABEL = "nvidia.com/gpu.deploy.dra-driver"                # the DRA kubelet plugin's nodeSelector
+MIG_MANAGER_LABEL = "nvidia.com/gpu.deploy.mig-manager"
 ALL_DISABLED = "all-disabled"
 DEFAULT_PLUGIN_CONFIG = "default"
 WHERE = "node group template (cloud node group, Karpenter NodePool or OpenShift MachineSet labels)"
@@ -108,9 +118,15 @@ def layout_of(pool) -> dict:
     return dict(pool.mig.layout) if pool.mig and pool.mig.layout else {}
 
 
+def states_strategy(pool) -> bool:
+    """Whether the pool has a say in the MIG strategy: a layout, or `mig.strategy` written out (a pool
+    whose GPUs are partitioned outside gpuop: `strategy: none` must reach the device plugin as none)."""
+    return bool(layout_of(pool)) or (pool.mig is not None and "strategy" in pool.mig.model_fields_set)
+
+
 def pool_strategy(pool) -> str:
-    """The MIG strategy that matters for a pool: its own with a layout; none without MIG."""
-    return pool.mig.strategy if layout_of(pool) else "none"
+    """The MIG strategy that matters for a pool: its own with a layout or when stated; none without MIG."""
+    return pool.mig.strategy if states_strategy(pool) else "none"
 
 
 def advertised(pool) -> list[str]:
@@ -141,9 +157,10 @@ def _sharing(pool) -> tuple[str, dict] | None:
 
 
 def cluster_strategy(pools) -> str | None:
-    """The cluster's one MIG strategy: the one every pool with a layout agrees on, `single` (upstream's
-    default) when no pool has a layout, None when pools disagree (then each pool's config carries its own)."""
-    strategies = {p.mig.strategy for p in pools if layout_of(p)}
+    """The cluster's one MIG strategy: the one every pool with a layout or a stated strategy agrees on
+    (upstream's MIG_STRATEGY=<mig.strategy>, `none` included), `single` (upstream's default) when no pool
+    has either, None when pools disagree (then each pool's config carries its own)."""
+    strategies = {p.mig.strategy for p in pools if states_strategy(p)}
     return strategies.pop() if len(strategies) == 1 else (None if strategies else "single")
 
 
@@ -151,10 +168,17 @@ def build(spec, cat) -> PoolConfigs:
     pools = spec.nodePools
     gpus = {i: cat.gpus.get(p.gpu) for i, p in enumerate(pools)}
     layouts = [p for p in pools if layout_of(p)]
-    cluster = cluster_strategy(pools)
-    mps = spec.devicePlugin.enabled and any(_sharing(p) and p.sharing.mps for p in pools)
+    cluster = cluster_strategy([p for p in pools if not dra_rules.is_dra(p)])   # DRA pools: no device plugin
+    mps = spec.devicePlugin.enabled and any(_sharing(p) and p.sharing.mps for p in pools if not dra_rules.is_dra(p))
     per_pool = cluster is None or (cluster == "mixed" and mps)
     wanted: dict[int, dict[str, str]] = {i: {} for i in range(len(pools))}
+    dynamic = dra_rules.dynamic_mig(spec)
+    if any(dra_rules.is_dra(p) for p in pools):   # the two planes (plan/dra.py): never both on one node
+        for i, p in enumerate(pools):
+            dra = dra_rules.is_dra(p)
+            wanted[i][DEVICE_PLUGIN_LABEL] = "false" if dra else "true"
+            if dra:
+                wanted[i][DRA_LABEL] = "true"
 
     mig_manager = spec.migManager.enabled and bool(layouts)
     mig_parted = ""
@@ -162,6 +186,9 @@ def build(spec, cat) -> PoolConfigs:
         configs: dict[str, list] = {ALL_DISABLED: [{"devices": "all", "mig-enabled": False}]}
         for i, p in enumerate(pools):
             if gpus[i] is None or not gpus[i].migCapable:
+                continue
+            if dynamic and dra_rules.is_dra(p):    # DynamicMIG: the DRA driver partitions, not the MIG manager
+                wanted[i][MIG_MANAGER_LABEL] = "false"
                 continue
             layout = layout_of(p)
             name = mig_config_name(layout) if layout else ALL_DISABLED
@@ -175,11 +202,13 @@ def build(spec, cat) -> PoolConfigs:
         mig_parted = dump_plain({"version": "v1", "mig-configs": ordered})
 
     plugin: dict[str, str] = {}
-    sharing = {i: _sharing(p) for i, p in enumerate(pools)} if spec.devicePlugin.enabled else {}
+    sharing = {i: _sharing(p) for i, p in enumerate(pools) if not dra_rules.is_dra(p)} if spec.devicePlugin.enabled else {}
     if (spec.devicePlugin.enabled or spec.gfd.enabled) and (per_pool or any(sharing.values())):
         default = {"version": "v1", "flags": {"migStrategy": "none" if per_pool else cluster}}
         plugin[DEFAULT_PLUGIN_CONFIG] = dump_plain(default)
         for i, p in enumerate(pools):
+            if dra_rules.is_dra(p):                # the device plugin's config never targets DRA pools
+                continue
             strategy = pool_strategy(p) if per_pool else cluster
             content = {"version": "v1", "flags": {"migStrategy": strategy}}
             summary, section = sharing.get(i) or (f"mig-{strategy}", None)

@@ -7,15 +7,25 @@ stages can name the exact place of a problem even when the value came from a par
 `extends: <relative path>` deep-merges the parent under the child: mappings merge key by key, the
 child wins, lists replace. Chains are followed; a cycle or a missing parent is a located error.
 Files whose name starts with `_` are partials: they may be extended but are not compiled on their own.
+
+Input is bounded before and while it is parsed (docs/input-limits.md has every limit and why): a file
+is opened without blocking and read only when fstat says it is a regular file no bigger than
+MAX_FILE_BYTES; the nesting depth and the items per collection are counted on libyaml's token stream
+(iterative, so a 5,000-deep `[[[...` is refused before ruamel's recursive composer sees it); YAML
+aliases are expanded against a budget of MAX_VALUES values (a "billion laughs" stops at the budget).
+A parent must be a regular file inside the profiles tree (`profiles_root`), checked before it is
+opened, and no message ever quotes the content of a file that is not a profile.
 """
 
 from __future__ import annotations
 
 import copy
-
 import datetime
+import errno
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,10 +33,20 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq, CommentedSet, TaggedScalar
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.reader import ReaderError
 
-from gpuop.errors import Issue, UserError
+from gpuop.errors import Issue, UserError, field_path
 
 Loc = tuple  # a field path: ('spec', 'nodePools', 0, 'name')
+
+# ---- input limits (docs/input-limits.md says why each value) -------------------------------------
+MAX_FILE_BYTES = 256 * 1024   # per profile or settings file; the largest example is 2.5 KB
+MAX_DEPTH = 32                # nested mappings/lists; the deepest profile field is 7 levels down
+MAX_ITEMS = 1000              # entries of one mapping or list, checked on tokens before parsing
+MAX_VALUES = 100_000          # values of one document after YAML aliases are expanded
+MAX_EXTENDS = 16              # parents in one `extends` chain
+MAX_NAME_BYTES = 255          # one component of an `extends` path (NAME_MAX on Linux)
+MAX_PATH_BYTES = 1024         # a whole `extends` path
 
 
 @dataclass(frozen=True)
@@ -49,25 +69,6 @@ class Positions:
         return Issue(f, line, col, field_path(loc), message, severity)
 
 
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
-
-
-def field_path(loc: Loc) -> str:
-    """('spec', 'nodePools', 0, 'mig', 'layout', '1g.10gb') -> 'spec.nodePools[0].mig.layout["1g.10gb"]'.
-
-    Keys that are not plain names (dots, slashes, spaces, newlines...) are quoted, so a path is always
-    one unambiguous line, whatever the profile's keys hold."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int) and not isinstance(part, bool):
-            out += f"[{part}]"
-        elif isinstance(part, str) and _PLAIN_KEY.match(part):
-            out += ("." if out else "") + part
-        else:
-            out += f"[{json.dumps(str(part))}]"
-    return out
-
-
 @dataclass(frozen=True)
 class LoadedProfile:
     path: Path                 # the profile file named on the command line
@@ -78,10 +79,14 @@ class LoadedProfile:
 
 def display(path: Path) -> str:
     """A path as users see it in messages: relative to the working directory when inside it."""
+    # lexical, not resolved: a profile that is a symlink is shown under its own name (a dangling one too)
+    absolute = Path(os.path.abspath(path))
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
+        shown = str(absolute.relative_to(os.path.abspath(Path.cwd())))
+    except ValueError:  # outside the working directory
+        shown = str(path)
+    # file names are bytes on disk: undecodable ones (surrogate escapes) are shown escaped, not crash the print
+    return shown.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 YAML_TAGS = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
@@ -94,16 +99,43 @@ def _tag(node: Any) -> str | None:
     return value if isinstance(value, str) and value not in YAML_TAGS else None
 
 
-def _plain(node: Any, file: str, loc: Loc, table: dict, problems: list | None = None) -> Any:
+class _TooManyValues(Exception):
+    """Raised by `_plain` when alias expansion passes MAX_VALUES; carries where it happened."""
+
+    def __init__(self, where: tuple[str, int, int], loc: Loc):
+        super().__init__(where)
+        self.where, self.loc = where, loc
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _surrogate_problem(text: str) -> str | None:
+    """A lone UTF-16 surrogate (from a "\\ud800" escape) cannot be written as UTF-8: say where it is."""
+    m = _SURROGATE.search(text)
+    if m is None:
+        return None
+    return (f"contains a lone UTF-16 surrogate (U+{ord(m.group()):04X}) at character {m.start() + 1}, which is "
+            "not a character and cannot be written as UTF-8; remove the \\u escape or write the whole character")
+
+
+def _plain(node: Any, file: str, loc: Loc, table: dict, problems: list | None = None,
+           budget: list | None = None) -> Any:
     """Convert ruamel nodes into plain values (dict, list, str, int, float, bool, None), recording
     the position of every key and item. Anything a profile cannot hold (non-string keys, custom tags,
-    sets, binary) is added to `problems` as a located Issue; pass a list to collect them."""
+    sets, binary, lone surrogates) is added to `problems` as a located Issue; pass a list to collect them.
+    `budget` ([values left]) bounds alias expansion: an alias is a reference, so a "billion laughs" is
+    small as nodes but huge as values; _TooManyValues stops it at MAX_VALUES."""
     problems = [] if problems is None else problems
+    budget = [MAX_VALUES] if budget is None else budget
+    here = table.get(loc, (file, 1, 1))
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooManyValues(here, loc)
 
     def refuse(where: tuple[str, int, int], what: str) -> None:
         problems.append(Issue(where[0], where[1], where[2], field_path(loc), what))
 
-    here = table.get(loc, (file, 1, 1))
     tag = _tag(node)
     if tag is not None:
         refuse(here, f"YAML tag {tag} is not supported; remove it (profiles hold plain mappings, lists, "
@@ -120,19 +152,27 @@ def _plain(node: Any, file: str, loc: Loc, table: dict, problems: list | None = 
                                       f"string; keys are names: quote it (\"{shown}\")"))
                 continue
             key = str(key)
+            bad = _surrogate_problem(key)
+            if bad:  # the key cannot even be shown in a field path: report it on its parent
+                problems.append(Issue(where[0], where[1], where[2], field_path(loc), f"a key {bad}"))
+                continue
             table[loc + (key,)] = where
-            out[key] = _plain(value, file, loc + (key,), table, problems)
+            out[key] = _plain(value, file, loc + (key,), table, problems, budget)
         return out
     if isinstance(node, CommentedSeq):
         out = []
         for i, value in enumerate(node):
             line, col = node.lc.item(i)
             table[loc + (i,)] = (file, line + 1, col + 1)
-            out.append(_plain(value, file, loc + (i,), table, problems))
+            out.append(_plain(value, file, loc + (i,), table, problems, budget))
         return out
     if isinstance(node, TaggedScalar):  # only explicit standard tags reach here, e.g. `!!str 5`
-        return str(node.value)
+        node = str(node.value)
     if isinstance(node, str):
+        bad = _surrogate_problem(node)
+        if bad:
+            refuse(here, f"the string {bad}")
+            return None
         return str(node)
     if isinstance(node, bool) or node is None:
         return node
@@ -215,44 +255,204 @@ def _yaml_problem(shown: str, exc: MarkedYAMLError) -> Issue:
     return Issue(shown, line, col, "", f"malformed YAML: {text}")
 
 
+def _line_col(text: str, index: int) -> tuple[int, int]:
+    """1-based line and column of a character index."""
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
+def _unreadable_scalar(text: str) -> tuple[int, int]:
+    """1-based position of the first plain scalar ruamel tags as a number that Python cannot convert."""
+    try:
+        stack = [YAML(typ="rt").compose(text)]
+    except Exception:  # noqa: BLE001 - only used to improve a location; fall back to the file's start
+        return 1, 1
+    while stack:
+        node = stack.pop()
+        value = getattr(node, "value", None)
+        if isinstance(value, list):
+            for item in reversed(value):
+                stack.extend(reversed(item) if isinstance(item, tuple) else [item])
+        elif isinstance(value, str) and str(getattr(node, "tag", "")).endswith(("float", "int")):
+            try:
+                float(value.replace("_", "")) if "float" in str(node.tag) else int(value.replace("_", ""), 0)
+            except ValueError:
+                return node.start_mark.line + 1, node.start_mark.column + 1
+    return 1, 1
+
+
+def _check_structure(shown: str, text: str) -> None:
+    """Nesting depth and items per collection, counted on libyaml's token stream before ruamel parses:
+    ruamel's composer recurses once per level (a 5,000-deep `[[[...` is a RecursionError there) and
+    builds every item of a 100,000-item list before anything could count them. libyaml's scanner is
+    iterative C. A token error stops the count; ruamel then reports the malformed YAML in its words."""
+    import yaml as pyyaml
+
+    opening = (pyyaml.BlockMappingStartToken, pyyaml.BlockSequenceStartToken, pyyaml.FlowMappingStartToken,
+               pyyaml.FlowSequenceStartToken)
+    closing = (pyyaml.BlockEndToken, pyyaml.FlowMappingEndToken, pyyaml.FlowSequenceEndToken)
+    items = (pyyaml.KeyToken, pyyaml.BlockEntryToken, pyyaml.FlowEntryToken)
+    counts: list[int] = [0]
+
+    def too_deep(m) -> UserError:
+        return UserError(Issue(shown, m.line + 1, m.column + 1, "", f"nested more than {MAX_DEPTH} levels deep "
+                               f"(limit {MAX_DEPTH}); a profile's deepest field is 7 levels down"))
+    try:
+        for token in pyyaml.scan(text, Loader=pyyaml.CSafeLoader):
+            if isinstance(token, opening):
+                if len(counts) > MAX_DEPTH:
+                    raise too_deep(token.start_mark)
+                counts.append(0)
+            elif isinstance(token, closing):
+                if len(counts) > 1:
+                    counts.pop()
+            elif isinstance(token, items):
+                counts[-1] += 1
+                if counts[-1] > MAX_ITEMS:
+                    m = token.start_mark
+                    raise UserError(Issue(shown, m.line + 1, m.column + 1, "", f"more than {MAX_ITEMS} entries in "
+                                          f"one mapping or list (limit {MAX_ITEMS})"))
+    except pyyaml.MarkedYAMLError as exc:
+        # libyaml stops at 1,000 levels while it still looks ahead for a key, before yielding the tokens
+        if "nesting depth" in str(exc.problem) and exc.problem_mark is not None:
+            raise too_deep(exc.problem_mark)
+    except pyyaml.YAMLError:
+        return
+
+
 def read_document(shown: str, text: str, what: str = "a profile") -> tuple[Any, dict]:
     """Parse one YAML document with positions. Returns (plain data, position table);
     raises UserError with every located problem (bad YAML, non-string keys, custom tags, not a mapping)."""
+    _check_structure(shown, text)
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
     try:
         docs = [d for d in yaml.load_all(text) if d is not None]
     except MarkedYAMLError as exc:
         raise UserError(_yaml_problem(shown, exc))
+    except ReaderError as exc:  # a control character: locate it (the message names only its code point)
+        line, col = _line_col(text, exc.position)
+        raise UserError(Issue(shown, line, col, "", f"character #x{exc.character:04x} is not allowed in YAML "
+                              "(control characters other than tab and newline are refused)"))
     except YAMLError as exc:
         raise UserError(Issue(shown, 1, 1, "", f"malformed YAML: {' '.join(str(exc).split())}"))
+    except (ValueError, TypeError, OverflowError) as exc:
+        # ruamel resolves some plain scalars (e.g. `._`) as a number it then cannot convert: locate the value
+        line, col = _unreadable_scalar(text)
+        raise UserError(Issue(shown, line, col, "", f"malformed YAML: a value YAML reads as a number cannot be "
+                              f"converted ({exc}); put the value in quotes"))
     if not docs:
         raise UserError(Issue(shown, 1, 1, "", f"the file is empty; {what} is one YAML mapping"))
     if len(docs) > 1:
         raise UserError(Issue(shown, 1, 1, "", f"more than one YAML document ('---'); {what} is one YAML mapping"))
     if not isinstance(docs[0], CommentedMap):
-        got = "a list" if isinstance(docs[0], CommentedSeq) else f"the value {_yaml_text(docs[0])!r}"
+        # never echo the value: the file may be something else entirely (/etc/passwd reads as one string)
+        got = "a list" if isinstance(docs[0], CommentedSeq) else "a single " + (
+            "string" if isinstance(docs[0], str) else "number" if isinstance(docs[0], (int, float)) else "value")
         raise UserError(Issue(shown, 1, 1, "", f"the document is {got}; {what} is one YAML mapping of fields"))
     table: dict = {(): (shown, 1, 1)}
     problems: list[Issue] = []
-    data = _plain(docs[0], shown, (), table, problems)
+    try:
+        data = _plain(docs[0], shown, (), table, problems)
+    except _TooManyValues as exc:
+        top = exc.loc[:1]   # the top-level field whose aliases blew up: its key line is where to look
+        raise UserError(Issue(*table.get(top, exc.where), field_path(top), f"the document holds more than {MAX_VALUES} "
+                              f"values once its YAML aliases are expanded (limit {MAX_VALUES}); an alias "
+                              "repeats its anchor's whole content, so aliases of aliases multiply"))
     if problems:
         raise UserError(problems)
     return data, table
 
 
-def _read(path: Path) -> tuple[dict, dict]:
-    shown = display(path)
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_PSEUDO = ("/proc", "/sys", "/dev")   # kernel files: "regular" with size 0, content generated on read
+
+
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is, in words; None for a regular file."""
+    return next((what for test, what in _KINDS if test(mode)), None if stat.S_ISREG(mode) else "not a regular file")
+
+
+def file_problem(path: Path) -> str | None:
+    """Why `path` cannot be a profile file, from lstat/stat only (never opens it, so a FIFO cannot block
+    and /dev/zero is never read); None when it is a regular file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        st = os.stat(path)
     except FileNotFoundError:
-        raise UserError(Issue(shown, 0, 0, "", "file not found; name a profile file or a folder of profiles"))
-    except IsADirectoryError:
-        raise UserError(Issue(shown, 0, 0, "", "is a folder, not a profile file"))
-    except UnicodeDecodeError as exc:
-        raise UserError(Issue(shown, 0, 0, "", f"cannot read: not UTF-8 text ({exc.reason} at byte {exc.start})"))
+        return "is a symlink to a missing file" if os.path.islink(path) else "file not found"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "is a symlink loop"
+        if exc.errno == errno.ENAMETOOLONG:
+            return "the file name is too long"
+        return f"cannot read: {exc.strerror or exc}"
+    what = _kind(st.st_mode)
+    if what == "a folder":
+        return "is a folder, not a profile file"
+    if what:
+        return f"is {what}, not a profile file"
+    real = os.path.realpath(path)
+    if any(real == p or real.startswith(p + "/") for p in _PSEUDO):
+        return f"is a kernel file ({real}), not a profile file"
+    if st.st_size > MAX_FILE_BYTES:
+        return f"is {st.st_size} bytes; a profile file may hold at most {MAX_FILE_BYTES} bytes (limit {MAX_FILE_BYTES})"
+    return None
+
+
+def read_bytes(path: Path, shown: str | None = None) -> bytes:
+    """The bytes of a regular file of at most MAX_FILE_BYTES, or UserError naming the file (never its
+    content). Opened non-blocking and checked with fstat on the open descriptor, so a file swapped for
+    a FIFO or device after `file_problem` looked at it still cannot block or stream forever."""
+    shown = display(path) if shown is None else shown
+    problem = file_problem(path)
+    if problem == "file not found":
+        problem = "file not found; name a profile file or a folder of profiles"
+    if problem:
+        raise UserError(Issue(shown, 0, 0, "", problem))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise UserError(Issue(shown, 0, 0, "", f"cannot read: {exc.strerror or exc}"))
+    try:
+        what = _kind(os.fstat(fd).st_mode)
+        if what:
+            raise UserError(Issue(shown, 0, 0, "", f"is {what}, not a profile file"))
+        chunks, size = [], 0
+        while size <= MAX_FILE_BYTES:   # read at most one byte past the limit, whatever the file claims
+            chunk = os.read(fd, MAX_FILE_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise UserError(Issue(shown, 0, 0, "", f"cannot read: {exc.strerror or exc}"))
+    finally:
+        os.close(fd)
+    if size > MAX_FILE_BYTES:
+        raise UserError(Issue(shown, 0, 0, "", f"is more than {MAX_FILE_BYTES} bytes; a profile file may hold at "
+                              f"most {MAX_FILE_BYTES} bytes (limit {MAX_FILE_BYTES})"))
+    return b"".join(chunks)
+
+
+def decode(shown: str, raw: bytes) -> str:
+    """UTF-8 text, or UserError located at the first byte that is not UTF-8 (line and column)."""
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise UserError(Issue(shown, 1, 1, "", "cannot read: the file is UTF-16 (it starts with a UTF-16 byte "
+                              "order mark); save it as UTF-8"))
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = raw[:exc.start]
+        line = before.count(b"\n") + 1
+        col = len(before[before.rfind(b"\n") + 1:].decode("utf-8", "replace")) + 1
+        raise UserError(Issue(shown, line, col, "", f"cannot read: byte 0x{raw[exc.start]:02x} is not UTF-8 "
+                              f"({exc.reason}); save the file as UTF-8"))
+
+
+def _read(path: Path) -> tuple[dict, dict]:
+    shown = display(path)
+    text = decode(shown, read_bytes(path, shown))
     key = (shown, text)
     if key not in _parsed:     # parents are shared by many profiles: parse each once per run
         if len(_parsed) > 4096:
@@ -297,52 +497,101 @@ def _overridden(loc: Loc, child: Any) -> bool:
     return False
 
 
+def profiles_root(profile: Path) -> Path:
+    """The profiles tree a profile may extend files from: the top folder below the working directory
+    that holds the profile (profiles/ for profiles/teams/a.yaml run from the project), the working
+    directory for a profile directly in it, else the profile's own folder. Resolved, so symlinks are
+    judged by where they lead, never by where they sit."""
+    here = Path(os.path.realpath(profile)).parent
+    cwd = Path(os.path.realpath(Path.cwd()))
+    if here == cwd:
+        return cwd
+    if cwd in here.parents:
+        return cwd / here.relative_to(cwd).parts[0]
+    return here
+
+
+def parent_problem(child: Path, ref: Any, root: Path) -> str | None:
+    """Why `extends: ref` of `child` may not be followed, checked before anything is opened; None if it
+    names a regular file inside `root`. Never mentions the target's content."""
+    if not isinstance(ref, str) or not ref.strip():
+        return f"must be the relative path of a parent profile, e.g. _base.yaml (got {_yaml_text(ref)!r})"
+    shown = json.dumps(ref)[1:-1]   # escapes NUL, newlines and surrogates, so the message stays one printable line
+    if "\0" in ref or _SURROGATE.search(ref):
+        return f"parent path '{shown}' holds a NUL byte or a lone surrogate; name a profile file"
+    if len(ref.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES or any(
+            len(part.encode("utf-8")) > MAX_NAME_BYTES for part in ref.split("/")):
+        return (f"parent path is too long (limits: {MAX_NAME_BYTES} bytes per name, {MAX_PATH_BYTES} in all); "
+                "name a profile file")
+    if os.path.isabs(ref):
+        return f"parent path '{shown}' is absolute; name a profile file relative to {display(child.parent)}"
+    target = child.parent / ref
+    real = Path(os.path.realpath(target))
+    if real != root and root not in real.parents:
+        return (f"parent profile '{shown}' is outside the profiles tree {display(root)}/; a profile may only "
+                "extend files inside it (symlinks are followed before this check)")
+    problem = file_problem(target)
+    if problem == "file not found":
+        return (f"parent profile '{shown}' not found (looked for {display(target)}); the path is relative to "
+                "the extending profile's folder")
+    if problem == "is a folder, not a profile file":
+        return (f"parent profile '{shown}' is a folder ({display(target)}); name a profile file, relative to "
+                f"{display(child.parent)}")
+    if problem:
+        return f"parent profile '{shown}' {problem}"
+    return None
+
+
 def load_profile(path: Path) -> LoadedProfile:
     chain: list[Path] = []
-    data, table = _resolve(Path(path), chain)
+    data, table = _resolve(Path(path), chain, profiles_root(Path(path)))
     return LoadedProfile(Path(path), data, Positions(display(Path(path)), table), tuple(chain))
 
 
-def _resolve(path: Path, chain: list[Path]) -> tuple[dict, dict]:
-    real = path.resolve()
+def _resolve(path: Path, chain: list[Path], root: Path) -> tuple[dict, dict]:
+    real = Path(os.path.realpath(path))
     data, table = _read(path)
     chain.append(real)
     parent_ref = data.pop("extends", None)
     if parent_ref is None:
         return data, table
     where = table[("extends",)]
-    if not isinstance(parent_ref, str) or not parent_ref.strip():
-        raise UserError(Issue(*where, "extends", f"must be the relative path of a parent profile, e.g. "
-                              f"_base.yaml (got {_yaml_text(parent_ref)!r})"))
-    parent = (path.parent / parent_ref)
-    if parent.resolve() in chain:
-        cycle = " -> ".join(display(p) for p in chain + [parent.resolve()])
-        raise UserError(Issue(*where, "extends", f"cycle {cycle}; a profile cannot extend itself, "
-                              "directly or through its parents"))
-    if parent.is_dir():
-        raise UserError(Issue(*where, "extends", f"parent profile {parent_ref!r} is a folder "
-                              f"({display(parent)}); name a profile file, relative to {display(path.parent)}"))
-    if not parent.is_file():
-        raise UserError(Issue(*where, "extends", f"parent profile {parent_ref!r} not found (looked for "
-                              f"{display(parent)}); the path is relative to the extending profile's folder"))
-    pdata, ptable = _resolve(parent, chain)
+    if isinstance(parent_ref, str) and parent_ref.strip() and "\0" not in parent_ref and not os.path.isabs(parent_ref):
+        parent = path.parent / parent_ref
+        try:
+            real_parent = Path(os.path.realpath(parent))
+        except (OSError, ValueError):
+            real_parent = None
+        if real_parent in chain:
+            cycle = " -> ".join(display(p) for p in chain + [real_parent])
+            raise UserError(Issue(*where, "extends", f"cycle {cycle}; a profile cannot extend itself, "
+                                  "directly or through its parents"))
+    problem = parent_problem(path, parent_ref, root)
+    if problem:
+        raise UserError(Issue(*where, "extends", problem))
+    if len(chain) >= MAX_EXTENDS:
+        raise UserError(Issue(*where, "extends", f"more than {MAX_EXTENDS} parents in one extends chain "
+                              f"(limit {MAX_EXTENDS})"))
+    pdata, ptable = _resolve(path.parent / parent_ref, chain, root)
     merged = merge(pdata, data)
     return merged, _merge_positions(ptable, table, data)
 
 
 def discover(paths: list[Path]) -> list[Path]:
     """Profile files named on the command line: files as given, folders scanned for *.yaml/*.yml
-    (sorted, partials starting with `_` and non-profile files such as gitops settings skipped)."""
+    (sorted, partials starting with `_` skipped). Every other entry with a profile suffix is kept, even
+    when it is a dangling symlink, a symlink loop, a FIFO or a folder: loading it then reports what it
+    is. Skipping it silently would drop that cluster from dist/, and GitOps would delete its stack."""
     found: list[Path] = []
-    seen: set[Path] = set()
+    seen: set[str] = set()
     for p in paths:
         if p.is_dir():
             candidates = [f for f in sorted(p.iterdir())
-                          if f.suffix in (".yaml", ".yml") and not f.name.startswith("_") and f.is_file()]
+                          if f.suffix in (".yaml", ".yml") and not f.name.startswith("_")]
         else:
             candidates = [p]
         for f in candidates:  # a file named twice (or via a folder and by name) is compiled once
-            real = f.resolve()
+            real = os.path.realpath(f)
             if real not in seen:
                 seen.add(real)
                 found.append(f)

@@ -106,6 +106,7 @@ PATTERNS = {
     r"^[A-Za-z0-9._/-]+$": ("a path", "letters, digits, '.', '_', '/' and '-'"),
     r"^[0-9]+\.[0-9]+\.[0-9]+-[A-Za-z0-9._-]+$": ("a kernel version", "the node's `uname -r`, e.g. "
                                                  "6.8.0-45-generic"),
+    r"^([0-9a-f]{40}|[0-9a-f]{64})$": ("a full commit SHA", "40 or 64 lowercase hex digits"),
     r"^4[0-9]{1,2}\.[0-9]+\.[0-9]{12}-[0-9]+$": ("an RHCOS build", "the node's OSTREE_VERSION label, e.g. "
                                                "419.96.202507091512-0"),
 }
@@ -168,6 +169,12 @@ def _message(err: dict, root: type[BaseModel] = ClusterProfile, loc: tuple | Non
         return f"must be a mapping of names to strings, got {_shown(value)}"
     if kind == "greater_than_equal":
         return f"must be at least {ctx.get('ge')}, got {_shown(value)}"
+    if kind == "less_than_equal":
+        return f"must be at most {ctx.get('le')}, got {_shown(value)} (the Kubernetes field's integer range)"
+    if kind == "too_long" and isinstance(value, (list, dict)):
+        n = ctx.get("max_length")
+        what = "entries" if isinstance(value, dict) else "items"
+        return f"at most {n} {what} (limit {n}), got {len(value)}"
     if kind == "too_short":
         if isinstance(value, list):
             n = ctx.get("min_length")

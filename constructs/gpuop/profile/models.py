@@ -14,13 +14,27 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from gpuop.kube.types import DNS_LABEL, LABEL_KEY, LABEL_VALUE, Quantity, ResourceList, Resources, Toleration  # noqa: F401
-from gpuop.kube.types import dns_label as _dns_label, label_key as _label_key, labels as _labels
+from gpuop.kube.types import INT32_MAX, INT64_MAX  # noqa: F401
+from gpuop.kube.types import dns_label as _dns_label, dns_subdomain as _dns_subdomain, label_key as _label_key
+from gpuop.kube.types import labels as _labels
+
+# List and mapping lengths (docs/input-limits.md): far above any real cluster, low enough that a hostile
+# profile is refused in milliseconds and the error names the limit.
+MAX_POOLS = 100            # node pools of one cluster
+MAX_TOLERATIONS = 64       # tolerations of the GPU DaemonSets
+MAX_LABELS = 64            # entries of one labels / nodeSelector mapping
+MAX_AFFINITY = 32          # node affinity requirements, and values of one requirement (x2)
+MAX_MIG_PROFILES = 16      # distinct MIG profiles of one layout (the largest GPU has 8)
+MAX_PULL_SECRETS = 16      # imagePullSecrets
+MAX_KERNELS = 64           # precompiled driver kernels / RHCOS builds (one DaemonSet each)
+MAX_METRICS = 512          # DCGM exporter metrics (DCGM has ~200 fields)
+MAX_PATTERNS = 64          # podLabelAllowlist entries, shared resources
 
 ClusterName = Annotated[str, AfterValidator(_dns_label(53)), Field(
     description="DNS-1123 label, at most 53 characters (Helm's release-name limit). Names the Helm chart, "
                 "the release and the folder dist/<name>/. Required.")]
 PoolName = Annotated[str, AfterValidator(_dns_label(40))]
-Labels = Annotated[dict[str, str], AfterValidator(_labels)]
+Labels = Annotated[dict[str, str], AfterValidator(_labels), Field(max_length=MAX_LABELS)]
 
 
 class Model(BaseModel):
@@ -39,6 +53,15 @@ class Platform(Model):
     version: str = Field(pattern=r"^\d+\.\d+$", description=(
         "Minor version, e.g. \"1.33\" for Kubernetes or \"4.19\" for OpenShift; pins the chart's "
         "kubeVersion and the schemas objects are validated against. Required."))
+    distribution: Literal["generic", "k3s", "rke2", "k0s", "microk8s", "eks", "gke", "aks"] | None = Field(None, description=(
+        "Kubernetes distribution or managed service (catalog/data/distributions.yaml): k3s, rke2, k0s and "
+        "microk8s move the containerd config and socket the container toolkit edits; eks, gke and aks name "
+        "what their GPU node images already install (the driver, and on eks/aks the toolkit), which gpuop "
+        "then refuses to install a second time. Omitted: generic (the stack release's runtime paths)."))
+    containerdMajor: Literal[1, 2] | None = Field(None, description=(
+        "containerd major version of the GPU nodes; on k3s and rke2 it picks the config template "
+        "(config.toml.tmpl for 1.x, config-v3.toml.tmpl for 2.x); elsewhere the toolkit reads either config "
+        "version itself. Omitted: 1."))
 
 
 class ComponentSettings(Model):
@@ -48,13 +71,78 @@ class ComponentSettings(Model):
     resources: Resources | None = Field(None, description="Omitted: no requests or limits (as upstream).")
 
 
+def _annotations(value: dict[str, str]) -> dict[str, str]:
+    for key in value:
+        _label_key(key)
+    return value
+
+
+def _absolute(value: str) -> str:
+    if not value.startswith("/") or "\0" in value or any(part == ".." for part in value.split("/")):
+        raise ValueError(f"{value!r} is not an absolute host path (it must start with / and have no .. parts)")
+    return value.rstrip("/") or "/"
+
+
+AbsolutePath = Annotated[str, AfterValidator(_absolute), Field(max_length=4096)]
+Annotations = Annotated[dict[str, str], AfterValidator(_annotations), Field(max_length=MAX_LABELS)]
+MAX_ENV = 64               # pass-through env entries / args of one component
+
+
+class EnvVar(Model):
+    name: str = Field(pattern=r"^[-._a-zA-Z][-._a-zA-Z0-9]*$", max_length=256, description=(
+        "Environment variable name (a C identifier, or with - and . as Kubernetes allows). Required."))
+    value: str = Field("", max_length=32768, description="Value. Omitted: empty.")
+
+
+class OperandSettings(ComponentSettings):
+    """A component with the Operator's pass-through knobs (`<operand>.env`, `<operand>.args`)."""
+    env: list[EnvVar] = Field(default_factory=list, max_length=MAX_ENV, description=(
+        "Environment of the component's main container, merged over gpuop's by name: a new name is appended, a "
+        "name gpuop sets itself is replaced (with a warning: gpuop set it for a reason). Omitted: gpuop's env."))
+    args: list[Annotated[str, Field(max_length=4096)]] | None = Field(None, max_length=MAX_ENV, description=(
+        "Arguments of the component's main container; they replace gpuop's, as the Operator's `args` does (the "
+        "container's command stays). Omitted: gpuop's args."))
+
+
+class ConfigMapFiles(Model):
+    configMapName: Annotated[str, AfterValidator(_dns_subdomain)] = Field(description=(
+        "A ConfigMap in the stack's namespace (you create it, e.g. next to the GitOps objects). Required."))
+    files: list[Annotated[str, Field(pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)]] = Field(
+        min_length=1, max_length=MAX_ENV, description=(
+            "The ConfigMap's keys, each mounted as a file of that name (the Operator lists them from the live "
+            "ConfigMap; gpuop compiles without a cluster, so the profile names them). Required."))
+
+
+class Proxy(Model):
+    """An HTTP(S) proxy the driver (package downloads) and the toolkit reach the outside through."""
+    httpProxy: str | None = Field(None, pattern=r"^https?://[^\s]+$", max_length=2048, description=(
+        "HTTP_PROXY / http_proxy. Omitted: unset."))
+    httpsProxy: str | None = Field(None, pattern=r"^https?://[^\s]+$", max_length=2048, description=(
+        "HTTPS_PROXY / https_proxy. Omitted: unset."))
+    noProxy: list[Annotated[str, Field(pattern=r"^[^\s,]+$", max_length=253)]] = Field(
+        default_factory=list, max_length=256, description=(
+            "Hosts, domains and CIDRs reached directly: NO_PROXY / no_proxy, joined with commas. Omitted: unset."))
+
+
+class HostPaths(Model):
+    """The Operator's hostPaths: where the host keeps what the operands mount."""
+    rootFS: AbsolutePath = Field("/", description=(
+        "The host's root filesystem (every `host-root` volume; must be chroot-able). Omitted: /."))
+    driverInstallDir: AbsolutePath | None = Field(None, description=(
+        "Where the driver's files are on the host (every `driver-install-dir` volume). Omitted: /run/nvidia/driver "
+        "(the driver container's), or the managed image's driver root (GKE: /home/kubernetes/bin/nvidia)."))
+    kubeletRootDir: AbsolutePath = Field("/var/lib/kubelet", description=(
+        "The kubelet's root directory; the device plugin registers its socket in <dir>/device-plugins. Omitted: "
+        "/var/lib/kubelet."))
+
+
 class UpgradePolicy(Model):
     """How a new driver reaches the nodes (k8s-driver-manager settings and the DaemonSet rollout)."""
     autoUpgrade: bool = Field(True, description=(
         "True: the driver DaemonSet rolls a new driver out by itself, maxParallelUpgrades nodes at a time "
         "(RollingUpdate). False: OnDelete, a node gets the new driver only when you delete its driver pod. "
         "Omitted: true."))
-    maxParallelUpgrades: int = Field(1, ge=0, description=(
+    maxParallelUpgrades: int = Field(1, ge=0, le=INT32_MAX, description=(
         "At most this many nodes replace their driver at the same time; 0 means all at once. Omitted: 1 "
         "(the Operator's default)."))
     gpuPodDeletion: bool = Field(True, description=(
@@ -63,7 +151,7 @@ class UpgradePolicy(Model):
     drain: bool = Field(False, description=(
         "Drain the whole node when deleting GPU pods is not enough to unload the driver (ENABLE_AUTO_DRAIN). "
         "Omitted: false."))
-    timeoutSeconds: int = Field(0, ge=0, description=(
+    timeoutSeconds: int = Field(0, ge=0, le=INT32_MAX, description=(
         "How long GPU pod deletion and drain may take before the driver pod gives up and retries "
         "(DRAIN_TIMEOUT_SECONDS); 0 waits forever. Omitted: 0 (as the Operator's driver asset)."))
     force: bool = Field(False, description=(
@@ -75,7 +163,31 @@ class UpgradePolicy(Model):
         "Omitted: every pod."))
 
 
-class Driver(ComponentSettings):
+class Rdma(Model):
+    enabled: bool = Field(False, description=(
+        "GPUDirect RDMA: the nvidia-peermem sidecar in the driver pods loads nvidia_peermem (InfiniBand / RoCE "
+        "pools). Omitted: false."))
+    useHostMofed: bool = Field(False, description=(
+        "MOFED / DOCA-OFED is installed on the host, not by the NVIDIA Network Operator's driver container. "
+        "Omitted: false."))
+
+
+class Driver(OperandSettings):
+    rdma: Rdma = Field(default_factory=Rdma, description="GPUDirect RDMA. Omitted: off.")
+    gds: bool = Field(False, description=(
+        "GPUDirect Storage: the nvidia-fs sidecar (image of the stack release) in the driver pods; needs "
+        "kernelModuleType: open; not with precompiled drivers. Omitted: false."))
+    gdrcopy: bool = Field(False, description=(
+        "GDRCopy: the nvidia-gdrcopy sidecar (gdrdrv module) in the driver pods; not with precompiled drivers. "
+        "Omitted: false."))
+    repoConfig: ConfigMapFiles | None = Field(None, description=(
+        "Package repository files for the driver build (air-gapped sites: a local mirror), mounted where the "
+        "driver image's OS reads them: /etc/apt/sources.list.d (Ubuntu, Debian), /etc/yum.repos.d (RHEL, CentOS, "
+        "RHCOS). Omitted: the image's own repositories."))
+    certConfig: ConfigMapFiles | None = Field(None, description=(
+        "CA certificates the driver build trusts (a TLS-intercepting proxy, a private mirror), mounted at "
+        "/usr/local/share/ca-certificates (Ubuntu, Debian), /etc/pki/ca-trust/extracted/pem (RHEL, CentOS, RHCOS) "
+        "or /etc/pki/trust/anchors (SLES, SL Micro). Omitted: the image's CA bundle."))
     version: str | None = Field(None, pattern=r"^\d{3}(\.\d+){0,2}$", description=(
         "Driver version (\"580.173.02\") or branch (\"580\", resolved to the catalog's newest in that "
         "branch). Omitted: the stack release's default driver."))
@@ -89,12 +201,12 @@ class Driver(ComponentSettings):
         "kernel-version.full label; `version` must then be a branch. Only where the stack release publishes "
         "them (Ubuntu). Omitted: false."))
     kernels: list[Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+-[A-Za-z0-9._-]+$", max_length=63)]] = Field(
-        default_factory=list, description=(
+        default_factory=list, max_length=MAX_KERNELS, description=(
             "Kernel versions of the GPU nodes (`uname -r`, NFD's feature.node.kubernetes.io/kernel-version.full "
             "label) to run precompiled drivers for; required with `precompiled`. Nodes on another kernel get no "
             "driver. Omitted: none."))
     rhcosVersions: list[Annotated[str, Field(pattern=r"^4[0-9]{1,2}\.[0-9]+\.[0-9]{12}-[0-9]+$")]] = Field(
-        default_factory=list, description=(
+        default_factory=list, max_length=MAX_KERNELS, description=(
             "OpenShift: the RHCOS builds of the GPU nodes (NFD's feature.node.kubernetes.io/system-os_release."
             "OSTREE_VERSION label, e.g. 419.96.202507091512-0). One driver DaemonSet per build, built with the "
             "Driver Toolkit image OpenShift ships for that build. List the old and the new build while an "
@@ -136,14 +248,14 @@ class DcgmMetric(Model):
 
 class DcgmExporter(ComponentSettings):
     serviceMonitor: ServiceMonitor = Field(default_factory=ServiceMonitor, description="Omitted: no ServiceMonitor.")
-    metrics: list[DcgmMetric] = Field(default_factory=list, description=(
+    metrics: list[DcgmMetric] = Field(default_factory=list, max_length=MAX_METRICS, description=(
         "The metrics to export, written to a ConfigMap as dcgm-metrics.csv. Omitted: the exporter's built-in "
         "list (/etc/dcgm-exporter/dcp-metrics-included.csv), no ConfigMap."))
     podLabels: bool = Field(False, description=(
         "Add the labels of the pod using a GPU to its metrics (needs read access to pods: a ClusterRole and "
         "a ServiceAccount token). Omitted: false."))
     podUID: bool = Field(False, description="Add the UID of the pod using a GPU to its metrics. Omitted: false.")
-    podLabelAllowlist: list[Annotated[str, AfterValidator(_regex)]] = Field(default_factory=list, description=(
+    podLabelAllowlist: list[Annotated[str, AfterValidator(_regex)]] = Field(default_factory=list, max_length=MAX_PATTERNS, description=(
         "Regular expressions; only pod labels whose key matches one are exported (bounds the series count). "
         "Omitted: every label (when podLabels is on)."))
 
@@ -175,16 +287,21 @@ class Images(Model):
     registry: str | None = Field(None, pattern=r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", description=(
         "Registry mirror that replaces the stack release's registry (nvcr.io/nvidia) for every image. "
         "Omitted: the release's registry."))
-    pullSecrets: list[Annotated[str, AfterValidator(_dns_label(253))]] = Field(
-        default_factory=list, description="Secret names set as imagePullSecrets on every pod. Omitted: none.")
+    pullSecrets: list[Annotated[str, AfterValidator(_dns_subdomain)]] = Field(
+        default_factory=list, max_length=MAX_PULL_SECRETS, description=(
+            "Secret names (DNS-1123 subdomains) set as imagePullSecrets on every pod. Omitted: none."))
     pullPolicy: Literal["Always", "IfNotPresent", "Never"] = Field(
         "IfNotPresent", description="Omitted: IfNotPresent (as upstream).")
+    digestLock: str | None = Field(None, min_length=1, max_length=4096, description=(
+        "Pin every image by digest: a digest lock file (JSON, written by `gpuop images resolve --registry URL`), "
+        "relative to the profile file named on the command line; every image the cluster uses must be in it. "
+        "Images are then <registry>/<path>:<tag>@sha256:..., the same in any mirror. Omitted: tags only."))
 
 
 class NodeSelectorRequirement(Model):
     key: Annotated[str, AfterValidator(_label_key)] = Field(description="Node label key. Required.")
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"] = Field(description="Required.")
-    values: list[str] = Field(default_factory=list, description=(
+    values: list[str] = Field(default_factory=list, max_length=2 * MAX_AFFINITY, description=(
         "Label values: one or more for In/NotIn, none for Exists/DoesNotExist, one integer for Gt/Lt. "
         "Omitted: none."))
 
@@ -201,22 +318,28 @@ class NodeSelectorRequirement(Model):
 
 
 class DaemonSets(Model):
-    tolerations: list[Toleration] | None = Field(None, description=(
+    tolerations: list[Toleration] | None = Field(None, max_length=MAX_TOLERATIONS, description=(
         "Tolerations for every GPU DaemonSet; replaces, not merges. Omitted: nvidia.com/gpu Exists "
         "NoSchedule (as upstream)."))
-    priorityClassName: str = Field("system-node-critical", description="Omitted: system-node-critical.")
+    priorityClassName: Annotated[str, AfterValidator(_dns_subdomain)] = Field("system-node-critical", description=(
+        "PriorityClass name (DNS-1123 subdomain) of every GPU DaemonSet. Omitted: system-node-critical."))
     nodeSelector: Labels = Field(default_factory=dict, description=(
         "Labels every GPU DaemonSet additionally requires on a node (added to its deploy-label selector). "
         "Omitted: none."))
-    nodeAffinity: list[NodeSelectorRequirement] = Field(default_factory=list, description=(
+    nodeAffinity: list[NodeSelectorRequirement] = Field(default_factory=list, max_length=MAX_AFFINITY, description=(
         "Node affinity requirements every GPU DaemonSet additionally has (ANDed with the opt-out rules). "
         "Omitted: none."))
+    labels: Labels = Field(default_factory=dict, description=(
+        "Labels added to every GPU DaemonSet's pods (the Operator's daemonsets.labels); `app` and "
+        "app.kubernetes.io/part-of are refused (the DaemonSets select their pods by them). Omitted: none."))
+    annotations: Annotations = Field(default_factory=dict, description=(
+        "Annotations added to every GPU DaemonSet's pods (daemonsets.annotations). Omitted: none."))
 
 
 class Mig(Model):
     strategy: Literal["none", "single", "mixed"] = Field("single", description=(
         "How MIG devices are advertised. Omitted: single (the Operator's Helm default)."))
-    layout: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict, description=(
+    layout: dict[str, Annotated[int, Field(ge=1, le=INT32_MAX)]] = Field(default_factory=dict, max_length=MAX_MIG_PROFILES, description=(
         "MIG profile -> instance count per GPU, e.g. {\"3g.40gb\": 1, \"1g.10gb\": 2}. Omitted: MIG off."))
 
 
@@ -224,12 +347,12 @@ class SharedResource(Model):
     name: str = Field(description=(
         "A resource this pool's device plugin advertises: nvidia.com/gpu, or nvidia.com/mig-<profile> ('+' "
         "written '.') for each profile of a mixed-strategy MIG layout. Required."))
-    replicas: int = Field(ge=2, description=(
+    replicas: int = Field(ge=2, le=INT32_MAX, description=(
         "How many pods may share one device of this resource (the device plugin refuses fewer than 2). Required."))
 
 
 class TimeSlicing(Model):
-    replicas: int | None = Field(None, ge=2, description=(
+    replicas: int | None = Field(None, ge=2, le=INT32_MAX, description=(
         "How many pods may share each device the pool advertises (a GPU, or a MIG device) by time-slicing. "
         "Omitted: only the resources listed in `resources` are shared (one of the two is required)."))
     renameByDefault: bool = Field(False, description=(
@@ -238,13 +361,13 @@ class TimeSlicing(Model):
     failRequestsGreaterThanOne: bool = Field(False, description=(
         "Refuse pods that ask for more than one shared device (2 replicas are not 2x a GPU). Omitted: false "
         "(as the device plugin)."))
-    resources: list[SharedResource] = Field(default_factory=list, description=(
+    resources: list[SharedResource] = Field(default_factory=list, max_length=MAX_PATTERNS, description=(
         "Per-resource replica counts; they override `replicas` for the resources they name. Omitted: every "
         "resource the pool advertises is shared with `replicas`."))
 
 
 class Mps(Model):
-    replicas: int = Field(ge=2, description=(
+    replicas: int = Field(ge=2, le=INT32_MAX, description=(
         "How many pods may share each full GPU of the pool through CUDA MPS (each gets 1/replicas of its memory "
         "and compute); MPS shares nvidia.com/gpu only, not MIG devices. Required."))
     renameByDefault: bool = Field(False, description=(
@@ -268,8 +391,64 @@ class PoolDriver(Model):
         "DaemonSets, so their nodeSelectors must tell them apart. Omitted: spec.driver.version."))
 
 
+class DraComputeDomains(Model):
+    enabled: bool = Field(False, description=(
+        "ComputeDomains (IMEX channels for multi-node NVLink, GB200/GB300 class): the DRA driver's "
+        "resources.computeDomains; needs GPU driver >= 570.158.01. Omitted: false."))
+
+
+class Dra(Model):
+    """NVIDIA's DRA driver for GPUs (docs/dra.md); needed when any pool uses allocation: dra."""
+    version: str | None = Field(None, description=(
+        "DRA driver version from the DRA catalog (catalog/data/dra.yaml), e.g. \"0.5.0\". Omitted: the newest."))
+    featureGates: dict[str, bool] = Field(default_factory=dict, description=(
+        "Driver feature gates (FEATURE_GATES), e.g. {DynamicMIG: false, MPSSupport: true}. Omitted gates: "
+        "the driver's defaults."))
+    computeDomains: DraComputeDomains = Field(default_factory=DraComputeDomains, description="Omitted: off.")
+    extendedResources: bool = Field(False, description=(
+        "The cluster runs Kubernetes' DRAExtendedResource gate (apiserver, scheduler, controller-manager, "
+        "kubelet; KEP 5004, Kubernetes >= 1.35): gpuop's DeviceClasses then carry extendedResourceName, so "
+        "unchanged nvidia.com/gpu and nvidia.com/mig-* pod requests are served by DRA. Omitted: false."))
+
+
+class ClaimDevice(Model):
+    profile: str = Field(description=(
+        "\"gpu\" (a whole GPU) or a MIG profile of the pool's layout, e.g. \"3g.40gb\". Required."))
+    count: int = Field(1, ge=1, description="How many such devices the claim asks for. Omitted: 1.")
+
+
+class ClaimTemplate(Model):
+    name: Annotated[str, AfterValidator(_dns_label(63))] = Field(description=(
+        "ResourceClaimTemplate name (DNS-1123 label), unique per namespace. Required."))
+    namespace: Annotated[str, AfterValidator(_dns_label(63))] = Field(description=(
+        "The tenant namespace the template is created in (it must exist). Required."))
+    pool: str = Field(description="A node pool with allocation: dra whose devices the claim takes. Required.")
+    devices: list[ClaimDevice] = Field(min_length=1, description="One request per entry. Required.")
+
+
+class NodeCount(Model):
+    min: int = Field(ge=0, description="Fewest nodes (the autoscaler's minimum). Required.")
+    max: int = Field(ge=0, description="Most nodes (the autoscaler's maximum). Required.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "NodeCount":
+        if self.max < self.min:
+            raise ValueError(f"max ({self.max}) is below min ({self.min})")
+        return self
+
+
 class NodePool(Model):
     name: PoolName = Field(description="DNS-1123 label, unique in the profile. Required.")
+    allocation: Literal["devicePlugin", "dra"] = Field("devicePlugin", description=(
+        "How pods get this pool's GPUs: the device plugin (extended resources nvidia.com/gpu, nvidia.com/mig-*) "
+        "or DRA (ResourceClaims on gpuop's DeviceClasses; the DRA kubelet plugin runs on the pool's nodes and "
+        "the device plugin does not). Omitted: devicePlugin."))
+    nodes: Annotated[int, Field(ge=0)] | NodeCount | None = Field(None, description=(
+        "How many nodes the pool has: a number, or {min, max} for an autoscaled pool; for the capacity of "
+        "index.json and `gpuop capacity` (totals at both ends). Omitted: unknown (no totals)."))
+    gpusPerNode: int | None = Field(None, ge=1, description=(
+        "GPUs per node of this pool: what one node offers per DeviceClass (capacity, and the per-claim count "
+        "check of DRA pools). Omitted: unknown (capacity is reported per GPU; claim counts are not checked)."))
     gpu: str = Field(description="GPU model, a canonical name of the GPU catalog (`gpuop mig gpus`). Required.")
     nodeSelector: Labels = Field(default_factory=dict, description=(
         "Labels that select this pool's nodes. Omitted: the pool is told apart by its GPU model only."))
@@ -284,11 +463,50 @@ class NodePool(Model):
         "label nvidia.com/device-plugin.config. Omitted: no sharing (one pod per GPU or MIG device)."))
 
 
+class OperatorDelivery(Model):
+    """How NVIDIA's GPU Operator is installed and what only it can run (spec.delivery.mode: operator)."""
+    version: str | None = Field(None, pattern=r"^v\d+\.\d+\.\d+$", description=(
+        "NVIDIA GPU Operator version, from the operator catalog (catalog/data/operator.yaml), e.g. v26.7.0. "
+        "Omitted: the stack release's operator."))
+    install: Literal["helm", "olm"] | None = Field(None, description=(
+        "helm: NVIDIA's Helm chart of that version, with gpuop's values, installed by Argo CD / Flux. olm: the "
+        "certified operator from OperatorHub (Namespace, OperatorGroup, Subscription, then the ClusterPolicy). "
+        "Omitted: olm on OpenShift, helm elsewhere."))
+    installPlanApproval: Literal["Automatic", "Manual"] = Field("Manual", description=(
+        "OLM only: whether OLM installs new operator versions of the channel by itself. Omitted: Manual (an "
+        "operator upgrade is a reviewed change, as NVIDIA's OpenShift docs show)."))
+    nvidiaDriverCRD: bool | None = Field(None, description=(
+        "Manage drivers with NVIDIADriver CRs (one per distinct pool driver) instead of the ClusterPolicy's "
+        "driver section. Omitted: on when pools have different drivers, off otherwise."))
+    driverDigest: str | None = Field(None, pattern=r"^sha256:[a-f0-9]{64}$", description=(
+        "Pin the driver image by digest instead of the <version>-<os> tag (the operator then skips a needless "
+        "driver reload when only the tag moves). Not with precompiled drivers. Omitted: tag."))
+    gds: bool = Field(False, description=(
+        "GPUDirect Storage (nvidia-fs sidecar in the driver pods; operator mode only). Omitted: false."))
+    gdrcopy: bool = Field(False, description=(
+        "GDRCopy (gdrdrv sidecar in the driver pods; operator mode only). Omitted: false."))
+    clusterPolicy: bool = Field(True, description=(
+        "Deploy the ClusterPolicy CR. Omitted: true."))
+    gpuCluster: bool = Field(False, description=(
+        "Deploy the GPUCluster CR (DRA through the operator) instead of a ClusterPolicy; never both. Omitted: false."))
+
+
+class Delivery(Model):
+    mode: Literal["stack", "operator"] = Field("stack", description=(
+        "stack: gpuop renders every operand itself (no controller in the cluster). operator: gpuop compiles the "
+        "inputs of NVIDIA's GPU Operator (chart values or OLM objects, ClusterPolicy, NVIDIADriver CRs, the "
+        "ConfigMaps they reference), checked against the operator's run-time rules. Omitted: stack."))
+    operator: OperatorDelivery = Field(default_factory=OperatorDelivery, description=(
+        "Operator mode settings. Omitted: the stack release's operator, helm (olm on OpenShift)."))
+
+
 class ClusterSpec(Model):
     platform: Platform
-    os: str = Field(description="Node OS with version, e.g. ubuntu24.04, rhel9.6 or rhcos4.19 (rhcos<platform "
-                                "version> on OpenShift); must be in the stack release's support matrix. Pools may "
-                                "set their own. Required.")
+    os: str | None = Field(None, description="Node OS with version, e.g. ubuntu24.04, rhel9.6 or rhcos4.19 "
+                           "(rhcos<platform version> on OpenShift); must be in the stack release's support matrix. "
+                           "Pools may set their own. Required where a driver DaemonSet runs (its image tag names the "
+                           "OS). Omitted: allowed only where no pool gets a driver from gpuop (preinstalled drivers, "
+                           "managed node images).")
     containerRuntime: Literal["containerd", "crio", "docker"] | None = Field(None, description=(
         "The runtime the container toolkit configures (config files and host paths per runtime). OpenShift "
         "runs CRI-O only. Omitted: crio on OpenShift, containerd elsewhere."))
@@ -297,8 +515,13 @@ class ClusterSpec(Model):
     release: str | None = Field(None, description=(
         "Stack release (component versions) from the catalog, e.g. \"26.7\". Omitted: the newest."))
     driver: Driver = Field(default_factory=Driver, description="Omitted: enabled, release default version.")
-    toolkit: ComponentSettings = Field(default_factory=ComponentSettings, description="Omitted: enabled.")
-    devicePlugin: ComponentSettings = Field(default_factory=ComponentSettings, description="Omitted: enabled.")
+    toolkit: OperandSettings = Field(default_factory=OperandSettings, description="Omitted: enabled.")
+    devicePlugin: OperandSettings = Field(default_factory=OperandSettings, description="Omitted: enabled.")
+    proxy: Proxy | None = Field(None, description=(
+        "Proxy env for the driver and the toolkit containers (spec.<component>.env entries of the same name win). "
+        "Omitted: no proxy."))
+    hostPaths: HostPaths = Field(default_factory=HostPaths, description=(
+        "Host paths the operands mount (the Operator's hostPaths). Omitted: /, /run/nvidia/driver, /var/lib/kubelet."))
     validator: ValidatorSettings = Field(default_factory=ValidatorSettings, description=(
         "The operator validator always runs (the other components wait for its checks). Omitted: release "
         "version, no resources."))
@@ -316,7 +539,15 @@ class ClusterSpec(Model):
         "Node Feature Discovery and the GPU node labels. Omitted: deploy NFD, emit the NodeFeatureRule."))
     images: Images = Field(default_factory=Images, description="Omitted: release registry, no pull secrets.")
     daemonsets: DaemonSets = Field(default_factory=DaemonSets, description="Omitted: upstream defaults.")
-    nodePools: list[NodePool] = Field(min_length=1, description="At least one GPU node pool. Required.")
+    nodePools: list[NodePool] = Field(min_length=1, max_length=MAX_POOLS, description=(
+        "At least one GPU node pool. Required."))
+    dra: Dra | None = Field(None, description=(
+        "The NVIDIA DRA driver, delivered from its upstream chart after the GPU stack. Omitted: no DRA (every "
+        "pool must use the device plugin)."))
+    claimTemplates: list[ClaimTemplate] = Field(default_factory=list, description=(
+        "Tenant-facing ResourceClaimTemplates on DRA pools' DeviceClasses. Omitted: none."))
+    delivery: Delivery = Field(default_factory=Delivery, description=(
+        "What gpuop compiles the profile into: its own static stack, or NVIDIA's operator's inputs. Omitted: stack."))
 
 
 class ClusterProfile(Model):
@@ -327,9 +558,11 @@ class ClusterProfile(Model):
 
 
 def profile_json_schema() -> dict:
+    """schemas/profile.schema.json: these models' schema, plus `extends` and partials (profile/schema.py)."""
+    from gpuop.profile.schema import editor_schema
+
     schema = ClusterProfile.model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["properties"]["extends"] = {
         "type": "string", "description": "Relative path of a parent profile, deep-merged under this one "
         "(child wins; lists replace). Omitted: none."}
-    return schema
+    return editor_schema(schema)

@@ -6,18 +6,33 @@ kind: Settings
 gitops:
   repoURL: https://git.example.com/platform/gpu-clusters.git   # required
   revision: main            # branch the engines follow. Omitted: main
+  # or, instead of revision, exactly one of: ref: {branch: main} | {tag: v1.2.0} | {semver: ">=1.2.0 <2.0.0"}
+  #                                          | {commit: <40 or 64 hex digits>}
   path: dist                # dist/ inside the repository. Omitted: dist
   argocd: {namespace: argocd, project: default, server: https://kubernetes.default.svc}
   flux: {namespace: flux-system, interval: 10m}
 ```
+
+Every string is checked before it reaches an object or a command line: URLs by scheme (Git: https, http,
+ssh, git or scp-like user@host:path; the Argo CD server: https or http; OCI: oci://), git revisions by
+`git check-ref-format`'s rules (no spaces, ';', leading '-', '..', control characters), namespaces and
+the AppProject name by the Kubernetes name rules, `path` as a relative path without '..'.
+
+`revision` is a branch (Flux GitRepository `spec.ref.branch`, Argo CD `targetRevision`); `ref` says
+what kind of git ref it is, so a tag becomes `ref.tag` and a commit `ref.commit` in Flux (Flux treats
+`ref.branch: v1.2.0` as a branch named v1.2.0 and fails). A semver range needs Argo CD >= 2.11
+(argoproj/argo-cd#17566, semver resolution of git tags).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from gpuop.kube.types import dns_label, dns_subdomain
 
 from gpuop.errors import Issue, UserError
 from gpuop.profile.load import Positions, display
@@ -27,20 +42,103 @@ class _M(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+_CONTROL = re.compile(r"[\x00-\x20\x7f]")   # whitespace and control characters end a URL or a ref
+
+
+def _url(schemes: tuple[str, ...], scp: bool = False):
+    """A URL with one of `schemes` and a host; `scp`: also git's user@host:path form. Never a shell word."""
+    def check(v: str) -> str:
+        m = re.fullmatch(r"([a-z][a-z0-9+.-]*)://([^/?#]+)(.*)", v)
+        ok = m is not None and m.group(1) in schemes and not _CONTROL.search(v)
+        if not ok and scp:
+            ok = re.fullmatch(r"[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[A-Za-z0-9._/~-]+", v) is not None
+        if not ok:
+            forms = ", ".join(f"{s}://HOST/..." for s in schemes) + (", USER@HOST:PATH" if scp else "")
+            raise ValueError(f"{v!r} is not an allowed URL; allowed: {forms} (no spaces or control characters)")
+        return v
+    return check
+
+
+def git_ref_problem(v: str) -> str | None:
+    """git check-ref-format's rules for one ref name (plus: no leading '-', so it is never an option)."""
+    if not v or len(v) > 255:
+        return "must be 1 to 255 characters"
+    if v.startswith("-"):
+        return "must not start with '-' (it would be read as an option)"
+    if _CONTROL.search(v) or re.search(r"[~^:?*\[\\;'\"`$&|<>(){}]", v):
+        return "holds a space, control character or one of ~ ^ : ? * [ \\ ; ' \" ` $ & | < > ( ) { }"
+    if ".." in v or "@{" in v or "//" in v or v.endswith((".", "/", ".lock")) or v.startswith("/") or v == "@" \
+            or any(part.startswith(".") for part in v.split("/")):
+        return "is not a git ref name (no '..', '@{', '//', leading '/', components starting with '.', trailing '.', '/' or '.lock')"
+    return None
+
+
+def _git_ref(v: str) -> str:
+    problem = git_ref_problem(v)
+    if problem:
+        raise ValueError(f"{v!r} {problem}")
+    return v
+
+
+def _semver_range(v: str) -> str:
+    # Masterminds/semver constraints, which Flux and Argo CD both use: versions, x/* wildcards, operators
+    if not re.fullmatch(r"[0-9A-Za-z.*^~<>=!|, +-]{1,128}", v) or v.startswith("-") or not re.search(r"[0-9*xX]", v):
+        raise ValueError(f"{v!r} is not a semver range; allowed: versions with operators, e.g. "
+                         "\">=1.2.0 <2.0.0\", \"~1.2\", \"1.x\"")
+    return v
+
+
+def _relative_path(v: str) -> str:
+    if v.startswith("/") or ".." in v.split("/") or "//" in v:
+        raise ValueError(f"{v!r} must be a relative path inside the repository, without '..' or '//'")
+    return v
+
+
+GitRefName = Annotated[str, AfterValidator(_git_ref)]
+Namespace = Annotated[str, AfterValidator(dns_label(63))]
+
+
+class GitRef(_M):
+    """Exactly one of branch, tag, semver, commit: what kind of git ref the engines follow."""
+    branch: GitRefName | None = Field(None, description="A branch: Flux ref.branch. Omitted: not a branch.")
+    tag: GitRefName | None = Field(None, description="A tag: Flux ref.tag. Omitted: not a tag.")
+    semver: Annotated[str, AfterValidator(_semver_range)] | None = Field(None, description=(
+        "A semver range over the tags: Flux ref.semver (Argo CD >= 2.11 resolves it too). Omitted: not a range."))
+    commit: str | None = Field(None, pattern=r"^([0-9a-f]{40}|[0-9a-f]{64})$", description=(
+        "A full commit SHA (40 or 64 lowercase hex digits): Flux ref.commit. Omitted: not a commit."))
+
+    @model_validator(mode="after")
+    def _exactly_one(self):
+        given = [k for k in ("branch", "tag", "semver", "commit") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("set exactly one of branch, tag, semver, commit" +
+                             (f" (got {', '.join(given)})" if given else ""))
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in ("branch", "tag", "semver", "commit") if getattr(self, k) is not None)
+
+    @property
+    def value(self) -> str:
+        return getattr(self, self.kind)
+
+
 class ArgoSettings(_M):
-    namespace: str = Field("argocd", description="Where Argo CD runs. Omitted: argocd.")
-    project: str = Field("default", description="AppProject of the Applications. Omitted: default.")
-    server: str = Field("https://kubernetes.default.svc", description=(
+    namespace: Namespace = Field("argocd", description="Where Argo CD runs. Omitted: argocd.")
+    project: Annotated[str, AfterValidator(dns_subdomain)] = Field("default", description=(
+        "AppProject of the Applications. Omitted: default."))
+    server: Annotated[str, AfterValidator(_url(("https", "http")))] = Field("https://kubernetes.default.svc", description=(
         "Destination API server. Omitted: the cluster Argo CD runs in (one Argo CD per GPU cluster)."))
 
 
 class FluxSettings(_M):
-    namespace: str = Field("flux-system", description="Where Flux runs. Omitted: flux-system.")
+    namespace: Namespace = Field("flux-system", description="Where Flux runs. Omitted: flux-system.")
     interval: str = Field("10m", pattern=r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$", description="Omitted: 10m.")
     source: Literal["git", "oci"] = Field("git", description=(
         "Where the HelmRelease takes the chart from: git (the chart folder in this repository) or oci (the "
         "archives `gpuop publish --oci` pushed; set `oci`). Omitted: git."))
-    oci: str | None = Field(None, pattern=r"^oci://[^\s]+$", description=(
+    oci: Annotated[str, AfterValidator(_url(("oci",)))] | None = Field(None, pattern=r"^oci://[^\s]+$", description=(
         "oci://HOST/PATH the charts are published to; required with source: oci. Omitted: none."))
 
     @model_validator(mode="after")
@@ -51,11 +149,37 @@ class FluxSettings(_M):
 
 
 class GitOps(_M):
-    repoURL: str = Field(min_length=1, description="Git repository holding dist/. Required.")
-    revision: str = Field("main", description="Branch or tag the engines follow. Omitted: main.")
-    path: str = Field("dist", pattern=r"^[A-Za-z0-9._/-]+$", description="dist/ inside the repo. Omitted: dist.")
+    repoURL: Annotated[str, AfterValidator(_url(("https", "http", "ssh", "git"), scp=True))] = Field(
+        min_length=1, description="Git repository holding dist/. Required.")
+    revision: GitRefName = Field("main", description=(
+        "Branch the engines follow (for a tag, range or commit use `ref`). Omitted: main."))
+    ref: GitRef | None = Field(None, description=(
+        "Instead of revision: {branch: X}, {tag: X}, {semver: RANGE} or {commit: SHA}. Omitted: revision, a branch."))
+    path: Annotated[str, AfterValidator(_relative_path)] = Field(
+        "dist", pattern=r"^[A-Za-z0-9._/-]+$", description="dist/ inside the repo. Omitted: dist.")
     argocd: ArgoSettings = Field(default_factory=ArgoSettings)
     flux: FluxSettings = Field(default_factory=FluxSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _revision_or_ref(cls, data):
+        if isinstance(data, dict) and "revision" in data and "ref" in data:
+            raise ValueError("revision and ref are exclusive: revision names a branch, ref says which kind of ref; "
+                             "keep one")
+        return data
+
+    @model_validator(mode="after")
+    def _revision_follows_ref(self):
+        # consumers that only need the string (Argo CD targetRevision, the ApplicationSet's git generator)
+        # keep reading `revision`; frozen model, so set it once here, before anyone can see the object
+        if self.ref is not None:
+            object.__setattr__(self, "revision", self.ref.value)
+        return self
+
+    @property
+    def flux_ref(self) -> dict:
+        """Flux GitRepository spec.ref: the field named by the kind of ref (branch when only revision is set)."""
+        return {self.ref.kind: self.ref.value} if self.ref is not None else {"branch": self.revision}
 
 
 class Settings(_M):
@@ -67,7 +191,7 @@ class Settings(_M):
 def load_settings(path: Path) -> Settings:
     from pydantic import ValidationError
 
-    from gpuop.profile.load import read_document
+    from gpuop.profile.load import decode, read_bytes, read_document
     from gpuop.profile.messages import model_issues
 
     shown = display(path)
@@ -76,12 +200,7 @@ def load_settings(path: Path) -> Settings:
         raise UserError(Issue(shown, 0, 0, "", f"settings file is a folder, not a file; {hint}"))
     if not path.is_file():
         raise UserError(Issue(shown, 0, 0, "", f"settings file not found; {hint}"))
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise UserError(Issue(shown, 0, 0, "", f"cannot read: not UTF-8 text ({exc.reason} at byte {exc.start})"))
-    except OSError as exc:
-        raise UserError(Issue(shown, 0, 0, "", f"cannot read: {exc.strerror or exc}"))
+    text = decode(shown, read_bytes(path, shown))
     data, table = read_document(shown, text, "the settings file")
     pos = Positions(shown, table)
     try:

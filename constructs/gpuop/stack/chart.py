@@ -8,12 +8,10 @@ manifests; gpuop's own synth keeps the slots for the Helm writer and fills them 
 
 from __future__ import annotations
 
-import os
+from gpuop.components.runtime import start_cdk8s
 
-os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-
-import cdk8s  # noqa: E402
-from constructs import Construct  # noqa: E402
+cdk8s = start_cdk8s()  # picks the Node jsii starts (node_modules/.bin/node from `npm ci` first)
+from constructs import Construct  # noqa: E402  (after Node is chosen)
 
 from gpuop.components.base import Component  # noqa: E402
 from gpuop.plan.model import StackPlan  # noqa: E402

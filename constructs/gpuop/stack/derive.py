@@ -11,6 +11,7 @@ from __future__ import annotations
 from gpuop.components.dcgm import DcgmProps
 from gpuop.components.dcgm_exporter import DcgmExporterProps
 from gpuop.components.device_plugin import DevicePluginProps
+from gpuop.components.dra import ClaimRequestProps, ClaimTemplateProps, DeviceClassProps, DraProps
 from gpuop.components.driver import DriverProps, Variant
 from gpuop.components.gfd import GfdProps
 from gpuop.components.mig_manager import MigManagerProps
@@ -24,12 +25,21 @@ from gpuop.components.runtime_class import RuntimeClassProps
 from gpuop.components.toolkit import ASSET_HOOKS_DIR, ToolkitProps
 from gpuop.components.validator import ValidatorProps
 from gpuop.kube.slots import slot
-from gpuop.plan.model import Monitor, StackPlan
+from gpuop.plan.model import Monitor, StackPlan, sidecar_os_tag
+
 
 
 def placement(plan: StackPlan) -> Placement:
     return Placement(node_selector=dict(plan.scheduling.node_selector), node_affinity=plan.scheduling.node_affinity,
-                     openshift=plan.platform == "openshift")
+                     openshift=plan.platform == "openshift", pod_labels=dict(plan.pod_labels),
+                     pod_annotations=dict(plan.pod_annotations), root_fs=plan.root_fs,
+                     driver_install_dir=plan.driver_root)
+
+
+def _operand(plan: StackPlan, key: str) -> dict:
+    """The pass-through props (env_overrides, args) of a component with spec.<key>.env / args."""
+    o = plan.operand(key)
+    return {"env_overrides": o.env, "args": o.args}
 
 
 def mig_strategy(plan: StackPlan) -> str | None:
@@ -65,40 +75,60 @@ def node_labels(plan: StackPlan, deploy_labels: tuple[str, ...] = (),
     if not plan.nfd.rules:
         return None
     pc = plan.pool_configs
+    if plan.dra is not None:     # the device-plugin label comes per pool (plan/pools.py): never on DRA nodes
+        deploy_labels = tuple(c for c in deploy_labels if c != "device-plugin")
     return NodeLabelsProps(namespace=plan.namespace, pci_vendor=plan.pci_vendor, pci_classes=plan.pci_classes,
                            deploy_labels=deploy_labels, mig_capable_labels=mig_capable_labels,
                            mig_capable_ids=pc.mig_capable_ids,
                            pool_rules=tuple((r.gpu, r.device_ids, r.labels) for r in pc.nfd_rules))
 
 
-def runtime_classes(plan: StackPlan) -> RuntimeClassProps | None:
-    return RuntimeClassProps(namespace=plan.namespace) if plan.toolkit else None
+def runtime_classes(plan: StackPlan) -> RuntimeClassProps:
+    """Always (upstream gates the pre-requisites state only on the NRI plugin, which gpuop does not
+    offer): the operands select runtimeClassName `nvidia` whether or not the toolkit is preinstalled."""
+    return RuntimeClassProps(namespace=plan.namespace)
+
+
+def toolkit_install_dir(plan: StackPlan) -> str | None:
+    """Where the operator-installed toolkit puts the CDI hook (CRD default toolkit.installDir); None with
+    a preinstalled toolkit (no NVIDIA_CDI_HOOK_PATH)."""
+    return plan.toolkit_install_dir if plan.toolkit else None
 
 
 def driver(plan: StackPlan) -> DriverProps | None:
     if not plan.driver_variants:
         return None
     u, o = plan.upgrade, plan.openshift
+    digests = dict(plan.driver_digests)
     variants = tuple(Variant(name=v.name, tag=v.tag, node_selector=dict(v.node_selector), alternatives=v.pool_terms,
-                             labels=dict(v.labels), pod_labels=dict(v.pod_labels), rhcos=v.rhcos, split=v.split)
+                             labels=dict(v.labels), pod_labels=dict(v.pod_labels), rhcos=v.rhcos, split=v.split,
+                             os_id=v.os_id, precompiled=v.kernel is not None, os_tag=sidecar_os_tag(v),
+                             digest=digests.get(f"{plan.image('driver').path}:{v.tag}"))
                      for v in plan.driver_variants)
+    sidecars = {name: (i.path, i.tag) for name, i in (("gds", plan.gds), ("gdrcopy", plan.gdrcopy)) if i}
     dtk = {"dtk_image_stream": o.dtk_image_stream, "dtk_namespace": o.dtk_namespace} if o else {}
     return DriverProps(namespace=plan.namespace, repository=f"{slot('imageRegistry')}/{plan.image('driver').path}",
                        variants=variants,
                        openshift_version=plan.platform_version if o else None, **dtk,
-                       manager_image=plan.image("driverManager").ref,
+                       manager_image=plan.image("driverManager").ref, runtime=plan.runtime,
+                       image_registry=plan.values["imageRegistry"],
                        kernel_module_type=plan.kernel_module_type, placement=placement(plan),
                        gpu_pod_eviction=u.gpu_pod_deletion, auto_drain=u.drain,
                        drain_timeout=f"{u.timeout_seconds}s", drain_force=u.force,
                        drain_delete_emptydir=u.delete_empty_dir, drain_pod_selector=u.pod_selector,
-                       auto_upgrade=u.auto, max_parallel_upgrades=u.max_parallel)
+                       auto_upgrade=u.auto, max_parallel_upgrades=u.max_parallel, **_operand(plan, "driver"),
+                       repo_config=plan.driver_repo_config, cert_config=plan.driver_cert_config,
+                       rdma=plan.rdma, use_host_mofed=plan.use_host_mofed, gds=sidecars.get("gds"),
+                       gdrcopy=sidecars.get("gdrcopy"), digests=digests)
 
 
 def toolkit(plan: StackPlan) -> ToolkitProps | None:
     if not plan.toolkit:
         return None
     return ToolkitProps(**_daemonset(plan, "toolkit"), runtime=plan.runtime, runtime_files=plan.runtime_files,
-                        hooks_dir=plan.runtime_files.hooks.get(plan.platform, ASSET_HOOKS_DIR))
+                        hooks_dir=plan.runtime_files.hooks.get(plan.platform, ASSET_HOOKS_DIR),
+                        config_source=plan.runtime_config_source, install_dir=plan.toolkit_install_dir,
+                        **_operand(plan, "toolkit"))
 
 
 def validator(plan: StackPlan) -> ValidatorProps:
@@ -116,7 +146,9 @@ def device_plugin(plan: StackPlan) -> DevicePluginProps | None:
     if not plan.device_plugin:
         return None
     return DevicePluginProps(**_daemonset(plan, "devicePlugin"), mig_strategy=mig_strategy(plan),
-                             plugin_config=bool(plan.pool_configs.plugin_configs))
+                             plugin_config=bool(plan.pool_configs.plugin_configs),
+                             toolkit_install_dir=toolkit_install_dir(plan), kubelet_root_dir=plan.kubelet_root_dir,
+                             **_operand(plan, "devicePlugin"))
 
 
 def mps_control_daemon(plan: StackPlan) -> MpsControlDaemonProps | None:
@@ -151,7 +183,8 @@ def mig_manager(plan: StackPlan) -> MigManagerProps | None:
     pc = plan.pool_configs
     if not pc.mig_manager:
         return None
-    return MigManagerProps(**_daemonset(plan, "migManager"), mig_parted_config=pc.mig_parted)
+    return MigManagerProps(**_daemonset(plan, "migManager"), mig_parted_config=pc.mig_parted,
+                           toolkit_install_dir=toolkit_install_dir(plan))
 
 
 def node_status_exporter(plan: StackPlan) -> NodeStatusExporterProps | None:
@@ -161,3 +194,17 @@ def node_status_exporter(plan: StackPlan) -> NodeStatusExporterProps | None:
     return NodeStatusExporterProps(namespace=plan.namespace, image=plan.image("nodeStatusExporter").ref,
                                    service_monitor=_monitor(x.service_monitor), placement=placement(plan),
                                    prometheus_rule=plan.openshift is not None)
+
+
+def dra(plan: StackPlan) -> DraProps | None:
+    d = plan.dra
+    if d is None:
+        return None
+    return DraProps(namespace=plan.namespace, device_classes=tuple(
+        DeviceClassProps(name=c.name, pool=c.pool, expression=c.expression, driver=d.driver, config=c.config,
+                         extended_resource=c.extended_resource) for c in d.device_classes),
+        claim_templates=tuple(ClaimTemplateProps(
+            name=t.name, namespace=t.namespace, pool=t.pool,
+            requests=tuple(ClaimRequestProps(name=r.name, device_class=r.device_class, count=r.count)
+                           for r in t.requests),
+            same_gpu=tuple(r.name for r in t.requests if r.mig) if t.same_gpu else ()) for t in d.claim_templates))

@@ -19,6 +19,7 @@ from gpuop.components.base import Component
 from gpuop.components.dcgm import Dcgm
 from gpuop.components.dcgm_exporter import DcgmExporter
 from gpuop.components.device_plugin import DevicePlugin
+from gpuop.components.dra import DraObjects
 from gpuop.components.driver import Driver
 from gpuop.components.gfd import GpuFeatureDiscovery
 from gpuop.components.mig_manager import MigManager
@@ -49,6 +50,7 @@ REGISTRY: tuple[tuple[type[Component], Callable[..., Props | None]], ...] = (
     (GpuFeatureDiscovery, derive.gfd),
     (MigManager, derive.mig_manager),
     (NodeStatusExporter, derive.node_status_exporter),
+    (DraObjects, derive.dra),                      # issue 13: gpuop's DeviceClasses and claim templates
 )
 COMPONENTS: tuple[type[Component], ...] = tuple(c for c, _ in REGISTRY)
 

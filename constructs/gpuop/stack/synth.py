@@ -20,8 +20,9 @@ class Synthesizer:
     """Holds one cdk8s App and the variant cache for a compile run."""
 
     def __init__(self):
-        import cdk8s  # starts Node: only when synthesis is needed
+        from gpuop.components.runtime import start_cdk8s
 
+        cdk8s = start_cdk8s()  # starts Node: only when synthesis is needed; no Node is a user error
         from gpuop.stack import chart, registry
 
         self._chart = chart

@@ -15,11 +15,17 @@ Rules (each has a test with a profile that breaks it and the exact message, test
 - open-modules: kernelModuleType proprietary on a GPU that needs the open modules (Blackwell, GH200).
 - driver-version-unlisted (warning): a full driver version the catalog does not list for its branch.
 - check_os_support -- os-partner-validated (warning): an OS the release marks partner-validated (SLES).
+- check_driver_branch_lifecycle -- driver-eol (warning): a driver branch past its end of life (drivers.yaml
+  `eol`, a month): no more security or bug fixes. "Today" is SOURCE_DATE_EPOCH when set (reproducible
+  builds), else the clock.
 - check_runtime_matrix -- runtime-matrix: a container runtime outside the release's matrix (error) or handled only in code
   (warning: docker).
 """
 
 from __future__ import annotations
+
+import datetime
+import os
 
 from gpuop.errors import Issue
 from gpuop.plan.drivers import DEFAULT_RUNTIME
@@ -121,7 +127,45 @@ def check_runtime_matrix(ctx: Context) -> list[Issue]:
     return errors + warnings
 
 
-RULES = ((check_pool_driver_fits_gpu, check_os_support, check_runtime_matrix),)
+LIFECYCLE_SOURCE = ("https://docs.nvidia.com/datacenter/tesla/drivers/index.html "
+                    "(data center driver branches and their end of life; ../shared/refs/gpu-operator/NOTES.md §4)")
+
+
+def today() -> datetime.date:
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    if epoch.isdigit():
+        return datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc).date()
+    return datetime.date.today()
+
+
+def check_driver_branch_lifecycle(ctx: Context) -> list[Issue]:
+    """Each driver the profile installs, on a branch past its end of life (warning, with the source)."""
+    spec, cat = ctx.spec, ctx.cat
+    if not cat.drivers:
+        return []
+    now = today().strftime("%Y-%m")
+    default = ctx.release.components["driver"].version
+    wanted = []
+    if spec.driver.enabled:
+        wanted.append((("spec", "driver", "version"), spec.driver.version or default))
+    for i, pool in enumerate(spec.nodePools):
+        if pool.driver is not None and pool.driver.version is not None and pool.driver.enabled is not False:
+            wanted.append((("spec", "nodePools", i, "driver", "version"), pool.driver.version))
+    out = []
+    for loc, version in wanted:
+        branch = cat.branch(version)
+        eol = getattr(branch, "eol", None) if branch is not None else None
+        if isinstance(eol, str) and eol < now:
+            at = loc if loc in ctx.loaded.positions.table or len(loc) > 3 else ("spec", "driver")
+            supported = [b.branch for b in cat.drivers if isinstance(getattr(b, "eol", None), str) and b.eol >= now]
+            named = branch.branch if version == branch.branch else f"{branch.branch} ({version})"
+            out.append(ctx.at(at, f"driver branch {named} reached its end of life in {eol}: "
+                              f"no more security or bug fixes; branches still supported: {', '.join(supported)} "
+                              f"(source: {LIFECYCLE_SOURCE})", "warning"))
+    return out
+
+
+RULES = ((check_pool_driver_fits_gpu, check_os_support, check_driver_branch_lifecycle, check_runtime_matrix),)
 
 
 def check(loaded, profile, cat) -> tuple[list[Issue], list[Issue]]:

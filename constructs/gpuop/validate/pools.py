@@ -20,7 +20,7 @@ def check_sharing(ctx: Context) -> list:
     at, spec = ctx.at, ctx.spec
     for i, p in enumerate(spec.nodePools):
         s = p.sharing
-        if s is None:
+        if s is None or p.allocation == "dra":      # DRA pools: the driver's opaque config, validate/dra.py
             continue
         where = ("spec", "nodePools", i, "sharing")
         if not spec.devicePlugin.enabled:

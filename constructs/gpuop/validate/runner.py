@@ -21,13 +21,19 @@ from gpuop.profile.messages import model_issues
 from gpuop.profile.models import ClusterProfile
 from gpuop.validate import cluster as cluster_rules
 from gpuop.validate import compat as compat_rules
+from gpuop.validate import distribution as distribution_rules
+from gpuop.validate import dra as dra_rules
+from gpuop.validate import known_issues as known_issue_rules
+from gpuop.validate import kube_names as kube_name_rules
 from gpuop.validate import mig as mig_rules
+from gpuop.validate import operator as operator_rules
 from gpuop.validate import platform as platform_rules
 from gpuop.validate import pools as pool_rules
 
 
 # Rule modules over the typed profile, each with `check(loaded, profile, cat) -> (errors, warnings)`.
-RULE_MODULES = (compat_rules, mig_rules, pool_rules, platform_rules)
+RULE_MODULES = (compat_rules, mig_rules, pool_rules, platform_rules, operator_rules, kube_name_rules, dra_rules,
+                distribution_rules, known_issue_rules)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
 """Validate a compiled output folder the way the API servers would: every core object against the
 strict Kubernetes schemas of its cluster's version, every Flux object against the CEL rules of its
-CRD. Used by `gpuop validate DIST` (and so after hand edits of dist/).
+CRD, and each cluster's rendered manifests together against the semantic rules (verify/semantic.py:
+what the API server and kubelet refuse beyond the schema, and references between the objects).
+Used by `gpuop validate DIST` (and so after hand edits of dist/).
 
 CRD kinds without a schema here (NodeFeatureRule, ServiceMonitor, Argo CD and Flux kinds) are checked
 by their CEL rules only; the tests check them against the upstream CRD schemas as well.
@@ -15,6 +17,7 @@ from gpuop.errors import Issue
 from gpuop.kube.yamlio import load_all
 from gpuop.verify import cel
 from gpuop.verify.kubeschema import KubeValidator, SchemaNotFound
+from gpuop.verify.semantic import manifest_issues
 
 
 def is_output(path: Path) -> bool:
@@ -48,4 +51,5 @@ def validate_output(dist: Path) -> list[Issue]:
                     msgs += cel.errors(obj)
                     issues += [Issue(shown, 0, 0, "", f"{obj['kind']}/{obj.get('metadata', {}).get('name')}: {m}")
                                for m in msgs]
+        issues += manifest_issues(dist / c["manifests"])
     return issues

@@ -1,0 +1,46 @@
+"""Known-bad combinations (data/known-issues.yaml): settings documented as broken with the versions of
+this catalog, each with its effect, workaround and source links. Imports nothing of the project."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+DATA = Path(__file__).parent / "data"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class When(_Frozen):
+    rdma: bool | None = None
+    driverBranches: tuple[str, ...] = ()
+    driverVersions: tuple[str, ...] = ()
+    migStrategy: Literal["single", "mixed"] | None = None
+    os: tuple[str, ...] = ()
+
+
+class Unless(_Frozen):
+    driverEnv: dict[str, str] = Field(default_factory=dict)
+
+
+class KnownIssue(_Frozen):
+    id: str
+    severity: Literal["warning", "error"]
+    when: When
+    unless: Unless = Field(default_factory=Unless)
+    field: tuple[str, ...] = Field(description="Where the issue is reported when the profile sets it.")
+    effect: str
+    workaround: str
+    sources: tuple[str, ...]
+
+
+@lru_cache(maxsize=1)
+def load() -> tuple[KnownIssue, ...]:
+    doc = yaml.load((DATA / "known-issues.yaml").read_bytes(), Loader=yaml.CSafeLoader)
+    return tuple(KnownIssue(**i) for i in doc["issues"])

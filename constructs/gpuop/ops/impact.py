@@ -1,0 +1,341 @@
+"""`gpuop diff --impact`: what a change does on the GPU nodes, per cluster and pool, destructive first.
+
+The diff says which fields change; this says what the cluster will do about it. It reads the rendered
+manifests of the last output and of the next one (the same two trees `gpuop diff` compares) and the
+pools of index.json (their GPU, nodeSelector and node count, plan/capacity.py), and classifies every
+change by one table, EFFECTS, of component x kind of change -> effect, each sourced from the
+Operator's behaviour:
+
+- driver DaemonSet pod template changed (image, env, mounts...): the driver is reinstalled on every
+  node it runs on. k8s-driver-manager evicts the GPU pods first (ENABLE_GPU_POD_EVICTION), drains the
+  node if the policy says so (ENABLE_AUTO_DRAIN), unloads the modules; the new pod builds and loads the
+  driver, and its startup probe allows initialDelaySeconds + failureThreshold x periodSeconds per node.
+  RollingUpdate with maxUnavailable N: N nodes at a time, so ceil(nodes / N) waves; OnDelete: nothing
+  happens until a driver pod is deleted (gpu-operator docs "GPU Driver Upgrades"; k8s-driver-manager).
+- the pool's `nvidia.com/mig.config` label or the mig-parted config behind it changed: the MIG manager
+  stops the GPU clients on the node (device plugin, GFD, DCGM, exporters), evicts GPU pods, repartitions
+  every GPU, restarts the clients; the pool's GPUs are unavailable meanwhile (mig-manager
+  reconfigure.sh; ../shared/refs/mig/FACTS.md §2).
+- the pool's `nvidia.com/device-plugin.config` label or the config content changed: the config manager
+  restarts the plugin with the new config; no new GPU allocations meanwhile, running pods keep their
+  devices, advertised resources change if sharing changed.
+- toolkit DaemonSet changed: the toolkit rewrites the container runtime's config and restarts the runtime
+  (containerd / CRI-O); running containers keep running, new pods wait for the restart.
+- device plugin / MPS daemon DaemonSet changed: plugin pods restart: no new GPU allocations meanwhile.
+- DCGM / DCGM exporter / node status exporter changed: a metrics gap while their pods restart.
+- GFD or validator changed: labels refreshed / validation re-runs; nothing for workloads.
+- a cluster that leaves the output: its whole GPU stack is deleted (the driver unloaded everywhere).
+- only labels / annotations of objects, or objects that do not run on nodes: nothing on the nodes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from gpuop.kube.yamlio import load_all
+
+# effect kind -> (rank: lower first, destructive)
+EFFECTS = {
+    "stack-removed": (0, True),
+    "driver-reinstall": (1, True),
+    "mig-reconfigure": (2, True),
+    "runtime-reconfigure": (3, False),
+    "plugin-config-switch": (4, False),
+    "device-plugin-restart": (5, False),
+    "metrics-gap": (6, False),
+    "labels-refresh": (7, False),
+    "stack-added": (8, False),
+    "nothing": (9, False),
+}
+DEPLOY = "nvidia.com/gpu.deploy."
+MIG_LABEL = "nvidia.com/mig.config"
+PLUGIN_LABEL = "nvidia.com/device-plugin.config"
+RESTARTS = {"device-plugin": ("device-plugin-restart", "device plugin restarts: no new GPU allocations meanwhile"),
+            "dcgm-exporter": ("metrics-gap", "metrics gap while the DCGM exporter restarts"),
+            "dcgm": ("metrics-gap", "metrics gap while the DCGM host engine restarts"),
+            "node-status-exporter": ("metrics-gap", "metrics gap while the node status exporter restarts"),
+            "gpu-feature-discovery": ("labels-refresh", "GPU feature labels refreshed; nothing for workloads"),
+            "operator-validator": ("labels-refresh", "validation re-runs; nothing for workloads")}
+
+
+@dataclass(frozen=True)
+class Effect:
+    cluster: str
+    scope: str              # "pool <name>" or "all GPU nodes" or "cluster"
+    kind: str               # a key of EFFECTS
+    text: str
+
+    @property
+    def destructive(self) -> bool:
+        return EFFECTS[self.kind][1]
+
+
+# ---- reading a tree --------------------------------------------------------------------------------
+
+def _objects(tree: dict, cluster: str) -> dict[tuple[str, str], dict]:
+    out = {}
+    prefix = f"{cluster}/manifests/"
+    for path in sorted(tree):
+        if path.startswith(prefix) and path.endswith(".yaml") and not path.endswith("kustomization.yaml"):
+            for o in load_all(tree[path].decode()):
+                if isinstance(o, dict) and "kind" in o:
+                    out[(o["kind"], o["metadata"]["name"])] = o
+    return out
+
+
+def _index(tree: dict) -> dict[str, dict]:
+    try:
+        return {c["name"]: c for c in json.loads(tree["index.json"])["clusters"]}
+    except (KeyError, ValueError, TypeError):
+        return {}
+
+
+def _pools(entry: dict) -> list[dict]:
+    return list(((entry or {}).get("capacity") or {}).get("pools") or [])
+
+
+def _component(ds: dict) -> str | None:
+    selector = ds["spec"]["template"]["spec"].get("nodeSelector") or {}
+    if selector.get("nvidia.com/mps.capable") == "true":
+        return "mps-control-daemon"
+    for key in selector:
+        if key.startswith(DEPLOY):
+            return key[len(DEPLOY):]
+    return None
+
+
+def _pool_labels(tree: dict, cluster: str, objs: dict, pools: list[dict]) -> dict[str, dict[str, str]]:
+    """Per pool, the mig.config / device-plugin.config labels its nodes get: from the NodeFeatureRule
+    rule of its GPU model, or from node-labels.yaml (labels the node group must carry)."""
+    by_gpu: dict[str, dict] = {}
+    for o in objs.values():
+        if o["kind"] == "NodeFeatureRule":
+            for rule in o["spec"]["rules"]:
+                if rule["name"].startswith("gpuop.pool."):
+                    by_gpu[rule["name"][len("gpuop.pool."):]] = rule.get("labels", {})
+    manual: dict[str, dict] = {}
+    raw = tree.get(f"{cluster}/node-labels.yaml")
+    if raw:
+        for doc in load_all(raw.decode()):
+            for p in (doc or {}).get("pools", []):
+                manual[p["name"]] = p.get("labels", {})
+    out = {}
+    for p in pools:
+        labels = {**by_gpu.get(p["gpu"], {}), **manual.get(p["pool"], {})}
+        out[p["pool"]] = {k: v for k, v in labels.items() if k in (MIG_LABEL, PLUGIN_LABEL)}
+    return out
+
+
+def _config_data(objs: dict, name: str) -> dict:
+    cm = objs.get(("ConfigMap", name))
+    return (cm or {}).get("data") or {}
+
+
+def _matches(ds: dict, pool: dict, pool_keys: set[str]) -> bool:
+    """Whether a DaemonSet's pods can land on a pool's nodes, judged on the label keys pools use."""
+    spec = ds["spec"]["template"]["spec"]
+    selector = {k: v for k, v in (spec.get("nodeSelector") or {}).items() if k in pool_keys}
+    mine = pool.get("nodeSelector") or {}
+    if any(mine.get(k) != v for k, v in selector.items()):
+        return False
+    terms = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+             .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
+    alternatives = []
+    for term in terms:
+        wanted = {e["key"]: e["values"] for e in term.get("matchExpressions", [])
+                  if e.get("operator") == "In" and e["key"] in pool_keys}
+        if wanted:
+            alternatives.append(wanted)
+    return not alternatives or any(all(mine.get(k) in v for k, v in alt.items()) for alt in alternatives)
+
+
+def _duration(seconds: int) -> str:
+    h, m = divmod(round(seconds / 60), 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m"
+
+
+def _driver_text(ds: dict, old_ds: dict | None, nodes: int | None) -> str:
+    spec = ds["spec"]
+    pod = spec["template"]["spec"]
+    ctr = next((c for c in pod["containers"] if c["name"] == "nvidia-driver-ctr"), pod["containers"][0])
+    image = ctr.get("image", "")
+    old_image = ""
+    if old_ds is not None:
+        old_pod = old_ds["spec"]["template"]["spec"]
+        old_ctr = next((c for c in old_pod["containers"] if c["name"] == ctr["name"]), None)
+        old_image = (old_ctr or {}).get("image", "")
+    manager = next((c for c in pod.get("initContainers", []) if c["name"] == "k8s-driver-manager"), {})
+    env = {e["name"]: e.get("value") for e in manager.get("env", [])}
+    evict = "GPU pods evicted" if env.get("ENABLE_GPU_POD_EVICTION", "true") == "true" else "GPU pods NOT evicted"
+    drain = "node drained" if env.get("ENABLE_AUTO_DRAIN") == "true" else "no drain"
+    probe = ctr.get("startupProbe") or {}
+    per_node = probe.get("initialDelaySeconds", 0) + probe.get("failureThreshold", 3) * probe.get("periodSeconds", 10)
+    version = f" ({old_image.rsplit(':', 1)[-1]} -> {image.rsplit(':', 1)[-1]})" if old_image and old_image != image else ""
+    strategy = spec.get("updateStrategy") or {}
+    if strategy.get("type") == "OnDelete":
+        return (f"driver reinstall{version} on each node when its driver pod is deleted (autoUpgrade off: "
+                f"updateStrategy OnDelete); then {evict}, {drain}, up to {_duration(per_node)} per node")
+    most = (strategy.get("rollingUpdate") or {}).get("maxUnavailable", 1)
+    if isinstance(most, str) and most.endswith("%"):
+        parallel = f"{most} of the nodes at a time"
+        waves = f"{nodes} node(s) in {math.ceil(100 / max(int(most[:-1]), 1))} wave(s)" if nodes else ""
+        total = math.ceil(100 / max(int(most[:-1]), 1)) * per_node
+    else:
+        parallel = f"{most} node(s) at a time"
+        waves = f"{nodes} node(s) -> {math.ceil(nodes / max(int(most), 1))} wave(s)" if nodes else ""
+        total = math.ceil(nodes / max(int(most), 1)) * per_node if nodes else None
+    bound = f"; up to {_duration(total)} in all" if waves and total is not None else ""
+    return (f"driver reinstall{version}: {evict}, {drain}, {parallel}"
+            f"{', ' + waves if waves else ' (node count unknown: set nodes on the pool)'}, each up to "
+            f"{_duration(per_node)} (startup probe){bound}")
+
+
+# ---- the classification ---------------------------------------------------------------------------
+
+def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, new_entry: dict | None) -> list[Effect]:
+    if new_entry is None:
+        return [Effect(cluster, "cluster", "stack-removed", "cluster leaves the output: Argo CD / Flux delete its "
+                       "GPU stack; the driver is unloaded and GPU pods fail on every node")]
+    if old_entry is None:
+        return [Effect(cluster, "cluster", "stack-added", "new cluster: the whole GPU stack is installed")]
+    before, after = _objects(old, cluster), _objects(new, cluster)
+    pools = _pools(new_entry) or _pools(old_entry)
+    pool_keys = {k for p in pools for k in (p.get("nodeSelector") or {})}
+    nodes = {p["pool"]: (p.get("nodes") or {}).get("max") for p in pools}
+    effects: list[Effect] = []
+    changed_objects = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+    template_changed = set()
+    for key in sorted(changed_objects):
+        kind, name = key
+        if kind != "DaemonSet":
+            continue
+        b, a = before.get(key), after.get(key)
+        if b is not None and a is not None and b["spec"]["template"] == a["spec"]["template"]:
+            continue                               # no pod restarts: labels, annotations or the update strategy
+        ds = a or b
+        component = _component(ds)
+        template_changed.add(component)
+        if component == "driver":
+            continue                               # per pool below: a pool may move between DaemonSets
+        elif component == "container-toolkit":
+            effects.append(Effect(cluster, "all GPU nodes", "runtime-reconfigure", "container runtime reconfiguration: "
+                                  "the toolkit rewrites the runtime config and restarts the runtime; running "
+                                  "containers keep running, new pods wait for the restart"))
+        elif component in ("device-plugin", "mps-control-daemon"):
+            effects.append(Effect(cluster, "all GPU nodes", "device-plugin-restart",
+                                  "device plugin restarts: no new GPU allocations meanwhile"))
+        elif component in RESTARTS:
+            kind_, text = RESTARTS[component]
+            effects.append(Effect(cluster, "all GPU nodes", kind_, text))
+    if "driver" in template_changed:
+        effects += _driver_effects(cluster, before, after, pools, pool_keys, nodes)
+    # per pool: MIG layout and device plugin config (labels and the configs behind them)
+    old_labels = _pool_labels(old, cluster, before, pools)
+    new_labels = _pool_labels(new, cluster, after, pools)
+    old_mig = _config_data(before, "custom-mig-parted-config").get("config.yaml", "")
+    new_mig = _config_data(after, "custom-mig-parted-config").get("config.yaml", "")
+    old_plugin, new_plugin = _config_data(before, "device-plugin-config"), _config_data(after, "device-plugin-config")
+    for p in pools:
+        name = p["pool"]
+        o, n = old_labels.get(name, {}), new_labels.get(name, {})
+        om, nm = o.get(MIG_LABEL), n.get(MIG_LABEL)
+        if om != nm or (nm and old_mig != new_mig and _mig_entry(old_mig, nm) != _mig_entry(new_mig, nm)):
+            what = f"{om} -> {nm}" if om != nm else f"{nm} changed"
+            effects.append(Effect(cluster, f"pool {name}", "mig-reconfigure", f"MIG reconfiguration ({what}): the MIG "
+                                  "manager evicts the GPU pods on the pool's nodes and repartitions every GPU; the "
+                                  "pool's GPUs are unavailable until it is done"))
+        op, np_ = o.get(PLUGIN_LABEL), n.get(PLUGIN_LABEL)
+        if op != np_ or (np_ and old_plugin.get(np_) != new_plugin.get(np_)):
+            what = f"{op or 'default'} -> {np_ or 'default'}" if op != np_ else f"{np_} changed"
+            effects.append(Effect(cluster, f"pool {name}", "plugin-config-switch", f"device plugin config switch "
+                                  f"({what}): the plugin restarts with it; no new GPU allocations meanwhile, running "
+                                  "pods keep their devices"))
+    if not effects and changed_objects | _other_changes(old, new, cluster):
+        effects.append(Effect(cluster, "cluster", "nothing", "labels, annotations or delivery objects only: nothing "
+                              "on the nodes"))
+    return sorted(set(effects), key=lambda e: (EFFECTS[e.kind][0], e.scope, e.text))
+
+
+def _driver_effects(cluster, before, after, pools, pool_keys, nodes) -> list[Effect]:
+    """Per pool, the driver DaemonSet that runs there before and after: same name and pod template is
+    nothing; otherwise the driver is reinstalled (a renamed DaemonSet too: its pods start fresh), or
+    unloaded when no driver DaemonSet runs there any more."""
+    def drivers(objs):
+        return [o for (k, _), o in sorted(objs.items()) if k == "DaemonSet" and _component(o) == "driver"]
+    old_ds, new_ds = drivers(before), drivers(after)
+    out = []
+    for p in pools or [{"pool": "", "nodeSelector": {}}]:
+        scope = f"pool {p['pool']}" if p["pool"] else "all GPU nodes"
+        b = next((d for d in old_ds if _matches(d, p, pool_keys)), None)
+        a = next((d for d in new_ds if _matches(d, p, pool_keys)), None)
+        if a is None and b is None:
+            continue
+        if a is None:
+            out.append(Effect(cluster, scope, "driver-reinstall", f"driver DaemonSet {b['metadata']['name']} deleted: "
+                              "the driver pods stop and unload the driver; GPU pods fail unless the driver is "
+                              "preinstalled on the nodes"))
+            continue
+        if b is not None and b["metadata"]["name"] == a["metadata"]["name"] and \
+                b["spec"]["template"] == a["spec"]["template"]:
+            continue
+        text = _driver_text(a, b, nodes.get(p["pool"]))
+        if b is not None and b["metadata"]["name"] != a["metadata"]["name"]:
+            text = f"driver DaemonSet {b['metadata']['name']} replaced by {a['metadata']['name']}: " + text
+        out.append(Effect(cluster, scope, "driver-reinstall", text))
+    return out
+
+
+def _mig_entry(config: str, name: str):
+    docs = load_all(config) if config else []
+    return ((docs[0] if docs else {}).get("mig-configs") or {}).get(name)
+
+
+def _other_changes(old: dict, new: dict, cluster: str) -> set:
+    prefix = f"{cluster}/"
+    return {p for p in set(old) | set(new)
+            if p.startswith(prefix) and "/manifests/" not in p and old.get(p) != new.get(p)}
+
+
+def impact(old: dict, new: dict) -> list[Effect]:
+    """Every cluster's effects, clusters in name order, destructive effects first within each."""
+    before, after = _index(old), _index(new)
+    out: list[Effect] = []
+    for cluster in sorted(set(before) | set(after)):
+        out += cluster_effects(cluster, old, new, before.get(cluster), after.get(cluster))
+    return out
+
+
+def render(effects: list[Effect]) -> str:
+    if not effects:
+        return "gpuop: no change reaches a node\n"
+    lines: list[str] = []
+    destructive = [e for e in effects if e.destructive]
+    if destructive:
+        lines.append(f"!! {len(destructive)} destructive effect(s): GPU workloads are interrupted")
+    current = None
+    for e in sorted(effects, key=lambda e: (not e.destructive, e.cluster, EFFECTS[e.kind][0], e.scope)):
+        if e.cluster != current:
+            current = e.cluster
+            lines.append(f"cluster {e.cluster}:")
+        lines.append(f"  {'!!' if e.destructive else '  '} {e.scope}: {e.text}")
+    return "\n".join(lines) + "\n"
+
+
+def as_json(effects: list[Effect]) -> str:
+    return json.dumps({"apiVersion": "gpuop/v1alpha1", "kind": "Impact",
+                       "destructive": sum(e.destructive for e in effects),
+                       "effects": [{**asdict(e), "destructive": e.destructive} for e in effects]},
+                      indent=2, sort_keys=True) + "\n"
+
+
+def run(paths: list[Path], against: str | None, output: Path, settings_path: Path, fmt: str) -> tuple[str, bool]:
+    """The impact report of compiling `paths` against the last output, and whether anything reaches a node."""
+    from gpuop.ops.diff import compile_trees
+
+    old, new, _ = compile_trees(paths, against, output, settings_path)
+    effects = impact(old, new)
+    text = as_json(effects) if fmt == "json" else render(effects)
+    return text, any(e.kind != "nothing" for e in effects)

@@ -1,0 +1,58 @@
+"""Writer: the images a cluster's rendered manifests use (dist/<cluster>/images.txt), and on OpenShift an
+oc-mirror ImageSetConfiguration (dist/<cluster>/oc-mirror/imageset-config.yaml) that mirrors them.
+
+images.txt lists exactly the `image` of every container, init container and ephemeral container of the
+rendered manifests (value slots filled with the chart's defaults, as manifests/), one per line, sorted,
+each once: what a disconnected site copies into its mirror registry. The oc-mirror file leaves out
+references without a registry host (the Driver Toolkit sidecar's `driver-toolkit:<build>` is an
+ImageStream tag of the OpenShift release payload, mirrored with the platform, not by this list).
+"""
+
+from __future__ import annotations
+
+from gpuop.kube.yamlio import dump_plain
+
+IMAGESET_API = "mirror.openshift.io/v2alpha1"      # oc-mirror v2 ImageSetConfiguration
+
+
+def _pod_spec(obj: dict) -> dict | None:
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "Pod":
+        return spec
+    if obj.get("kind") == "CronJob":
+        return ((spec.get("jobTemplate") or {}).get("spec") or {}).get("template", {}).get("spec")
+    return (spec.get("template") or {}).get("spec")
+
+
+def image_refs(objects: list[dict]) -> list[str]:
+    """Every container image of the objects, sorted and unique."""
+    refs = set()
+    for obj in objects:
+        pod = _pod_spec(obj) or {}
+        for key in ("initContainers", "containers", "ephemeralContainers"):
+            refs.update(c["image"] for c in pod.get(key) or [] if c.get("image"))
+    return sorted(refs)
+
+
+def images_txt(refs: list[str]) -> str:
+    return "".join(f"{r}\n" for r in refs)
+
+
+def has_registry(ref: str) -> bool:
+    first, sep, _ = ref.partition("/")
+    return bool(sep) and ("." in first or ":" in first or first == "localhost")
+
+
+def imageset_config(refs: list[str]) -> str:
+    return ("# Rendered by gpuop: `oc mirror -c imageset-config.yaml` copies the GPU stack's images into a\n"
+            "# disconnected registry. Do not edit; change the profile.\n"
+            + dump_plain({"kind": "ImageSetConfiguration", "apiVersion": IMAGESET_API,
+                          "mirror": {"additionalImages": [{"name": r} for r in refs if has_registry(r)]}}))
+
+
+def write(objects: list[dict], base: str, openshift: bool) -> dict[str, str]:
+    refs = image_refs(objects)
+    files = {f"{base}/images.txt": images_txt(refs)}
+    if openshift:
+        files[f"{base}/oc-mirror/imageset-config.yaml"] = imageset_config(refs)
+    return files

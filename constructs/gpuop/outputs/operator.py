@@ -1,0 +1,349 @@
+"""Writer: operator mode (`spec.delivery.mode: operator`) -- the inputs of NVIDIA's GPU Operator instead of
+gpuop's own operands, from the plan's `OperatorPlan` (plan/operator.py).
+
+What dist/<cluster>/ holds in operator mode (`apply`, called by cluster.build_cluster):
+- `operator/values.yaml` (install: helm): the values for NVIDIA's `gpu-operator` chart of the chosen version.
+  Per-pool NVIDIADriver CRs and gpuop's per-pool label NodeFeatureRule go in through the chart's
+  `extraObjects`; the device-plugin, mig-parted and DCGM metrics ConfigMaps through the chart's own
+  `config.create` values, so the chart renders every object the ClusterPolicy references.
+- `operator/olm/` (install: olm): Namespace, OperatorGroup, Subscription (package, channel, CSV and source
+  from the operator catalog), then the ClusterPolicy `gpu-cluster-policy` (the CSV's alm-examples name), the
+  NVIDIADriver CRs, the ConfigMaps and the NodeFeatureRule, with a kustomization.yaml.
+- `argocd/application.yaml` and `flux/*.yaml` deliver those, replacing the stack's GitOps objects: nothing
+  deploys gpuop's own chart in operator mode (two controllers for one DaemonSet would fight). `chart/`,
+  `manifests/` and `overlay/` are still written as a review preview of the operands gpuop would render, and
+  `params/cluster.json` and `flux-overlay/` are left out so the fleet ApplicationSet skips the cluster.
+  DRA pools keep the standalone DRA driver chart's Application / HelmRelease (outputs/dra.py) beside the
+  operator: NVIDIA's supported path, with the device plugin kept off DRA planes by gpuop's per-pool
+  `nvidia.com/gpu.deploy.device-plugin=false` label (in the NodeFeatureRule below).
+
+Helm delivery and CRDs: Helm never upgrades `crds/`; NVIDIA's chart upgrades them itself with its pre-upgrade
+hook Job (`operator.upgradeCRD: true`, the chart default, kept). Flux also gets `crds: CreateReplace` on
+install and upgrade (Flux's upgrade default is Skip); Argo CD applies `crds/` on every sync (skipCrds false) with
+ServerSideApply, so the CRDs follow the chart version either way (NVIDIA/gpu-operator#431, #139).
+
+Drift against CRD defaults (NVIDIA/gpu-operator#2795, #1986): the API server fills fields the ClusterPolicy CRD
+defaults and the chart does not render; a GitOps diff then sees them as changes. Per field:
+
+| ClusterPolicy field | CRD default | handled by |
+|---|---|---|
+| spec.hostPaths.kubeletRootDir | /var/lib/kubelet | normalized: written in the values (the chart passes it through) |
+| spec.cdi.default | false | ignoreDifferences / driftDetection.ignore (the chart never renders it) |
+| spec.cdi.nriPluginEnabled | false | ignoreDifferences / driftDetection.ignore (the chart renders it only when true) |
+| spec.driver.kernelModuleType | auto | NVIDIADriver CRD mode only: ignored (the chart leaves the driver fields out; the NVIDIADriver CRs carry kernelModuleType) |
+
+With OLM gpuop writes the ClusterPolicy itself, with all three fields explicit, so there is nothing to ignore.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from gpuop.kube.yamlio import dump, load
+from gpuop.plan.model import StackPlan
+
+WAVE = "argocd.argoproj.io/sync-wave"
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+HELM_CLUSTER_POLICY = "cluster-policy"          # NVIDIA's chart templates/clusterpolicy.yaml
+OLM_CLUSTER_POLICY = "gpu-cluster-policy"       # the CSV's alm-examples
+KUBELET_ROOT = "/var/lib/kubelet"
+DRIFT = (                                       # (group, kind, JSON pointers) the API server defaults
+    ("nvidia.com", "ClusterPolicy", ("/spec/cdi/default", "/spec/cdi/nriPluginEnabled")),
+)
+CRD_MODE_DRIFT = ("/spec/driver/kernelModuleType",)   # the chart leaves it out with useNvidiaDriverCRD
+
+
+def drift(values: dict) -> list[tuple[str, str, tuple[str, ...]]]:
+    """The ignore rules for this cluster's values: kernelModuleType only in NVIDIADriver CRD mode (elsewhere the
+    chart renders it, and ignoring it would stop Argo CD from syncing a real change)."""
+    out = [(g, k, tuple(p)) for g, k, p in DRIFT]
+    if values["driver"]["nvidiaDriverCRD"]["enabled"]:
+        out[0] = (out[0][0], out[0][1], out[0][2] + CRD_MODE_DRIFT)
+    return out
+
+
+def _labels(plan: StackPlan) -> dict:
+    return {"app.kubernetes.io/managed-by": "gpuop", "gpuop/cluster": plan.name, **dict(plan.labels)}
+
+
+# ------------------------------------------------------------------------------------ objects the CRs need
+
+def nvidia_driver(name: str, spec: dict) -> dict:
+    return {"apiVersion": "nvidia.com/v1alpha1", "kind": "NVIDIADriver", "metadata": {"name": name}, "spec": spec}
+
+
+def node_feature_rule(plan: StackPlan) -> dict | None:
+    rule = plan.operator.node_rule
+    if rule is None:
+        return None
+    return {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeatureRule",
+            "metadata": {"name": "gpuop-pool-configs", "labels": {"app.kubernetes.io/managed-by": "gpuop"}},
+            "spec": rule}
+
+
+def chart_values(plan: StackPlan) -> dict:
+    """NVIDIA's chart values: the plan's, plus the objects the chart only takes as extraObjects."""
+    op = plan.operator
+    v = copy.deepcopy(op.values)
+    v.setdefault("hostPaths", {})["kubeletRootDir"] = KUBELET_ROOT      # normalized CRD default (drift)
+    extra = [nvidia_driver(d["name"], d["spec"]) for d in op.drivers if not d["spec"]["default"]]
+    nfr = node_feature_rule(plan)
+    if nfr is not None:
+        extra.append(nfr)
+    if extra:
+        v["extraObjects"] = extra
+    return v
+
+
+def _image(section: dict) -> dict:
+    out = {k: section[k] for k in ("repository", "image", "version", "imagePullPolicy") if k in section}
+    for k in ("imagePullSecrets", "resources"):
+        if section.get(k):
+            out[k] = section[k]
+    return out
+
+
+def cluster_policy_spec(values: dict) -> dict:
+    """The ClusterPolicy spec NVIDIA's chart renders from these values (templates/clusterpolicy.yaml), for
+    the fields gpuop sets; written by gpuop itself for OLM. The CRD-defaulted fields are explicit."""
+    d = values["driver"]
+    up = d["upgradePolicy"]
+    operator = {"runtimeClass": values["operator"]["runtimeClass"]}
+    if values["operator"].get("use_ocp_driver_toolkit"):
+        operator["use_ocp_driver_toolkit"] = True
+    drain = dict(up["drain"])
+    if not drain.get("podSelector"):
+        drain.pop("podSelector", None)
+    driver = {"enabled": d["enabled"], "useNvidiaDriverCRD": d["nvidiaDriverCRD"]["enabled"]}
+    if not driver["useNvidiaDriverCRD"]:          # NVIDIADriver CRD mode: the CRs carry the driver (as the chart)
+        driver.update({"kernelModuleType": d["kernelModuleType"], "usePrecompiled": d["usePrecompiled"], **_image(d)})
+    driver["upgradePolicy"] = {"autoUpgrade": up["autoUpgrade"], "maxParallelUpgrades": up["maxParallelUpgrades"],
+                               "maxUnavailable": "25%", "waitForCompletion": {"timeoutSeconds": 0},
+                               "podDeletion": dict(up["gpuPodDeletion"]), "drain": drain}
+    spec = {
+        "operator": operator,
+        "hostPaths": {"rootFS": "/", "driverInstallDir": "/run/nvidia/driver", "kubeletRootDir": KUBELET_ROOT},
+        "daemonsets": {**values["daemonsets"], "updateStrategy": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "1"}},
+        "mig": dict(values["mig"]),
+        "psa": {"enabled": False},
+        "cdi": {"enabled": values["cdi"]["enabled"], "default": False, "nriPluginEnabled": False},
+        "driver": driver,
+        "toolkit": {"enabled": values["toolkit"]["enabled"], **_image(values["toolkit"]), "installDir": "/usr/local/nvidia"},
+        "validator": _image(values["validator"]),
+        "gds": {"enabled": values["gds"]["enabled"]},
+        "gdrcopy": {"enabled": values["gdrcopy"]["enabled"]},
+    }
+    dp = {"enabled": values["devicePlugin"]["enabled"], **_image(values["devicePlugin"])}
+    if "config" in values["devicePlugin"]:
+        dp["config"] = {"name": values["devicePlugin"]["config"]["name"],
+                        "default": values["devicePlugin"]["config"]["default"]}
+    spec["devicePlugin"] = dp
+    for key in ("dcgm", "gfd", "nodeStatusExporter"):
+        spec[key] = {"enabled": values[key]["enabled"], **_image(values[key])}
+    ex = values["dcgmExporter"]
+    spec["dcgmExporter"] = {"enabled": ex["enabled"], **_image(ex), "serviceMonitor": dict(ex["serviceMonitor"])}
+    for key in ("enablePodLabels", "enablePodUID"):
+        if ex[key]:                                # the chart writes them only when true
+            spec["dcgmExporter"][key] = True
+    if "config" in ex:
+        spec["dcgmExporter"]["config"] = {"name": ex["config"]["name"]}
+    mm = values["migManager"]
+    spec["migManager"] = {"enabled": mm["enabled"], **_image(mm),
+                          "config": {k: mm["config"][k] for k in ("name", "default") if k in mm["config"]}}
+    return spec
+
+
+def configmaps(plan: StackPlan) -> list[dict]:
+    """OLM: the ConfigMaps the ClusterPolicy references (with Helm, NVIDIA's chart renders them)."""
+    v = plan.operator.values
+    out = []
+    for key, data in (("devicePlugin", lambda c: c["data"]), ("migManager", lambda c: c["data"]),
+                      ("dcgmExporter", lambda c: {"dcgm-metrics.csv": c["data"]})):
+        c = v[key].get("config", {})
+        if c.get("create"):
+            out.append({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": c["name"], "namespace": plan.namespace,
+                                     "labels": {"app.kubernetes.io/managed-by": "gpuop"}}, "data": data(c)})
+    return out
+
+
+# ------------------------------------------------------------------------------------ helm delivery
+
+def helm_application(plan: StackPlan, gitops) -> dict:
+    op = plan.operator
+    a = gitops.argocd
+    return {
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+        "metadata": {"name": f"gpuop-{plan.name}", "namespace": a.namespace, "labels": _labels(plan),
+                     "finalizers": ["resources-finalizer.argocd.argoproj.io"]},
+        "spec": {
+            "project": a.project,
+            "destination": {"server": a.server, "namespace": plan.namespace},
+            "source": {"repoURL": op.chart_repository, "chart": op.chart, "targetRevision": op.version,
+                       "helm": {"releaseName": "gpu-operator", "kubeVersion": plan.kube_version, "skipCrds": False,
+                                "valuesObject": chart_values(plan)}},
+            "syncPolicy": {"automated": {"prune": True, "selfHeal": True},
+                           "syncOptions": ["ServerSideApply=true", "CreateNamespace=true",
+                                           "RespectIgnoreDifferences=true", "SkipDryRunOnMissingResource=true"],
+                           "managedNamespaceMetadata": {"labels": {
+                               f"pod-security.kubernetes.io/{m}": "privileged" for m in ("enforce", "audit", "warn")}}},
+            "ignoreDifferences": [{"group": g, "kind": k, "jsonPointers": list(p)} for g, k, p in drift(op.values)],
+        },
+    }
+
+
+def flux_objects(plan: StackPlan, gitops) -> dict[str, dict]:
+    op = plan.operator
+    f = gitops.flux
+    repo = {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "HelmRepository",
+            "metadata": {"name": "nvidia", "namespace": f.namespace, "labels": _labels(plan)},
+            "spec": {"url": op.chart_repository, "interval": "1h"}}
+    release = {
+        "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+        "metadata": {"name": f"gpuop-{plan.name}", "namespace": f.namespace, "labels": _labels(plan)},
+        "spec": {
+            "interval": f.interval, "releaseName": "gpu-operator", "targetNamespace": plan.namespace,
+            "storageNamespace": plan.namespace,
+            "chart": {"spec": {"chart": op.chart, "version": op.version,
+                               "sourceRef": {"kind": "HelmRepository", "name": "nvidia", "namespace": f.namespace}}},
+            "install": {"createNamespace": True, "crds": "CreateReplace", "remediation": {"retries": 3}},
+            "upgrade": {"crds": "CreateReplace", "remediation": {"retries": 3}},
+            "driftDetection": {"mode": "enabled", "ignore": [
+                {"paths": list(p), "target": {"group": g, "kind": k}} for g, k, p in drift(op.values)]},
+            "values": chart_values(plan),
+        },
+    }
+    return {"helmrepository.yaml": repo, "helmrelease.yaml": release}
+
+
+# ------------------------------------------------------------------------------------ OLM delivery
+
+def _annotate(obj: dict, wave: str, skip_dry_run: bool = False) -> dict:
+    ann = obj["metadata"].setdefault("annotations", {})
+    ann[WAVE] = wave
+    if skip_dry_run:                   # the CRD arrives with the CSV OLM installs from the Subscription
+        ann[SYNC_OPTIONS] = "SkipDryRunOnMissingResource=true"
+    return obj
+
+
+def olm_operator(plan: StackPlan) -> list[dict]:
+    op = plan.operator
+    ns = plan.namespace
+    return [
+        _annotate({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {
+            "openshift.io/cluster-monitoring": "true",
+            **{f"pod-security.kubernetes.io/{m}": "privileged" for m in ("enforce", "audit", "warn")}}}}, "-3"),
+        _annotate({"apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+                   "metadata": {"name": "nvidia-gpu-operator-group", "namespace": ns},
+                   "spec": {"targetNamespaces": [ns]}}, "-2"),
+        _annotate({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+                   "metadata": {"name": op.olm_package, "namespace": ns},
+                   "spec": {"channel": op.olm_channel, "installPlanApproval": op.install_plan_approval,
+                            "name": op.olm_package, "source": op.olm_source,
+                            "sourceNamespace": op.olm_source_namespace, "startingCSV": op.olm_csv}}, "-1"),
+    ]
+
+
+def olm_policy(plan: StackPlan) -> list[dict]:
+    op = plan.operator
+    out = [_annotate(cm, "0") for cm in configmaps(plan)]
+    if op.values["clusterPolicy"]["deployCR"]:
+        out.append(_annotate({"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
+                              "metadata": {"name": OLM_CLUSTER_POLICY}, "spec": cluster_policy_spec(op.values)},
+                             "1", True))
+    for d in op.drivers:
+        out.append(_annotate(nvidia_driver(d["name"], d["spec"]), "1", True))
+    nfr = node_feature_rule(plan)
+    if nfr is not None:
+        out.append(_annotate(nfr, "1", True))
+    return out
+
+
+def _file(obj: dict) -> str:
+    return f"{obj['kind'].lower()}-{obj['metadata']['name']}.yaml"
+
+
+def olm_files(plan: StackPlan, base: str) -> dict[str, str]:
+    files = {}
+    for part, objs in (("operator", olm_operator(plan)), ("policy", olm_policy(plan))):
+        names = [_file(o) for o in objs]
+        for name, obj in zip(names, objs):
+            files[f"{base}/{part}/{name}"] = dump(obj)
+        files[f"{base}/{part}/kustomization.yaml"] = dump({
+            "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": names})
+    files[f"{base}/kustomization.yaml"] = dump({"apiVersion": "kustomize.config.k8s.io/v1beta1",
+                                                "kind": "Kustomization", "resources": ["operator", "policy"]})
+    return files
+
+
+def olm_application(plan: StackPlan, gitops, path: str) -> dict:
+    a = gitops.argocd
+    return {
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+        "metadata": {"name": f"gpuop-{plan.name}", "namespace": a.namespace, "labels": _labels(plan),
+                     "finalizers": ["resources-finalizer.argocd.argoproj.io"]},
+        "spec": {
+            "project": a.project,
+            "destination": {"server": a.server, "namespace": plan.namespace},
+            "source": {"repoURL": gitops.repoURL, "targetRevision": gitops.revision, "path": path},
+            "syncPolicy": {"automated": {"prune": True, "selfHeal": True},
+                           "syncOptions": ["ServerSideApply=true"],
+                           "retry": {"limit": 10, "backoff": {"duration": "30s", "factor": 2, "maxDuration": "5m"}}},
+        },
+    }
+
+
+def olm_flux(plan: StackPlan, gitops, path: str) -> dict[str, dict]:
+    f = gitops.flux
+    source = {"kind": "GitRepository", "name": "gpuop"}
+
+    def ks(name: str, sub: str, depends: str | None) -> dict:
+        spec = {"interval": f.interval, "path": f"./{path}/{sub}", "prune": True, "sourceRef": source,
+                "wait": True, "timeout": "10m"}
+        if depends:
+            spec["dependsOn"] = [{"name": depends}]
+        return {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                "metadata": {"name": name, "namespace": f.namespace, "labels": _labels(plan)}, "spec": spec}
+
+    first = f"gpuop-{plan.name}-operator"
+    return {"kustomization-operator.yaml": ks(first, "operator", None),
+            "kustomization-policy.yaml": ks(f"gpuop-{plan.name}-policy", "policy", first)}
+
+
+def flux_git_repository(plan: StackPlan, gitops) -> dict:
+    f = gitops.flux
+    return {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+            "metadata": {"name": "gpuop", "namespace": f.namespace, "labels": _labels(plan)},
+            "spec": {"interval": f.interval, "url": gitops.repoURL, "ref": {"branch": gitops.revision}}}
+
+
+# ------------------------------------------------------------------------------------ dist/<cluster>/
+
+def apply(files: dict, entry: dict, plan: StackPlan, gitops, c: str) -> tuple[dict, dict]:
+    """Operator mode: replace the stack's delivery objects with the operator's (see the module docstring)."""
+    op = plan.operator
+    dropped = (f"{c}/argocd/", f"{c}/flux/", f"{c}/flux-overlay/", f"{c}/params/")
+    kept = (f"{c}/argocd/dra-", f"{c}/flux/dra-")     # the standalone DRA chart beside the ClusterPolicy (outputs/dra.py)
+    out = {p: t for p, t in files.items() if not p.startswith(dropped) or p.startswith(kept)}
+    if op.install == "olm" and f"{c}/flux/dra-helmrelease.yaml" in out:
+        # its dependsOn names the stack's HelmRelease, which OLM mode has not: Flux retries until the driver is up
+        release = load(out[f"{c}/flux/dra-helmrelease.yaml"])
+        release["spec"].pop("dependsOn", None)
+        out[f"{c}/flux/dra-helmrelease.yaml"] = dump(release)
+    base = f"{c}/operator"
+    if op.install == "helm":
+        out[f"{base}/values.yaml"] = dump(chart_values(plan))
+        out[f"{c}/argocd/application.yaml"] = dump(helm_application(plan, gitops))
+        for name, obj in flux_objects(plan, gitops).items():
+            out[f"{c}/flux/{name}"] = dump(obj)
+    else:
+        out.update(olm_files(plan, f"{base}/olm"))
+        git_path = f"{gitops.path.rstrip('/')}/{base}/olm"
+        out[f"{c}/argocd/application.yaml"] = dump(olm_application(plan, gitops, git_path))
+        out[f"{c}/flux/gitrepository.yaml"] = dump(flux_git_repository(plan, gitops))
+        for name, obj in olm_flux(plan, gitops, git_path).items():
+            out[f"{c}/flux/{name}"] = dump(obj)
+    entry = {k: v for k, v in entry.items() if k != "fluxOverlay"}
+    entry.update({"delivery": "operator", "operator": {"version": op.version, "install": op.install,
+                                                       "path": base}})
+    return out, entry

@@ -1,0 +1,271 @@
+"""Operator mode, planned: the inputs NVIDIA's GPU Operator needs for a profile (`spec.delivery.mode: operator`).
+
+`build(spec, plan, cat) -> OperatorPlan` (called by build.py) turns the already-resolved stack plan (images,
+driver version, pool configs, NFD mode) into:
+- `values`: the values of NVIDIA's `gpu-operator` chart of the chosen version. Only keys the profile decides
+  are set; everything else stays at the chart's own default, so an upgrade of NVIDIA's chart keeps its
+  defaults. The device-plugin and MIG configs (plan/pools.py `pool_configs`) go in through the chart's
+  `devicePlugin.config` / `migManager.config` (`create: true`), the custom DCGM metrics through
+  `dcgmExporter.config`; the chart renders those ConfigMaps. Fields the ClusterPolicy CRD defaults are
+  handled in outputs/operator.py (the drift table there).
+- `drivers`: NVIDIADriver specs when drivers are managed by the NVIDIADriver CRD (pools with different
+  drivers, or `delivery.operator.nvidiaDriverCRD: true`): one CR per distinct driver version. The cluster's
+  default driver is the `default: true` CR without a nodeSelector (the CRD's CEL rule, and upstream's
+  "fallback for nodes no other NVIDIADriver selects"); every other driver gets the labels all its pools share.
+- the OLM facts (package, channel, CSV, source) from the operator catalog.
+
+`driver_groups` is shared with validate/operator.py, so the rules check exactly the CRs that are emitted.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gpuop.catalog import operator as operator_catalog
+from gpuop.plan.drivers import pool_settings, version_resolver
+
+if TYPE_CHECKING:
+    from gpuop.plan.model import StackPlan
+
+DEFAULT_INSTALL = {"kubernetes": "helm", "openshift": "olm"}
+DEFAULT_CR = "default"
+PLUGIN_CONFIG_MAP = "device-plugin-config"        # the names gpuop's stack gives the same ConfigMaps
+MIG_CONFIG_MAP = "custom-mig-parted-config"
+DCGM_METRICS_MAP = "dcgm-exporter-metrics"
+
+
+def _canon(obj) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class DriverGroup:
+    """One NVIDIADriver CR: a driver version and the pools that run it."""
+    name: str
+    version: str
+    default: bool
+    pools: tuple[str, ...]
+    pool_indexes: tuple[int, ...]
+    node_selector: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class OperatorPlan:
+    version: str
+    install: str                        # helm | olm
+    namespace: str
+    chart_repository: str
+    chart: str
+    olm_package: str
+    olm_channel: str
+    olm_csv: str
+    olm_source: str
+    olm_source_namespace: str
+    install_plan_approval: str
+    values_json: str
+    drivers_json: str = "[]"            # NVIDIADriver specs: [{"name": ..., "spec": {...}}]
+    node_rule_json: str = "null"        # gpuop's per-pool label NodeFeatureRule spec, or null
+
+    @property
+    def values(self) -> dict:
+        return json.loads(self.values_json)
+
+    @property
+    def drivers(self) -> list[dict]:
+        return json.loads(self.drivers_json)
+
+    @property
+    def node_rule(self) -> dict | None:
+        return json.loads(self.node_rule_json)
+
+
+def uses_driver_crd(spec, groups: list[DriverGroup]) -> bool:
+    op = spec.delivery.operator
+    if op.gpuCluster:                    # the chart: a GPUCluster needs the NVIDIADriver CRD (validations.yaml)
+        return True
+    return op.nvidiaDriverCRD if op.nvidiaDriverCRD is not None else len(groups) > 1
+
+
+def driver_groups(spec, cat) -> list[DriverGroup]:
+    """The NVIDIADriver CRs pools need: one per distinct driver version (preinstalled pools get none)."""
+    release = cat.release(spec.release)
+    resolve = version_resolver(spec, release.components["driver"].version, cat)
+    default_version = resolve(spec.driver.version) if spec.driver.enabled else None
+    settings = pool_settings(spec, resolve)
+    by_version: dict[str, list[int]] = {}
+    for i, s in enumerate(settings):
+        if s.version is not None:
+            by_version.setdefault(s.version, []).append(i)
+    if default_version is not None:      # the default CR is the fallback for GPU nodes no pool selects, so it
+        by_version.setdefault(default_version, [])    # exists whenever the cluster's driver is on
+    extra = tuple(sorted(spec.daemonsets.nodeSelector.items()))
+    out = []
+    for version, idxs in sorted(by_version.items(), key=lambda kv: (kv[0] != default_version, kv[0])):
+        default = version == default_version
+        common = set(settings[idxs[0]].selector) if idxs else set()
+        for i in idxs[1:]:
+            common &= set(settings[i].selector)
+        selector = tuple(sorted(set(extra) | (set() if default else common)))
+        out.append(DriverGroup(DEFAULT_CR if default else f"driver-{version}", version, default,
+                               tuple(settings[i].pool for i in idxs), tuple(idxs), selector))
+    return out
+
+
+def _repo(registry: str, image) -> tuple[str, str]:
+    """Catalog image path `k8s/container-toolkit` under a registry -> the chart's (repository, image)."""
+    head, _, name = image.path.rpartition("/")
+    return (f"{registry}/{head}" if head else registry), name
+
+
+def _component(plan: StackPlan, key: str, registry: str, enabled: bool | None, settings=None) -> dict:
+    out: dict = {} if enabled is None else {"enabled": enabled}
+    repo, name = _repo(registry, plan.image(key))
+    out.update({"repository": repo, "image": name, "version": plan.image(key).tag,
+                "imagePullPolicy": plan.values["imagePullPolicy"]})
+    secrets = plan.values["imagePullSecrets"]
+    if secrets:
+        out["imagePullSecrets"] = [s["name"] for s in secrets]
+    res = getattr(settings, "resources", None) if settings is not None else None
+    if res is not None:
+        out["resources"] = res.model_dump(exclude_none=True)
+    return out
+
+
+def chart_values(spec, plan: StackPlan, cat, groups: list[DriverGroup]) -> dict:
+    op = spec.delivery.operator
+    registry = plan.values["imageRegistry"]
+    openshift = plan.platform == "openshift"
+    pc = plan.pool_configs
+    v: dict = {
+        "platform": {"openshift": openshift},
+        "nfd": {"enabled": plan.nfd.mode == "deploy"},
+        "cdi": {"enabled": True},                             # gpuop's stack always runs CDI, as upstream's default
+        "operator": {"runtimeClass": "nvidia"},
+        "daemonsets": {"priorityClassName": plan.values["priorityClassName"],
+                       "tolerations": plan.values["tolerations"]},
+        "mig": {"strategy": plan.mig_strategy},
+    }
+    if openshift:
+        v["operator"]["use_ocp_driver_toolkit"] = True
+    up = spec.driver.upgradePolicy
+    driver_enabled = bool(groups)
+    driver = _component(plan, "driver", registry, driver_enabled, spec.driver)
+    driver["version"] = op.driverDigest or (groups[0].version if groups else plan.image("driver").tag.split("-")[0])
+    crd = uses_driver_crd(spec, groups)
+    driver.update({
+        "kernelModuleType": spec.driver.kernelModuleType,
+        "usePrecompiled": spec.driver.precompiled,
+        "nvidiaDriverCRD": {"enabled": crd, "deployDefaultCR": crd and any(g.default for g in groups)},
+        "upgradePolicy": {
+            "autoUpgrade": up.autoUpgrade, "maxParallelUpgrades": up.maxParallelUpgrades,
+            "gpuPodDeletion": {"force": up.force, "timeoutSeconds": up.timeoutSeconds,
+                               "deleteEmptyDir": up.deleteEmptyDir},
+            "drain": {"enable": up.drain, "force": up.force, "podSelector": up.podSelector,
+                      "timeoutSeconds": up.timeoutSeconds, "deleteEmptyDir": up.deleteEmptyDir}},
+    })
+    v["driver"] = driver
+    v["toolkit"] = _component(plan, "toolkit", registry, spec.toolkit.enabled, spec.toolkit)
+    dp = _component(plan, "devicePlugin", registry, spec.devicePlugin.enabled, spec.devicePlugin)
+    if pc.plugin_configs:
+        dp["config"] = {"create": True, "name": PLUGIN_CONFIG_MAP, "default": "default",
+                        "data": {k: text for k, text in pc.plugin_configs}}
+    v["devicePlugin"] = dp
+    mm = _component(plan, "migManager", registry, spec.migManager.enabled, spec.migManager)
+    mm["config"] = ({"create": True, "name": MIG_CONFIG_MAP, "default": "all-disabled",
+                     "data": {"config.yaml": pc.mig_parted}} if pc.mig_manager else
+                    {"default": "all-disabled"})                 # migManager.config.default: CRD default (drift)
+    v["migManager"] = mm
+    v["dcgm"] = _component(plan, "dcgm", registry, spec.dcgm.enabled, spec.dcgm)
+    dx = spec.dcgmExporter
+    ex = _component(plan, "dcgmExporter", registry, dx.enabled, dx)
+    sm = plan.dcgm_exporter.service_monitor if plan.dcgm_exporter else None
+    ex["serviceMonitor"] = ({"enabled": True, "interval": sm.interval, "honorLabels": sm.honor_labels,
+                             "additionalLabels": dict(sm.labels)} if sm else {"enabled": False})
+    ex["enablePodLabels"] = dx.podLabels
+    ex["enablePodUID"] = dx.podUID
+    if dx.metrics:
+        ex["config"] = {"create": True, "name": DCGM_METRICS_MAP,
+                        "data": "".join(f"{m.field}, {m.type}, {m.help}\n" for m in dx.metrics)}
+    v["dcgmExporter"] = ex
+    v["gfd"] = _component(plan, "gfd", registry, spec.gfd.enabled, spec.gfd)
+    nse = _component(plan, "nodeStatusExporter", registry, spec.nodeStatusExporter.enabled, spec.nodeStatusExporter)
+    v["nodeStatusExporter"] = nse
+    val = _component(plan, "validator", registry, None, spec.validator)
+    v["validator"] = val
+    v["gds"] = {"enabled": op.gds}
+    v["gdrcopy"] = {"enabled": op.gdrcopy}
+    v["clusterPolicy"] = {"deployCR": op.clusterPolicy}
+    v["gpuCluster"] = {"deployCR": op.gpuCluster}
+    return v
+
+
+def nvidia_drivers(values: dict, groups: list[DriverGroup], spec) -> list[dict]:
+    """The non-default NVIDIADriver CRs (the default one comes from the chart or, with OLM, from outputs)."""
+    if not values["driver"]["nvidiaDriverCRD"]["enabled"]:
+        return []
+    out = []
+    for g in groups:
+        out.append({"name": g.name, "spec": driver_spec(values, g)})
+    return out
+
+
+def driver_spec(values: dict, g: DriverGroup) -> dict:
+    """An NVIDIADriver spec from the chart values, as the chart's nvidiadriver.yaml renders the default CR."""
+    d = values["driver"]
+    up = d["upgradePolicy"]
+    spec = {"default": g.default, "driverType": "gpu", "repository": d["repository"], "image": d["image"],
+            "version": g.version if not g.default else d["version"], "kernelModuleType": d["kernelModuleType"],
+            "usePrecompiled": d["usePrecompiled"], "imagePullPolicy": d["imagePullPolicy"],
+            "upgradePolicy": {"autoUpgrade": up["autoUpgrade"], "maxParallelUpgrades": up["maxParallelUpgrades"],
+                              "maxUnavailable": "25%", "waitForCompletion": {"timeoutSeconds": 0},
+                              "podDeletion": dict(up["gpuPodDeletion"]), "drain": dict(up["drain"])},
+            "tolerations": values["daemonsets"]["tolerations"],
+            "priorityClassName": values["daemonsets"]["priorityClassName"]}
+    if not spec["upgradePolicy"]["drain"]["podSelector"]:
+        del spec["upgradePolicy"]["drain"]["podSelector"]
+    if d.get("imagePullSecrets"):
+        spec["imagePullSecrets"] = d["imagePullSecrets"]
+    if d.get("resources"):
+        spec["resources"] = d["resources"]
+    if g.node_selector:
+        spec["nodeSelector"] = dict(g.node_selector)
+    if values["gds"]["enabled"]:
+        spec["gds"] = {"enabled": True}
+    if values["gdrcopy"]["enabled"]:
+        spec["gdrcopy"] = {"enabled": True}
+    return spec
+
+
+def node_rule(plan: StackPlan) -> dict | None:
+    """gpuop's NodeFeatureRule for the per-pool nvidia.com/mig.config and device-plugin.config labels (the
+    operator labels nodes with mig.config=all-disabled only; per-pool values are gpuop's job)."""
+    rules = []
+    for r in plan.pool_configs.nfd_rules:
+        rules.append({"name": f"gpuop.pool.{r.gpu}", "labels": dict(r.labels), "matchFeatures": [
+            {"feature": "pci.device", "matchExpressions": {
+                "vendor": {"op": "In", "value": [plan.pci_vendor]},
+                "device": {"op": "In", "value": list(r.device_ids)},
+                "class": {"op": "In", "value": list(plan.pci_classes)}}}]})
+    return {"rules": rules} if rules else None
+
+
+def build(spec, plan: StackPlan, cat) -> OperatorPlan | None:
+    if spec.delivery.mode != "operator":
+        return None
+    op = spec.delivery.operator
+    ocat = operator_catalog.load()
+    version = op.version or plan.operator_version
+    entry = ocat.get(version)
+    install = op.install or DEFAULT_INSTALL[plan.platform]
+    groups = driver_groups(spec, cat)
+    values = chart_values(spec, plan, cat, groups)
+    drivers = nvidia_drivers(values, groups, spec)
+    return OperatorPlan(
+        version=version, install=install, namespace=plan.namespace,
+        chart_repository=ocat.helm.repository, chart=ocat.helm.chart,
+        olm_package=ocat.olm.package, olm_channel=entry.channel if entry else "",
+        olm_csv=entry.csv if entry else "", olm_source=ocat.olm.source,
+        olm_source_namespace=ocat.olm.sourceNamespace, install_plan_approval=op.installPlanApproval,
+        values_json=_canon(values), drivers_json=_canon(drivers), node_rule_json=_canon(node_rule(plan)))

@@ -1,0 +1,443 @@
+"""DRA rules (issue 13): what the DRA driver, the API server or the hardware would refuse in a profile's
+`spec.dra`, its `allocation: dra` pools and `spec.claimTemplates`, refused at compile time, located, each
+message with its reason and source (the DRA catalog, catalog/data/dra.yaml, names where each fact comes from).
+
+Each rule is a small named function `rule(ctx) -> None` appending to ctx.errors / ctx.warnings, gathered
+in `RULES` and run by `check` (validate/runner.py). The CEL selectors of gpuop's DeviceClasses are parsed
+with cel-python (celpy) and type-checked here against the ResourceSlice attribute schema of the DRA
+catalog: celpy evaluates but does not type-check, so `typecheck` walks celpy's parse tree
+(`device.attributes['gpu.nvidia.com'].<name>` must be a published attribute of the device type, and a
+comparison's literal must have the attribute's type).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import celpy
+
+from gpuop.catalog import dra as dra_catalog
+from gpuop.mig import geometry
+from gpuop.plan import dra as dra_plan
+from gpuop.plan.drivers import full_version
+
+SOURCE = "catalog/data/dra.yaml"
+SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+CHART_CLASSES = frozenset({"gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com",
+                           "compute-domain-daemon.nvidia.com", "compute-domain-default-channel.nvidia.com"})
+
+
+@dataclass
+class Ctx:
+    at: object                  # loaded.positions.issue
+    spec: object
+    cat: object                 # the project catalog
+    dra: dra_catalog.DraCatalog
+    errors: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+
+    def error(self, path: tuple, message: str):
+        self.errors.append(self.at(path, message))
+
+    def warn(self, path: tuple, message: str):
+        self.warnings.append(self.at(path, message, "warning"))
+
+    @property
+    def dra_pools(self):
+        return [(i, p) for i, p in enumerate(self.spec.nodePools) if dra_plan.is_dra(p)]
+
+    @property
+    def gates(self) -> dict[str, bool]:
+        return self.dra.gates(self.spec.dra.featureGates if self.spec.dra else {})
+
+    @property
+    def version(self):
+        return self.dra.version(self.spec.dra.version if self.spec.dra else None)
+
+
+def _minor(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v))
+
+
+def _kube(ctx: Ctx) -> str | None:
+    p = ctx.spec.platform
+    if p.type == "openshift":
+        release = ctx.cat.release(ctx.spec.release)
+        return release.matrix.openshiftKubernetes.get(p.version) if release else None
+    return p.version
+
+
+# ----------------------------------------------------------------------------------- rules
+
+def check_dra_declared(ctx: Ctx):
+    """allocation: dra (or claim templates) need spec.dra: the driver is what serves the claims."""
+    if ctx.spec.dra is not None:
+        if not ctx.dra_pools:
+            ctx.warn(("spec", "dra"), "no pool uses allocation: dra, so the DRA driver is not delivered and no "
+                     "DeviceClass is written")
+        return
+    for i, _ in ctx.dra_pools:
+        ctx.error(("spec", "nodePools", i, "allocation"), "allocation: dra needs spec.dra (the NVIDIA DRA driver "
+                  "that publishes this pool's GPUs as ResourceSlices); add spec.dra: {version: "
+                  f"\"{ctx.dra.version(None).version}\"}} or use allocation: devicePlugin")
+    if ctx.spec.claimTemplates and not ctx.dra_pools:
+        ctx.error(("spec", "claimTemplates"), "claim templates need a pool with allocation: dra "
+                  "(no pool uses DRA, so no DeviceClass would serve them)")
+
+
+def check_version(ctx: Ctx):
+    v = ctx.spec.dra.version
+    if v is not None and ctx.dra.version(v) is None:
+        ctx.error(("spec", "dra", "version"), f"{v!r} is not a DRA driver version of the DRA catalog; allowed: "
+                  f"{', '.join(x.version for x in ctx.dra.versions)} ({SOURCE})")
+
+
+def check_kubernetes(ctx: Ctx):
+    """resource.k8s.io/v1 is GA (served) from 1.34; the driver has its own floor."""
+    kube, version = _kube(ctx), ctx.version
+    if kube is None or version is None:
+        return
+    floor = max(ctx.dra.apiVersionSince, version.kubernetesMin, key=_minor)
+    if _minor(kube) < _minor(floor):
+        where = ("spec", "platform", "version")
+        shown = f"Kubernetes {kube}" + (f" (OpenShift {ctx.spec.platform.version})" if ctx.spec.platform.type ==
+                                        "openshift" else "")
+        ctx.error(where, f"DRA needs Kubernetes >= {floor}, this cluster is {shown}: gpuop emits "
+                  f"{ctx.dra.apiVersion} objects (GA, served from {ctx.dra.apiVersionSince}) and DRA driver "
+                  f"{version.version} requires Kubernetes >= {version.kubernetesMin} (docs/prerequisites.md; {SOURCE})")
+
+
+def check_driver_floor(ctx: Ctx):
+    """GPU driver branch floors of DRA pools with gpuop's driver: 565 for GPUs, 570.158.01 for ComputeDomains."""
+    version = ctx.version
+    if version is None:
+        return
+    release = ctx.cat.release(ctx.spec.release)
+    if release is None:
+        return
+    default = release.components["driver"].version
+    for i, p in ctx.dra_pools:
+        if dra_plan.driver_root(ctx.spec, p) == ctx.dra.driverRoot.host:
+            continue                                      # the host's driver: gpuop cannot know its version
+        pool_v = p.driver.version if p.driver and p.driver.version else None
+        where = ("spec", "nodePools", i, "driver", "version") if pool_v else ("spec", "driver", "version")
+        full = full_version(pool_v or ctx.spec.driver.version, default, ctx.cat)
+        if _minor(full) < _minor(version.driverMin):
+            ctx.error(where, f"pool {p.name!r} (allocation: dra) gets GPU driver {full}, but DRA driver "
+                      f"{version.version} needs >= {version.driverMin} for GPU allocation "
+                      f"(docs/prerequisites.md; {SOURCE})")
+        elif ctx.spec.dra.computeDomains.enabled and _minor(full) < _minor(version.computeDomainDriverMin):
+            ctx.error(where, f"pool {p.name!r} gets GPU driver {full}, but ComputeDomains need >= "
+                      f"{version.computeDomainDriverMin} (IMEXDaemonsWithDNSNames; docs/prerequisites.md; {SOURCE})")
+
+
+def check_cdi(ctx: Ctx):
+    rt = ctx.spec.containerRuntime or ("crio" if ctx.spec.platform.type == "openshift" else "containerd")
+    if rt not in ctx.dra.cdiRuntimes:
+        ctx.error(("spec", "containerRuntime"), f"the DRA driver injects devices through CDI, which {rt} does "
+                  f"not enable; use {' or '.join(ctx.dra.cdiRuntimes)} (containerd 2.0+ / CRI-O 1.27+ have CDI on "
+                  f"by default; docs/prerequisites.md; {SOURCE})")
+
+
+def check_gates(ctx: Ctx):
+    version = ctx.version
+    set_ = ctx.spec.dra.featureGates
+    for name in set_:
+        gate = ctx.dra.featureGates.get(name)
+        where = ("spec", "dra", "featureGates", name)
+        if gate is None:
+            ctx.error(where, f"{name!r} is not a feature gate of the DRA driver; allowed: "
+                      f"{', '.join(ctx.dra.featureGates)} ({SOURCE}, pkg/featuregates/featuregates.go)")
+        elif version is not None and _minor(gate.since) > _minor(version.version):
+            ctx.error(where, f"{name} exists since DRA driver {gate.since}, not in {version.version} ({SOURCE})")
+    gates = ctx.gates
+    for ex in ctx.dra.exclusions:
+        a, b = ex.gates
+        if gates.get(a) and gates.get(b):
+            where = ("spec", "dra", "featureGates", b if b in set_ else a)
+            text = (f"feature gates {a} and {b} are mutually exclusive: "
+                    + ("the docs say so, though the driver does not check it yet" if ex.docsOnly
+                       else "the driver's binaries refuse to start") + f" ({ex.source})")
+            (ctx.warn if ex.docsOnly else ctx.error)(where, text)
+    for dep in ctx.dra.dependencies:
+        if gates.get(dep.gate) and not gates.get(dep.needs):
+            where = ("spec", "dra", "featureGates", dep.needs if dep.needs in set_ else dep.gate)
+            ctx.error(where, f"feature gate {dep.gate} needs {dep.needs} on ({dep.source})")
+    kube = _kube(ctx)
+    if gates.get("DynamicMIG") and kube and _minor(kube) < (1, 36):
+        ctx.warn(("spec", "dra", "featureGates", "DynamicMIG"), f"DynamicMIG on Kubernetes {kube} needs the "
+                 "Kubernetes feature gate DRAPartitionableDevices on kube-apiserver and kube-scheduler (on by "
+                 "default from 1.36); gpuop cannot see the control plane's gates (docs/guides/gpu-allocation/mig.md)")
+
+
+def check_extended_resources(ctx: Ctx):
+    kube = _kube(ctx)
+    if ctx.spec.dra.extendedResources and kube and _minor(kube) < _minor(ctx.dra.extendedResourceSince):
+        ctx.error(("spec", "dra", "extendedResources"), f"extendedResourceName (KEP 5004) needs Kubernetes >= "
+                  f"{ctx.dra.extendedResourceSince} with the DRAExtendedResource gate on kube-apiserver, "
+                  f"kube-scheduler, kube-controller-manager and kubelet; this cluster is Kubernetes {kube} "
+                  f"(chart/templates/validation.yaml; {SOURCE})")
+
+
+def check_pools(ctx: Ctx):
+    """Per DRA pool: sharing gates, DynamicMIG vs the MIG manager, the GPU known to selectors."""
+    gates, dynamic = ctx.gates, ctx.gates.get("DynamicMIG", False)
+    roots = {}
+    for i, p in ctx.dra_pools:
+        base = ("spec", "nodePools", i)
+        s = p.sharing
+        if s is not None:
+            for kind in ("timeSlicing", "mps"):
+                gate = ctx.dra.sharingGates[kind]
+                if getattr(s, kind) is not None and not gates.get(gate):
+                    ctx.error(base + ("sharing", kind), f"{kind} on a DRA pool becomes the driver's opaque "
+                              f"config, which it rejects without feature gate {gate}; set "
+                              f"spec.dra.featureGates.{gate}: true (api/nvidia.com/resource/v1beta1/validate.go; "
+                              f"{SOURCE})")
+            if s.timeSlicing is not None and s.mps is not None:
+                ctx.error(base + ("sharing",), "timeSlicing and mps cannot be active on the same GPU "
+                          "(docs/guides/gpu-allocation/time-slicing.md); keep one")
+        layout = p.mig.layout if p.mig else {}
+        if dynamic and layout and ctx.spec.migManager.enabled:
+            ctx.error(base + ("mig", "layout"), f"DynamicMIG is on, so the DRA driver creates and destroys MIG "
+                      f"devices on pool {p.name!r} itself and destroys partitions it did not create at startup, "
+                      "but this layout would be applied by the MIG manager; drop the layout (the claims pick "
+                      "profiles) or turn DynamicMIG off (FACTS §5, docs/concepts/gpu-allocation.md)")
+        if p.gpu in ctx.cat.gpus and p.gpu not in ctx.dra.products:
+            ctx.warn(base + ("gpu",), f"the DRA catalog has no NVML product name for {p.gpu}, so the pool's "
+                     "DeviceClasses select on driver, device type and MIG profile only: they also match other "
+                     f"GPU models' devices ({SOURCE} products)")
+        roots.setdefault(dra_plan.driver_root(ctx.spec, p), i)
+    if len(roots) > 1:
+        i = max(roots.values())
+        ctx.error(("spec", "nodePools", i, "driver", "enabled"), "DRA pools disagree on where the GPU driver "
+                  "is (gpuop's driver container at /run/nvidia/driver vs the host's /), but the DRA driver's "
+                  "chart has one nvidiaDriverRoot; give every allocation: dra pool the same driver setting")
+    by_gpu: dict[str, list[int]] = {}
+    for i, p in ctx.dra_pools:
+        by_gpu.setdefault(p.gpu, []).append(i)
+    for gpu, idxs in by_gpu.items():
+        if len(idxs) > 1:
+            names = ", ".join(ctx.spec.nodePools[j].name for j in idxs)
+            ctx.warn(("spec", "nodePools", idxs[1], "gpu"), f"DRA pools {names} have the same GPU model ({gpu}); "
+                     "a DeviceClass selects devices, not nodes, so each of their classes matches the other "
+                     "pools' devices too")
+
+
+def _compatible(a: dict, b: dict) -> bool:
+    """Some node can carry both selectors: no label key with two different values."""
+    return all(a[k] == b[k] for k in a.keys() & b.keys())
+
+
+def check_double_allocation(ctx: Ctx):
+    """No node may match a DRA pool and a device-plugin pool: both would hand out its GPUs."""
+    pools = ctx.spec.nodePools
+    for i, p in ctx.dra_pools:
+        for j, q in enumerate(pools):
+            if dra_plan.is_dra(q) or q.gpu != p.gpu or not _compatible(p.nodeSelector, q.nodeSelector):
+                continue
+            ctx.error(("spec", "nodePools", i, "nodeSelector"), f"pool {p.name!r} (allocation: dra) and pool "
+                      f"{q.name!r} (device plugin) can select the same nodes: both have GPU {p.gpu} and their "
+                      "nodeSelectors do not exclude each other (no label key with different values), so such a "
+                      "node would run the device plugin and the DRA kubelet plugin and hand out its GPUs twice; "
+                      "give the pools nodeSelectors that differ in one label's value")
+
+
+def check_claims(ctx: Ctx):
+    dynamic = ctx.gates.get("DynamicMIG", False)
+    pools = {p.name: (i, p) for i, p in enumerate(ctx.spec.nodePools)}
+    seen: dict[tuple[str, str], int] = {}
+    for k, t in enumerate(ctx.spec.claimTemplates):
+        base = ("spec", "claimTemplates", k)
+        if (t.namespace, t.name) in seen:
+            ctx.error(base + ("name",), f"claim template {t.namespace}/{t.name} is declared twice (also "
+                      f"spec.claimTemplates[{seen[(t.namespace, t.name)]}]); names are unique per namespace")
+        seen.setdefault((t.namespace, t.name), k)
+        found = pools.get(t.pool)
+        if found is None or not dra_plan.is_dra(found[1]):
+            dra_names = [p.name for _, p in ctx.dra_pools]
+            ctx.error(base + ("pool",), f"{t.pool!r} is not a pool with allocation: dra; allowed: "
+                      f"{', '.join(dra_names) or 'none'}")
+            continue
+        _, pool = found
+        offered = dra_plan.pool_devices(pool, dynamic)
+        family = geometry.family_of(pool.gpu, ctx.cat.gpus)
+        layout = dict(pool.mig.layout) if pool.mig and pool.mig.layout else {}
+        mig_counts: dict[str, int] = {}
+        for n, d in enumerate(t.devices):
+            where = base + ("devices", n, "profile")
+            if d.profile == dra_plan.WHOLE_GPU:
+                if layout and not dynamic:
+                    ctx.error(where, f"pool {pool.name!r} partitions its GPUs with static MIG "
+                              f"({geometry.describe(layout)}), and a GPU in MIG mode is offered as its MIG devices, "
+                              "never whole (FACTS §5); ask for a profile of the layout")
+                continue
+            if family is None or family.profile(d.profile) is None:
+                allowed = ", ".join(family.names) if family else f"none ({pool.gpu} is not MIG-capable)"
+                ctx.error(where, f"{d.profile!r} is not a MIG profile of {pool.gpu}; allowed: gpu, {allowed} "
+                          "(catalog/data/mig.yaml)")
+                continue
+            if not dynamic and d.profile not in layout:
+                ctx.error(where, f"{d.profile!r} is not in the static MIG layout of pool {pool.name!r} "
+                          f"({geometry.describe(layout) if layout else 'none'}): the DRA driver only offers the MIG "
+                          "devices that exist when its kubelet plugin starts (FACTS §5); add it to the layout or "
+                          "turn on DynamicMIG")
+                continue
+            mig_counts[d.profile] = mig_counts.get(d.profile, 0) + d.count
+        if dynamic and mig_counts:
+            result = geometry.check_layout(pool.gpu, mig_counts, gpus=ctx.cat.gpus)
+            if not result.ok:
+                ctx.error(base + ("devices",), f"under DynamicMIG a claim's MIG devices are created on one GPU, "
+                          f"and {geometry.describe(mig_counts)} has no placement on one {pool.gpu}: "
+                          + "; ".join(result.reasons))
+        gpus = dra_plan.gpus_per_node(pool)
+        if gpus:
+            for n, d in enumerate(t.devices):
+                per_node = offered.get(d.profile, 0) * gpus
+                total = sum(x.count for x in t.devices if x.profile == d.profile)
+                if d.profile in offered and total > per_node:
+                    ctx.error(base + ("devices", n, "count"), f"the claim asks for {total} x {d.profile}, but one "
+                              f"node of pool {pool.name!r} offers {per_node} ({offered[d.profile]} per GPU x "
+                              f"{gpus} GPUs); a claim's devices all come from one node")
+                    break
+
+
+def check_device_classes(ctx: Ctx):
+    """Names valid DNS subdomains, unique, never the chart's; selectors parse and type-check."""
+    plan = dra_plan.build(ctx.spec)
+    if plan is None:
+        return
+    index = {p.name: i for i, p in enumerate(ctx.spec.nodePools)}
+    seen: dict[str, str] = {}
+    ext: dict[str, str] = {}
+    for c in plan.device_classes:
+        where = ("spec", "nodePools", index[c.pool], "name")
+        if len(c.name) > 253 or not SUBDOMAIN.match(c.name):
+            ctx.error(where, f"DeviceClass name {c.name!r} is not a valid DNS-1123 subdomain (lowercase "
+                      "alphanumerics, '-' and '.', at most 253 characters)")
+        if c.name in CHART_CLASSES:
+            ctx.error(where, f"DeviceClass {c.name!r} is one the DRA driver's chart creates")
+        if c.name in seen:
+            ctx.error(where, f"DeviceClass {c.name!r} would be emitted twice (pools {seen[c.name]!r} and {c.pool!r})")
+        seen.setdefault(c.name, c.pool)
+        if c.extended_resource:
+            if c.extended_resource in ext and ext[c.extended_resource] != c.pool:
+                ctx.error(where, f"extendedResourceName {c.extended_resource} would be served by the DeviceClasses "
+                          f"of pools {ext[c.extended_resource]!r} and {c.pool!r}; Kubernetes maps one extended "
+                          "resource to one DeviceClass, so set spec.dra.extendedResources only with one DRA pool "
+                          "per device")
+            ext.setdefault(c.extended_resource, c.pool)
+        for problem in typecheck(c.expression, "mig" if c.device != dra_plan.WHOLE_GPU else "gpu", ctx.dra):
+            ctx.error(where, f"DeviceClass {c.name!r} selector: {problem}")
+
+
+RULES = (check_dra_declared, check_version, check_kubernetes, check_driver_floor, check_cdi, check_gates,
+         check_extended_resources, check_pools, check_double_allocation, check_claims, check_device_classes)
+NEEDS_DRA = frozenset(RULES) - {check_dra_declared, check_double_allocation}
+
+
+def check(loaded, profile, cat) -> tuple[list, list]:
+    spec = profile.spec
+    ctx = Ctx(loaded.positions.issue, spec, cat, dra_catalog.load())
+    if not ctx.dra_pools and spec.dra is None and not spec.claimTemplates:
+        return [], []
+    for rule in RULES:
+        if rule in NEEDS_DRA and spec.dra is None:
+            continue
+        rule(ctx)
+        if rule is check_version and ctx.errors:
+            break                     # an unknown version: every other rule would read a missing catalog entry
+    return ctx.errors, ctx.warnings
+
+
+# ----------------------------------------------------------------------------------- CEL
+
+_TYPES = {"string": "string", "int": "int", "bool": "bool", "version": "version"}
+_WRAPPERS = {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary",
+             "member", "primary"}
+_ENV = celpy.Environment()
+
+
+def _tree(t) -> bool:
+    """A node of celpy's parse tree (a lark Tree: `data` names the grammar rule), not a token."""
+    return hasattr(t, "data") and hasattr(t, "children")
+
+
+def _unwrap(t):
+    while _tree(t) and t.data in _WRAPPERS and len(t.children) == 1:
+        t = t.children[0]
+    return t
+
+
+def _literal(t) -> tuple[str, object] | None:
+    t = _unwrap(t)
+    if _tree(t) and t.data == "literal":
+        tok = str(t.children[0])
+        if tok[:1] in "'\"":
+            return "string", tok[1:-1]
+        if tok in ("true", "false"):
+            return "bool", tok == "true"
+        if re.fullmatch(r"-?\d+", tok):
+            return "int", int(tok)
+        return "other", tok
+    return None
+
+
+def typecheck(expression: str, device_type: str, cat: dra_catalog.DraCatalog) -> list[str]:
+    """Parse `expression` with celpy and check it against the ResourceSlice schema for `device_type`:
+    every `device.attributes['<driver>'].<name>` is an attribute the driver publishes on that device type,
+    every `device.capacity['<driver>'].<name>` a capacity it publishes, the only variable is `device`, and
+    an attribute compared with a literal has the literal's type. Returns the problems (empty: ok)."""
+    try:
+        tree = _ENV.compile(expression)
+    except celpy.CELParseError as exc:
+        return [f"does not parse as CEL: {str(exc).splitlines()[0]}"]
+    problems: list[str] = []
+
+    def attr_type(t) -> str | None:
+        """The schema type of `device.<...>` access `t`, None when `t` is not one."""
+        t = _unwrap(t)
+        if not (_tree(t) and t.data == "member_dot"):
+            return None
+        inner, name = _unwrap(t.children[0]), str(t.children[1])
+        if _tree(inner) and inner.data == "ident" and str(inner.children[0]) == "device":
+            return "string" if name == "driver" else None
+        if _tree(inner) and inner.data == "member_index":
+            owner, key = _unwrap(inner.children[0]), _literal(inner.children[1])
+            if _tree(owner) and owner.data == "member_dot" and key and key[0] == "string":
+                base, section = _unwrap(owner.children[0]), str(owner.children[1])
+                if _tree(base) and base.data == "ident" and str(base.children[0]) == "device":
+                    if key[1] != cat.driver:
+                        problems.append(f"{section}[{key[1]!r}] names another driver than {cat.driver}")
+                        return None
+                    table = cat.attributes if section == "attributes" else cat.capacity if section == "capacity" else None
+                    if table is None:
+                        problems.append(f"device.{section} is not a field of a ResourceSlice device")
+                        return None
+                    entry = table.get(name)
+                    if entry is None or device_type not in entry.devices:
+                        problems.append(f"{section} {name!r} is not published on {device_type} devices by "
+                                        f"{cat.driver} (allowed: "
+                                        f"{', '.join(n for n, e in table.items() if device_type in e.devices)})")
+                        return None
+                    return _TYPES.get(getattr(entry, "type", "quantity"), "quantity")
+        return None
+
+    for node in tree.iter_subtrees():
+        if node.data == "ident" and str(node.children[0]) != "device":
+            problems.append(f"unknown variable {str(node.children[0])!r} (a DeviceClass selector sees `device` only)")
+        if node.data == "relation" and len(node.children) == 2 and _tree(node.children[0]) \
+                and node.children[0].data in ("relation_eq", "relation_ne"):
+            left, right = node.children[0].children[0], node.children[1]
+            for a, b in ((left, right), (right, left)):
+                typ, lit = attr_type(a), _literal(b)
+                if typ and lit and lit[0] != typ:
+                    problems.append(f"compares {typ} with a {lit[0]} literal {lit[1]!r}"
+                                    + (" (versions compare with semver(), e.g. "
+                                       "device.attributes['gpu.nvidia.com'].driverVersion.compareTo(semver('580.0.0')) >= 0)"
+                                       if typ == "version" else ""))
+                    break
+        if node.data == "member_dot":
+            attr_type(node)
+    return list(dict.fromkeys(problems))

@@ -1,0 +1,64 @@
+"""Kubernetes field rules: every profile string that reaches a Kubernetes object must be one the API
+server accepts, refused here at the profile's line instead of at `kubectl apply` (or, worse, by an
+Argo CD sync that fails on one object of the stack).
+
+The single-field syntax rules (names, label keys and values, quantities, integer ranges) live in the
+profile models through the types of gpuop/kube/types.py. This module holds the rules that need the
+field's context or combine fields, each with its upstream source:
+- priorityClassName: a DNS-1123 subdomain (k8s.io/apimachinery pkg/util/validation IsDNS1123Subdomain,
+  as ValidatePriorityClassName); the `system-` prefix is reserved for the two built-in classes
+  (k8s.io/kubernetes pkg/apis/scheduling SystemPriorityClasses), any other is refused at admission.
+- tolerations: ValidateTolerations (k8s.io/kubernetes pkg/apis/core/validation): an empty key needs
+  Exists, Exists takes no value, a value is a label value, tolerationSeconds only with NoExecute.
+- node affinity: ValidateNodeSelectorRequirement: In/NotIn values are label values (IsValidLabelValue),
+  Gt/Lt take one int64.
+"""
+
+from __future__ import annotations
+
+from gpuop.kube.types import (DNS_SUBDOMAIN_RULE, INT64_MAX, LABEL_VALUE_RULE, is_dns_subdomain, is_label_value,
+                              toleration_problems)
+from gpuop.validate.rules import Context, run
+
+SYSTEM_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
+
+
+def check_priority_class_name(ctx: Context) -> list:
+    """spec.daemonsets.priorityClassName: a DNS subdomain; `system-` only for the built-in classes."""
+    name = ctx.spec.daemonsets.priorityClassName
+    loc = ("spec", "daemonsets", "priorityClassName")
+    if not is_dns_subdomain(name):
+        return [ctx.at(loc, f"{name!r} is not a PriorityClass name: {DNS_SUBDOMAIN_RULE}")]
+    if name.startswith("system-") and name not in SYSTEM_PRIORITY_CLASSES:
+        return [ctx.at(loc, f"{name!r}: the system- prefix is reserved for Kubernetes' own priority classes; "
+                       f"allowed with it: {', '.join(SYSTEM_PRIORITY_CLASSES)}")]
+    return []
+
+
+def check_tolerations(ctx: Context) -> list:
+    """Each toleration of spec.daemonsets.tolerations against ValidateTolerations."""
+    out = []
+    for i, t in enumerate(ctx.spec.daemonsets.tolerations or []):
+        for field, message in toleration_problems(t):
+            out.append(ctx.at(("spec", "daemonsets", "tolerations", i, field), message))
+    return out
+
+
+def check_node_affinity_values(ctx: Context) -> list:
+    """spec.daemonsets.nodeAffinity values: label values for In/NotIn, one int64 for Gt/Lt."""
+    out = []
+    for i, req in enumerate(ctx.spec.daemonsets.nodeAffinity):
+        for j, value in enumerate(req.values):
+            loc = ("spec", "daemonsets", "nodeAffinity", i, "values", j)
+            if req.operator in ("In", "NotIn") and not is_label_value(value):
+                out.append(ctx.at(loc, f"{value!r} is not a valid label value ({LABEL_VALUE_RULE})"))
+            elif req.operator in ("Gt", "Lt") and abs(int(value)) > INT64_MAX:
+                out.append(ctx.at(loc, f"{value} is beyond the int64 range Gt/Lt compare in"))
+    return out
+
+
+RULES = ((check_priority_class_name, check_tolerations, check_node_affinity_values),)
+
+
+def check(loaded, profile, cat) -> tuple[list, list]:
+    return run(RULES, Context.of(loaded, profile, cat))

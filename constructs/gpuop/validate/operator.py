@@ -1,0 +1,193 @@
+"""The GPU Operator's run-time rules, checked at compile time for `spec.delivery.mode: operator`.
+
+`check(loaded, profile, cat) -> (errors, warnings)`, registered in runner.RULE_MODULES. Each rule is a
+small function returning located Issues; each message names the upstream source of the rule, because the
+operator itself only reports these as a "not ready" state long after the merge:
+
+- overlapping NVIDIADriver selectors -- NVIDIA/gpu-operator controllers/nvidiadriver_controller.go refuses
+  NVIDIADriver CRs whose nodeSelectors select the same node ("conflicting" CRs stay not ready);
+- a default NVIDIADriver with a nodeSelector -- the NVIDIADriver CRD's CEL rule "default NVIDIADriver must
+  not use nodeSelector" (nvidia.com_nvidiadrivers.yaml);
+- GDS / GDRCopy with precompiled drivers, and a driver digest with precompiled drivers -- NOTES.md §1
+  ("Precompiled ... Not with GDS, GDRCopy or DTK"; the precompiled tag `<branch>-<kernel>-<os>` is
+  computed per kernel, object_controls.go resolveDriverTag, so one digest cannot name it);
+- ClusterPolicy with GPUCluster -- the chart's templates/validations.yaml `fail`;
+- device plugin and DRA on one plane -- NVIDIA's DRA driver for GPUs: its gpus kubelet plugin and the
+  device plugin must not advertise the same GPUs; the operator's node labeler sets
+  nvidia.com/gpu.deploy.device-plugin=true wherever it is missing, so a DRA pool needs gpuop's false label;
+- settings the chosen operator version does not have -- the operator catalog (catalog/data/operator.yaml);
+- MIG layouts the GPU cannot hold -- validate/mig.py runs for every profile, stack or operator mode alike.
+"""
+
+from __future__ import annotations
+
+from gpuop.catalog import operator as operator_catalog
+from gpuop.plan import pools as plan_pools
+from gpuop.plan.drivers import pools_overlap
+from gpuop.plan.operator import DEFAULT_INSTALL, driver_groups, uses_driver_crd
+
+OP = ("spec", "delivery", "operator")
+
+
+def _fmt(sel) -> str:
+    return "{" + ", ".join(f"{k}={v}" for k, v in sel) + "}" if sel else "{} (every GPU node)"
+
+
+def overlapping_driver_selectors(at, spec, groups) -> list:
+    out = []
+    pools = spec.nodePools
+    for g in groups:
+        if g.default:
+            continue                     # the default CR is the fallback: it never competes
+        for other in groups:
+            if other is g:
+                continue
+            for j in other.pool_indexes:
+                if pools_overlap(g.node_selector, tuple(sorted(pools[j].nodeSelector.items()))):
+                    out.append(at(("spec", "nodePools", g.pool_indexes[0], "nodeSelector"),
+                                  f"NVIDIADriver {g.name!r} (driver {g.version}, pools {', '.join(g.pools)}) selects "
+                                  f"{_fmt(g.node_selector)}, which can match the nodes of pool {pools[j].name!r} "
+                                  f"(driver {other.version}); the operator refuses NVIDIADriver CRs whose "
+                                  "nodeSelectors overlap (NVIDIA/gpu-operator controllers/nvidiadriver_controller.go); "
+                                  "give the pools of each driver a label the others do not have"))
+                    break
+    return out
+
+
+def default_driver_with_selector(at, spec, groups) -> list:
+    if spec.daemonsets.nodeSelector and any(g.default for g in groups):
+        return [at(("spec", "daemonsets", "nodeSelector"),
+                   "the default NVIDIADriver would get this nodeSelector, and the NVIDIADriver CRD refuses it: "
+                   "'default NVIDIADriver must not use nodeSelector' (nvidia.com_nvidiadrivers.yaml CEL rule); "
+                   "remove spec.daemonsets.nodeSelector or give every pool its own driver version")]
+    return []
+
+
+def gds_with_precompiled(at, spec) -> list:
+    op = spec.delivery.operator
+    out = []
+    if spec.driver.precompiled:
+        for key, name in (("gds", "GPUDirect Storage"), ("gdrcopy", "GDRCopy")):
+            if getattr(op, key):
+                out.append(at(OP + (key,), f"{name} cannot run with precompiled drivers: the operator has no "
+                              f"precompiled {key} sidecar (NOTES.md §1 'Precompiled ... Not with GDS, GDRCopy "
+                              "or DTK'); turn off spec.driver.precompiled or " + key))
+    return out
+
+
+def digest_with_precompiled(at, spec) -> list:
+    if spec.driver.precompiled and spec.delivery.operator.driverDigest:
+        return [at(OP + ("driverDigest",), "a driver image digest cannot be used with precompiled drivers: the "
+                   "operator computes one tag per kernel (<branch>-<kernel>-<os>, object_controls.go "
+                   "resolveDriverTag), which one digest cannot name; remove driverDigest or spec.driver.precompiled")]
+    return []
+
+
+def cluster_policy_with_gpu_cluster(at, spec) -> list:
+    op = spec.delivery.operator
+    if op.clusterPolicy and op.gpuCluster:
+        return [at(OP + ("gpuCluster",), "clusterPolicy.deployCR and gpuCluster.deployCR cannot both be true; "
+                   "only one CR can exist (NVIDIA's chart templates/validations.yaml); set "
+                   "spec.delivery.operator.clusterPolicy: false to deploy the GPUCluster alone")]
+    return []
+
+
+def device_plugin_and_dra(at, spec, cat) -> list:
+    """The planes are node labels (plan/pools.py): DRA pools get nvidia.com/gpu.deploy.device-plugin=false from
+    gpuop's NodeFeatureRule. The operator sets that label to true on every GPU node where it is missing, so a
+    DRA pool whose false label gpuop cannot set (NFD cannot tell it from a device-plugin pool) would run both."""
+    if not spec.devicePlugin.enabled or not any(getattr(p, "allocation", "devicePlugin") == "dra"
+                                                for p in spec.nodePools):
+        return []
+    pc = plan_pools.build(spec, cat)
+    out = []
+    for pl in pc.pools:
+        pool = spec.nodePools[pl.index]
+        if getattr(pool, "allocation", "devicePlugin") == "dra" and plan_pools.DEVICE_PLUGIN_LABEL in dict(pl.manual):
+            out.append(at(("spec", "nodePools", pl.index, "allocation"),
+                          f"pool {pool.name!r} uses DRA, but gpuop cannot label its nodes "
+                          f"{plan_pools.DEVICE_PLUGIN_LABEL}=false ({pl.why}); the operator labels every GPU node "
+                          "without it device-plugin=true, so the device plugin and the DRA kubelet plugin would "
+                          "advertise the same GPUs (NVIDIA's DRA driver for GPUs: never both on one node); give the "
+                          "DRA pool its own GPU model, or set spec.devicePlugin.enabled: false"))
+    return out
+
+
+def features(spec, groups) -> list[tuple[tuple, str]]:
+    """(location, catalog setting name) of every setting the profile uses that not every operator has."""
+    op = spec.delivery.operator
+    out = []
+    if uses_driver_crd(spec, groups):
+        out.append((OP + ("nvidiaDriverCRD",), "nvidiaDriverCRD"))
+        out.append((("spec", "driver", "upgradePolicy"), "nvidiaDriverUpgradePolicy"))
+    for key in ("driverDigest", "gds", "gdrcopy", "gpuCluster"):
+        if getattr(op, key):
+            out.append((OP + (key,), key))
+    if spec.driver.precompiled:
+        out.append((("spec", "driver", "precompiled"), "precompiled"))
+    return out
+
+
+def version_settings(at, spec, plat, groups) -> list:
+    op = spec.delivery.operator
+    ocat = operator_catalog.load()
+    version = op.version
+    if version is None:
+        return []
+    entry = ocat.get(version)
+    if entry is None:
+        return [at(OP + ("version",), f"{version!r} is not a known GPU Operator version; allowed: "
+                   f"{', '.join(o.version for o in ocat.operators)}")]
+    out = []
+    for where, name in features(spec, groups):
+        if name not in entry.settings:
+            out.append(at(where, f"GPU Operator {version} does not have the setting {name} "
+                          "(catalog/data/operator.yaml); use a newer spec.delivery.operator.version or drop it"))
+    return out
+
+
+def olm_fit(at, spec, release_operator: str) -> list:
+    op = spec.delivery.operator
+    install = op.install or DEFAULT_INSTALL[spec.platform.type]
+    if install != "olm":
+        return []
+    if spec.platform.type != "openshift":
+        return [at(OP + ("install",), "install: olm subscribes to Red Hat's certified-operators catalog, which "
+                   "only OpenShift serves; use install: helm on Kubernetes")]
+    ocat = operator_catalog.load()
+    entry = ocat.get(op.version or release_operator)
+    if entry is None:
+        return []
+    if spec.platform.version not in entry.openshift:
+        allowed = ", ".join(entry.openshift) or "none known (not in the reference bundle)"
+        return [at(("spec", "platform", "version"), f"GPU Operator {entry.version} (OLM channel {entry.channel}) "
+                   f"is not published for OpenShift {spec.platform.version} (bundle com.redhat.openshift.versions); "
+                   f"allowed: {allowed}")]
+    return []
+
+
+def check(loaded, profile, cat) -> tuple[list, list]:
+    spec = profile.spec
+    if spec.delivery.mode != "operator":
+        return [], []
+    at = loaded.positions.issue
+    release = cat.release(spec.release)
+    if release is None:
+        return [], []                    # the catalog pass reports the unknown release
+    groups = driver_groups(spec, cat)
+    errors: list = []
+    if uses_driver_crd(spec, groups):
+        errors += overlapping_driver_selectors(at, spec, groups)
+        errors += default_driver_with_selector(at, spec, groups)
+    errors += gds_with_precompiled(at, spec)
+    errors += digest_with_precompiled(at, spec)
+    errors += cluster_policy_with_gpu_cluster(at, spec)
+    errors += device_plugin_and_dra(at, spec, cat)
+    errors += version_settings(at, spec, spec.platform, groups)
+    errors += olm_fit(at, spec, release.operatorVersion)
+    warnings = [at(("spec", "nodePools", i, "driver", "enabled"),
+                   f"pool {p.name!r} has a preinstalled driver: label its nodes nvidia.com/gpu.deploy.driver=false "
+                   "(the operator skips nodes with that label), or the operator's driver pods run there too",
+                   "warning")
+                for i, p in enumerate(spec.nodePools) if p.driver is not None and p.driver.enabled is False]
+    return errors, warnings

@@ -1,0 +1,160 @@
+"""The PR review gate users copy (examples/ci/github-actions.yml) works, so the example cannot rot.
+
+The workflow's own `run:` steps are read from the file and run in order, as GitHub Actions runs them
+(`bash --noprofile --norc -eo pipefail`, `${{ github.base_ref }}` filled in, GITHUB_STEP_SUMMARY a
+file), in a scratch git repository of the project: profiles/, gpuop.yaml and a freshly compiled
+dist/ committed on `main`, cloned, and a pull-request branch on top. The one step not run is
+`install`: the dev venv's gpuop (and the checkout's node_modules) stand in for it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from conftest import REPO, run_gpuop
+
+pytestmark = pytest.mark.slow
+
+WORKFLOW = REPO / "examples" / "ci" / "github-actions.yml"
+CONTEXT = {"github.base_ref": "main"}
+GIT_ENV = {"GIT_AUTHOR_NAME": "gate", "GIT_AUTHOR_EMAIL": "gate@example.com", "GIT_COMMITTER_NAME": "gate",
+           "GIT_COMMITTER_EMAIL": "gate@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def workflow() -> dict:
+    return YAML(typ="safe").load(WORKFLOW.read_text())      # YAML 1.2: `on` stays a string
+
+
+def gate_steps() -> list[dict]:
+    return workflow()["jobs"]["gate"]["steps"]
+
+
+def expand(text: str) -> str:
+    def one(m: re.Match) -> str:
+        expr = m.group(1).strip()
+        assert expr in CONTEXT, f"the test does not know the expression {expr!r}: add it to CONTEXT"
+        return CONTEXT[expr]
+    return re.sub(r"\$\{\{(.*?)\}\}", one, text)
+
+
+@dataclass
+class StepRun:
+    id: str
+    rc: int
+    out: str
+
+
+def git(repo: Path, *args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=repo, env={**os.environ, **GIT_ENV}, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def run_gate(repo: Path, summary: Path, only: tuple[str, ...] = ()) -> list[StepRun]:
+    """The workflow's steps in order until one fails (as the job does); `only`: just those steps."""
+    tools = os.pathsep.join([str(Path(sys.executable).parent), str(REPO / "node_modules" / ".bin")])
+    base_env = {**os.environ, **GIT_ENV, "CI": "true", "GITHUB_ACTIONS": "true",
+                "GITHUB_STEP_SUMMARY": str(summary), "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
+    runs = []
+    for step in gate_steps():
+        if "run" not in step or step["id"] == "install" or (only and step["id"] not in only):
+            continue
+        env = {**base_env, **{k: expand(str(v)) for k, v in step.get("env", {}).items()}}
+        proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", expand(step["run"])],
+                              cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+        runs.append(StepRun(step["id"], proc.returncode, proc.stdout + proc.stderr))
+        if proc.returncode != 0:
+            break
+    return runs
+
+
+@pytest.fixture(scope="module")
+def origin(dist, tmp_path_factory) -> Path:
+    """The project on `main`: profiles, settings and their compiled dist/, committed."""
+    help_text = run_gpuop("diff", "--help", cwd=REPO).stdout
+    if "--exit-code" not in help_text:
+        pytest.skip("`gpuop diff --exit-code` is not there yet (issue 12 item 2)")
+    repo = tmp_path_factory.mktemp("origin") / "project"
+    shutil.copytree(REPO / "profiles", repo / "profiles")
+    shutil.copy(REPO / "gpuop.yaml", repo / "gpuop.yaml")
+    shutil.copytree(dist, repo / "dist")
+    (repo / ".gitignore").write_text(".gpuop-cache/\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "clusters")
+    return repo
+
+
+@pytest.fixture
+def pr(origin, tmp_path) -> Path:
+    """A clone of the project (origin/main known) on a pull-request branch."""
+    git(tmp_path, "clone", "-q", str(origin), "work")
+    repo = tmp_path / "work"
+    git(repo, "checkout", "-q", "-b", "pr")
+    return repo
+
+
+def relabel(repo: Path) -> None:
+    p = repo / "profiles" / "prod-east.yaml"
+    text = p.read_text()
+    assert "labels: {region: us-east-1, environment: production}" in text
+    p.write_text(text.replace("environment: production}", "environment: production, team: ml}"))
+
+
+def test_workflow_runs_bash_steps_and_installs_gpuop_with_node():
+    wf = workflow()
+    assert wf["on"]["pull_request"]["paths"][:3] == ["profiles/**", "gpuop.yaml", "dist/**"]
+    assert wf["defaults"]["run"]["shell"] == "bash"
+    install = next(s for s in gate_steps() if s.get("id") == "install")["run"]
+    assert "pip install" in install and "npm ci" in install
+    assert [s["id"] for s in gate_steps() if "run" in s] == ["install", "review", "current", "fresh", "validate"]
+
+
+def test_gate_passes_a_pull_request_that_recompiled_dist(pr, tmp_path):
+    relabel(pr)
+    run_gpuop("synth", "--no-progress", cwd=pr, check=True)
+    git(pr, "add", "-A")
+    git(pr, "commit", "-q", "-m", "prod-east: team label")
+    summary = tmp_path / "summary.md"
+    runs = run_gate(pr, summary)
+    assert [(r.id, r.rc) for r in runs] == [("review", 0), ("current", 0), ("fresh", 0), ("validate", 0)], \
+        "\n".join(r.out for r in runs)
+    review = runs[0].out
+    assert "prod-east" in review and "team" in review          # the reviewer sees the label change
+    assert summary.read_text().startswith("### gpuop diff against `main`\n```\n")
+    assert git(pr, "status", "--porcelain", "--", "dist/") == ""    # the gate leaves dist/ as committed
+
+
+def test_gate_fails_when_profiles_changed_but_dist_was_not_recompiled(pr, tmp_path):
+    relabel(pr)
+    git(pr, "commit", "-q", "-am", "prod-east: team label, dist/ forgotten")
+    runs = run_gate(pr, tmp_path / "summary.md")
+    assert [(r.id, r.rc) for r in runs] == [("review", 0), ("current", 1)], "\n".join(r.out for r in runs)
+    assert "::error::dist/ is stale: the profiles compile to something else (above)." in runs[1].out
+    assert "prod-east" in runs[1].out
+    # the compile step on its own refuses it too: synth rewrites dist/
+    (fresh,) = run_gate(pr, tmp_path / "summary.md", only=("fresh",))
+    assert fresh.rc == 1, fresh.out
+    assert "::error::dist/ is stale: `gpuop synth` changed the files above." in fresh.out
+
+
+def test_compile_step_fails_on_a_stray_file_in_dist(pr, tmp_path):
+    """A file synth does not write (a hand-added manifest) is stale output: synth removes it."""
+    stray = pr / "dist" / "prod-east" / "manifests" / "hand-added.yaml"
+    assert stray.parent.is_dir()
+    stray.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: hand-added}\n")
+    git(pr, "add", "-A")
+    git(pr, "commit", "-q", "-m", "hand edit")
+    (fresh,) = run_gate(pr, tmp_path / "summary.md", only=("fresh",))
+    assert fresh.rc == 1, fresh.out
+    assert " D dist/prod-east/manifests/hand-added.yaml" in fresh.out

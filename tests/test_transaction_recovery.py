@@ -1,0 +1,74 @@
+"""The output transaction, second half (split from test_transaction.py so the two halves run on two
+workers): a kill during the two-rename fallback, at random times, between the fallback's renames; the
+next run's repairs; Ctrl-C. Same 200-cluster fleet and trial as test_transaction.py."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+
+import pytest
+
+from conftest import run_gpuop
+from test_fleet import tree
+from test_transaction import ALL, _flip, _leftovers, _start, _trial, fleet200  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("at", ["rename-old", "rename-new"] + (["cleanup"] if ALL else []))
+def test_kill_9_during_the_two_rename_fallback_is_recovered_by_the_next_run(fleet200, at):
+    _trial(fleet200, {"GPUOP_KILL_AT": at, "GPUOP_TEST_NO_EXCHANGE": "1"})
+
+
+def test_kill_9_at_random_times_leaves_the_old_or_the_new_tree(fleet200):
+    rng = random.Random(18)
+    for _ in range(3 if ALL else 1):
+        _trial(fleet200, {}, kill_after=rng.uniform(0.5, 6.0))
+
+
+def test_killed_between_the_fallback_renames_restores_the_previous_tree(fleet200):
+    w = fleet200
+    old = tree(w / "dist")
+    _flip(w)
+    proc = _start(w, {"GPUOP_KILL_AT": "rename-new", "GPUOP_TEST_NO_EXCHANGE": "1"})
+    proc.communicate(timeout=300)
+    assert proc.returncode == -signal.SIGKILL
+    assert not (w / "dist").exists()              # the one window of the fallback: dist/ is old/tree
+    (stash,) = [p for p in w.iterdir() if p.name.startswith(".dist.old-")]
+    assert tree(stash / "tree") == old
+    run_gpuop("synth", "-o", "dist", "--cache", "cache", "--no-progress", cwd=w, check=True)
+    assert _leftovers(w) == []
+    assert len(list((w / "dist").glob("c*/params/cluster.json"))) == 200
+
+
+def test_next_run_repairs_a_damaged_cluster_folder_and_lost_archives(fleet200):
+    w = fleet200
+    clean = tree(w / "dist")
+    victim = sorted((w / "dist").glob("c*/manifests"))[7]
+    lost = sorted(victim.glob("*.yaml"))[0]
+    lost.unlink()                                       # a file lost from a cluster folder
+    current = json.loads((w / "dist" / "index.json").read_text())["clusters"][-1]["package"]
+    (w / "dist" / current).unlink()                     # and the current archive of a cluster (rebuilt from the lock)
+    proc = run_gpuop("synth", "-o", "dist", "--cache", "cache", "--no-progress", cwd=w, check=True)
+    assert "(0 built, 200 unchanged)" in proc.stderr    # from the cache, not rebuilt: only rewritten
+    assert tree(w / "dist") == clean
+
+
+def test_ctrl_c_exits_130_and_says_the_previous_tree_was_kept(fleet200):
+    w = fleet200
+    old = tree(w / "dist")
+    _flip(w)
+    proc = _start(w, {"GPUOP_KILL_AT": "write", "GPUOP_KILL_SIGNAL": "INT"})
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "gpuop: interrupted; dist was not changed (the previous tree is kept)"
+    assert tree(w / "dist") == old and _leftovers(w) == []
+    proc = _start(w, {"GPUOP_KILL_AT": "cleanup", "GPUOP_KILL_SIGNAL": "INT"})
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == ("gpuop: interrupted after the new dist was in place; it is whole "
+                                            "(only the old tree's removal was cut short)")
+    assert tree(w / "dist") != old and _leftovers(w) == []
+    run_gpuop("synth", "-o", "dist", "--cache", "cache", "--no-progress", cwd=w, check=True)
