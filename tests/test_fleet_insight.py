@@ -116,6 +116,14 @@ def test_impact_as_json_for_ci_bots(project):
                                        "unavailable until it is done"}]
 
 
+def test_a_hand_broken_manifest_in_the_last_output_is_no_traceback(project):
+    broken = next((project / "dist" / "east" / "manifests").glob("daemonset-nvidia-driver-daemonset*.yaml"))
+    broken.write_text("kind: [unclosed\n")
+    proc = impact_of(project, 'version: "580.173.02"', 'version: "595.91.07"')
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "pool train: driver reinstall" in proc.stdout
+
+
 def test_unchanged_profiles_have_no_impact(project):
     proc = run_gpuop("diff", "--impact", "--exit-code", cwd=project)
     assert (proc.returncode, proc.stdout) == (0, "gpuop: no change reaches a node\n")

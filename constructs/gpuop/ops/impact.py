@@ -35,6 +35,8 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import yaml
+
 from gpuop.kube.yamlio import load_all
 
 # effect kind -> (rank: lower first, destructive)
@@ -75,13 +77,23 @@ class Effect:
 
 # ---- reading a tree --------------------------------------------------------------------------------
 
+def _docs(data: bytes | None) -> list:
+    """The documents of a YAML file of a tree; [] for one a hand edit broke (`gpuop validate dist` names it)."""
+    if not data:
+        return []
+    try:
+        return [d for d in load_all(data.decode()) if isinstance(d, dict)]
+    except (ValueError, yaml.YAMLError):
+        return []
+
+
 def _objects(tree: dict, cluster: str) -> dict[tuple[str, str], dict]:
     out = {}
     prefix = f"{cluster}/manifests/"
     for path in sorted(tree):
         if path.startswith(prefix) and path.endswith(".yaml") and not path.endswith("kustomization.yaml"):
-            for o in load_all(tree[path].decode()):
-                if isinstance(o, dict) and "kind" in o:
+            for o in _docs(tree[path]):
+                if "kind" in o and isinstance(o.get("metadata"), dict) and "name" in o["metadata"]:
                     out[(o["kind"], o["metadata"]["name"])] = o
     return out
 
@@ -117,11 +129,9 @@ def _pool_labels(tree: dict, cluster: str, objs: dict, pools: list[dict]) -> dic
                 if rule["name"].startswith("gpuop.pool."):
                     by_gpu[rule["name"][len("gpuop.pool."):]] = rule.get("labels", {})
     manual: dict[str, dict] = {}
-    raw = tree.get(f"{cluster}/node-labels.yaml")
-    if raw:
-        for doc in load_all(raw.decode()):
-            for p in (doc or {}).get("pools", []):
-                manual[p["name"]] = p.get("labels", {})
+    for doc in _docs(tree.get(f"{cluster}/node-labels.yaml")):
+        for p in doc.get("pools", []):
+            manual[p["name"]] = p.get("labels", {})
     out = {}
     for p in pools:
         labels = {**by_gpu.get(p["gpu"], {}), **manual.get(p["pool"], {})}
@@ -289,7 +299,7 @@ def _driver_effects(cluster, before, after, pools, pool_keys, nodes) -> list[Eff
 
 
 def _mig_entry(config: str, name: str):
-    docs = load_all(config) if config else []
+    docs = _docs(config.encode()) if config else []
     return ((docs[0] if docs else {}).get("mig-configs") or {}).get(name)
 
 
