@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.gpuop-installed
 # and the `cdk8s` command itself.
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: setup run test test-fast test-quick test-crash fuzz bench schema clean checkov-venv
+.PHONY: setup run test test-fast test-quick test-crash fuzz bench bench-10k bench-profile schema clean checkov-venv
 
 setup: $(STAMP)
 
@@ -50,6 +50,12 @@ test-crash: setup
 
 bench: setup
 	$(PY) bench/fleet.py
+
+bench-10k: setup
+	$(PY) bench/fleet.py --profiles 10000 --out bench/results-10k.json
+
+bench-profile: setup
+	$(PY) bench/profile.py --profiles 200
 
 schema: setup
 	$(VENV)/bin/gpuop schema

@@ -104,7 +104,7 @@ def test_validate_reports_what_the_api_server_would_reject_in_an_output(dist, tm
     doc = yaml.safe_load(hr.read_text())
     doc["spec"]["chartRef"] = {"kind": "OCIRepository", "name": "gpuop-prod-east"}
     hr.write_text(yaml.safe_dump(doc))
-    ds = out / "prod-east" / "manifests" / "daemonset-nvidia-driver-daemonset.yaml"
+    ds = out / "prod-east" / "manifests" / "03-driver.yaml"
     ds.write_text(ds.read_text().replace("hostPID: true", "hostPid: true"))
     proc = run_gpuop("validate", str(out), cwd=tmp_path)
     assert proc.returncode == 2

@@ -795,3 +795,11 @@ def test_refuses_a_plain_value_yaml_reads_as_an_unconvertible_number_at_its_plac
         profiles/a.yaml:3:10: malformed YAML: a value YAML reads as a number cannot be converted (could not convert string to float: '.'); put the value in quotes
         gpuop: 1 error; nothing written
     """)
+
+
+def test_schema_into_a_file_is_refused_naming_the_folder_it_wants(project):
+    (project / "taken.json").write_text("{}\n")
+    refused(gpuop(project, "schema", "-o", "taken.json"), """\
+        taken.json: is a file, not a folder; pass the folder the two schemas go into (e.g. -o schemas)
+        gpuop: 1 error; nothing written
+        """)

@@ -65,7 +65,8 @@ def test_driver_version_change_names_the_driver_daemonset_and_image_only(project
             "nvcr.io/nvidia/driver:580.173.02-ubuntu24.04 -> nvcr.io/nvidia/driver:595.91.07-ubuntu24.04") in lines
     # every file synth rewrites is listed: the chart's version and the driver's template
     assert lines[lines.index("  ~ chart/Chart.yaml") + 1] == "      version: 0.1.0 -> 0.2.0"
-    assert "  ~ chart/templates/daemonset-nvidia-driver-daemonset.yaml" in lines
+    template = lines.index("  ~ chart/templates/03-driver.yaml")      # one template per component (issue 17)
+    assert lines[template + 1:template + 3] == ["      ~ DaemonSet gpu-operator/nvidia-driver-daemonset", "  ~ images.txt"]
     assert "cluster lab-west: unchanged (chart 0.1.0)" in out
     fleet = out.split("\nfleet:\n")[1].splitlines()
     assert "  + charts/prod-east-0.2.0.tgz" in fleet and "  ~ versions.lock.json" in fleet
@@ -251,3 +252,22 @@ def test_revision_with_options_after_it_stays_a_revision(project, monkeypatch):
     assert "index.json" in tree
     for call in calls[1:]:
         assert "--end-of-options" in call or "--" in call, call
+
+
+def test_a_component_template_names_the_objects_changed_added_and_deleted_inside():
+    """Issue 17: a chart template holds a whole component; the diff names the documents that changed."""
+    from gpuop.ops.diff import diff_trees, render
+
+    def doc(kind, name, extra=""):
+        return f"apiVersion: v1\nkind: {kind}\nmetadata:\n  labels:\n    name: x\n  name: {name}\n  namespace: ns\n{extra}"
+
+    def tree(*docs):
+        return {"index.json": b'{"clusters": [{"name": "c", "chartVersion": "0.1.0"}]}',
+                "c/chart/templates/03-driver.yaml": ("{{- if .Values.driver.enabled }}\n" + "---\n".join(docs)
+                                                     + "{{- end }}\n").encode()}
+
+    old = tree(doc("ServiceAccount", "a"), doc("ConfigMap", "b", "data: {k: '1'}\n"), doc("Role", "gone"))
+    new = tree(doc("ServiceAccount", "a"), doc("ConfigMap", "b", "data: {k: '2'}\n"), doc("DaemonSet", "d"))
+    lines = render(diff_trees(old, new)).splitlines()
+    i = lines.index("  ~ chart/templates/03-driver.yaml")
+    assert lines[i + 1:i + 4] == ["      ~ ConfigMap ns/b", "      + DaemonSet ns/d", "      - Role ns/gone"]

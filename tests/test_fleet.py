@@ -179,13 +179,13 @@ def test_unchanged_clusters_are_linked_not_rewritten_and_edits_are_repaired(flee
     shutil.copytree(fleet / "profiles", w / "profiles")
     shutil.copy(fleet / "gpuop.yaml", w / "gpuop.yaml")
     run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
-    probe = w / "out" / "c03" / "manifests" / "namespace-gpu-operator.yaml"
+    probe = w / "out" / "c03" / "manifests" / "00-namespace.yaml"
     inode = probe.stat().st_ino
     one = w / "profiles" / "c04.yaml"
     one.write_text(one.read_text().replace("pool: p4", "pool: p4b"))
     run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
     assert probe.stat().st_ino == inode                      # c03 unchanged: its files were hard-linked over
-    edited = w / "out" / "c05" / "manifests" / "namespace-gpu-operator.yaml"
+    edited = w / "out" / "c05" / "manifests" / "00-namespace.yaml"
     original = edited.read_bytes()
     edited.write_text("kind: Broken\n")                      # a hand edit of the output
     run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
@@ -202,7 +202,7 @@ def test_hand_edit_that_keeps_the_file_size_is_repaired(fleet, tmp_path):
     shutil.copytree(fleet / "profiles", w / "profiles")
     shutil.copy(fleet / "gpuop.yaml", w / "gpuop.yaml")
     run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
-    edited = w / "out" / "c05" / "manifests" / "namespace-gpu-operator.yaml"
+    edited = w / "out" / "c05" / "manifests" / "00-namespace.yaml"
     original = edited.read_bytes()
     same_size = original.replace(b"gpu-operator", b"gpu-operatoX")
     assert len(same_size) == len(original) and same_size != original

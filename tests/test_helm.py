@@ -51,6 +51,30 @@ def test_render_as_argocd_and_flux_install_it_equals_manifests(dist, index):
             assert rendered[k] == manifests[k], (entry["name"], k)
 
 
+def test_one_template_per_component_and_a_component_turned_off_renders_nothing(dist, index):
+    """Issue 17: the templates are the manifests' files (one per component); a component's toggle
+    wraps its whole template, so turning it off leaves an empty file, which Helm skips."""
+    entry = next(e for e in index["clusters"] if e["name"] == "prod-east")
+    chart_dir = dist / entry["chart"]
+    templates = sorted(p.name for p in (chart_dir / "templates").glob("*.yaml"))
+    manifests = sorted(p.name for p in (dist / entry["manifests"]).glob("*.yaml") if p.name != "kustomization.yaml")
+    assert templates == manifests
+    values = load((chart_dir / "values.yaml").read_text())
+    toggles = {k: {"enabled": False} for k, v in values.items() if isinstance(v, dict) and "enabled" in v}
+    assert {"driver", "toolkit", "devicePlugin", "migManager"} <= set(toggles)
+    chart = helm.Chart.load(str(chart_dir))
+    try:
+        out = chart.render(toggles, name=entry["releaseName"], namespace=entry["namespace"])
+    finally:
+        chart.close()
+    off = ("03-driver", "04-toolkit", "07-device-plugin", "10-dcgm-exporter", "11-gpu-feature-discovery",
+           "12-mig-manager")
+    for name in off:
+        assert out[f"{entry['name']}/templates/{name}.yaml"].strip() == "", name
+    validator = load_all(out[f"{entry['name']}/templates/05-operator-validator.yaml"])    # always on
+    assert [o["kind"] for o in validator][-1] == "DaemonSet"
+
+
 def test_render_with_defaults_leaves_the_namespace_to_helm_create_namespace(dist, index):
     """Issue 12: the chart's own Namespace conflicted with `helm install -n NS --create-namespace`."""
     for entry in index["clusters"]:

@@ -1113,7 +1113,7 @@ def test_accepts_tenant_claim_template_in_a_namespace_outside_the_output(objs) -
 # ---------------------------------------------------------------------------- the pipeline
 
 MPS = "nvidia-device-plugin-mps-control-daemon"
-MPS_FILE = f"daemonset-{MPS}.yaml"
+MPS_FILE = "08-mps-control-daemon.yaml"           # the component's file holds its one DaemonSet
 MPS_MESSAGE = "Invalid value: true: ShareProcessNamespace and HostPID cannot both be enabled"
 
 

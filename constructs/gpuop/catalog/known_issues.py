@@ -12,21 +12,35 @@ from pydantic import BaseModel, ConfigDict, Field
 
 DATA = Path(__file__).parent / "data"
 
+# Profile sections `when.enabled` may name (each has an `enabled` switch in the profile).
+Component = Literal["driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager",
+                    "nodeStatusExporter"]
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class When(_Frozen):
+    """Every key given must match. The cluster keys look at the whole profile; the pool keys (migStrategy,
+    mig, os, driverPreinstalled) must all hold for one and the same node pool."""
     rdma: bool | None = None
     driverBranches: tuple[str, ...] = ()
     driverVersions: tuple[str, ...] = ()
+    distribution: tuple[str, ...] = ()
+    kubernetesFrom: str | None = Field(None, pattern=r"^\d+\.\d+$")
+    enabled: tuple[Component, ...] = ()
+    draFeatureGates: tuple[str, ...] = ()
+    migManagerVersions: tuple[str, ...] = ()
     migStrategy: Literal["single", "mixed"] | None = None
+    mig: bool | None = None
     os: tuple[str, ...] = ()
+    driverPreinstalled: bool | None = None
 
 
 class Unless(_Frozen):
     driverEnv: dict[str, str] = Field(default_factory=dict)
+    toolkitEnv: dict[str, str] = Field(default_factory=dict)
 
 
 class KnownIssue(_Frozen):

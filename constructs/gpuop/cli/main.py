@@ -102,14 +102,40 @@ def _paths(args) -> list[Path]:
 
 
 def cmd_synth(args) -> int:
-    from gpuop.pipeline.run import compile_profiles, plan_all
-    from gpuop.profile.settings import load_settings
+    # the pipeline (settings, validation, plans, Node) is imported only past the no-op check: a run with
+    # nothing to do loads none of it (pipeline/noop.py)
+    from gpuop.pipeline import noop
     from gpuop.pipeline.cache import BuildCache
-    from gpuop.pipeline.write import check_target, locked, output_lock, read_previous, write_tree
+    from gpuop.pipeline.write import locked, output_lock
+
+    cache_dir = None if args.no_cache else args.cache
+    # --previous: the output depends on another folder's lock, which the recorded inputs do not cover
+    options = (args.shard, str(args.settings.absolute()))
+    shortcut = cache_dir is not None and args.previous is None and args.output.is_dir()
+    if shortcut:
+        with output_lock(args.output), _cache_lock(BuildCache(cache_dir), locked):
+            inputs = noop.inputs_fingerprint(_paths(args), args.settings, args.output, options)
+            state = noop.replay(BuildCache(cache_dir), args.output, inputs)
+            if state is not None:      # nothing changed since the last run, inputs nor output: write nothing
+                for w in noop.issues_of(state):
+                    print(w, file=sys.stderr)
+                print(state["summary"], file=sys.stderr)
+                return 0
+    return _synth(args, cache_dir, options)
+
+
+def _synth(args, cache_dir, options) -> int:
+    from gpuop.pipeline import noop
+    from gpuop.pipeline.cache import BuildCache
+    from gpuop.pipeline.run import compile_profiles
+    from gpuop.pipeline.write import Staging, check_target, locked, output_lock, read_previous, write_tree
+    from gpuop.profile.settings import load_settings
 
     try:
         settings = load_settings(args.settings)
     except UserError as exc:          # report the profiles' problems too, as validate does
+        from gpuop.pipeline.run import plan_all
+
         issues = list(exc.issues)
         try:
             plan_all(_paths(args))
@@ -118,28 +144,44 @@ def cmd_synth(args) -> int:
         raise UserError(issues)
     project = args.settings.absolute().parent
     check_target(args.output, project, tuple(_paths(args)) + (args.settings,), settings.gitops.repoURL)
-    cache_dir = None if args.no_cache else args.cache
     with output_lock(args.output), _cache_lock(BuildCache(cache_dir), locked):
         check_target(args.output, project, tuple(_paths(args)) + (args.settings,), settings.gitops.repoURL)   # as it is now, under the lock
+        cache = BuildCache(cache_dir)
+        # the inputs as they are before anything is read: an edit during the run is seen by the next one
+        inputs = None if args.previous else noop.inputs_fingerprint(_paths(args), args.settings, args.output, options)
         source = _previous_folder(args, settings, project)
-        previous = read_previous(source, repair=source == args.output)
+        # folders untouched since the last run wrote them (stats): reused without reading their bytes
+        trusted = noop.unchanged_folders(noop.load(cache, args.output), args.output) if source == args.output else frozenset()
+        noop.forget(cache, args.output)
+        previous = read_previous(source, repair=source == args.output, charts_unchanged="charts" in trusted)
         if previous.charts and not previous.lock.get("clusters"):
             print(f"{source}: warning: packaged charts but no version lock ({source}/versions.lock.json): chart "
                   "versions restart at 0.1.0, and a Flux HelmRelease on a Git source (reconcileStrategy ChartVersion) "
                   "or an Argo CD Helm-repository source that already has 0.1.0 will not upgrade; restore the lock from "
                   "git", file=sys.stderr)
-        result = compile_profiles(_paths(args), settings, previous, jobs=args.jobs, cache_dir=cache_dir,
-                                  shard=args.shard, progress=not args.no_progress)
+        staging = Staging(args.output)     # clusters are written into the new tree as they are built
+        try:
+            result = compile_profiles(_paths(args), settings, previous, jobs=args.jobs, cache_dir=cache_dir,
+                                      shard=args.shard, progress=not args.no_progress, sink=staging,
+                                      trusted=trusted)
+        except BaseException:
+            staging.discard()
+            raise
         for w in result.warnings:
             print(w, file=sys.stderr)
         write_tree(args.output, result.files, result.reuse, project=project, repo=settings.gitops.repoURL,
-                   source=source)
-    for name in result.removed:
-        print(f"gpuop: cluster {name} removed: Argo CD / Flux will delete its GPU stack", file=sys.stderr)
-    shard = f" (shard {args.shard[0]}/{args.shard[1]})" if args.shard else ""
-    kept = f", {len(result.kept)} kept as they were" if result.kept else ""
-    print(f"gpuop: compiled {len(result.names)} cluster(s){shard} into {args.output} "
-          f"({result.built} built, {len(result.names) - result.built} unchanged{kept})", file=sys.stderr)
+                   source=source, staging=staging)
+        for name in result.removed:
+            print(f"gpuop: cluster {name} removed: Argo CD / Flux will delete its GPU stack", file=sys.stderr)
+        shard = f" (shard {args.shard[0]}/{args.shard[1]})" if args.shard else ""
+        kept = f", {len(result.kept)} kept as they were" if result.kept else ""
+        print(f"gpuop: compiled {len(result.names)} cluster(s){shard} into {args.output} "
+              f"({result.built} built, {len(result.names) - result.built} unchanged{kept})", file=sys.stderr)
+        # what a rerun with nothing changed prints: every cluster unchanged
+        noop.record(cache, args.output, inputs, {
+            "warnings": [w.__dict__ for w in result.warnings],
+            "summary": f"gpuop: compiled {len(result.names)} cluster(s){shard} into {args.output} "
+                       f"(0 built, {len(result.names)} unchanged{kept})"}, unverified=result.kept)
     return 0
 
 
@@ -265,9 +307,16 @@ def cmd_schema(args) -> int:
     from gpuop.outputs.values import values_schema
     from gpuop.kube.yamlio import dump_json
 
-    args.output.mkdir(parents=True, exist_ok=True)
-    (args.output / "profile.schema.json").write_text(dump_json(profile_json_schema()))
-    (args.output / "values.schema.json").write_text(dump_json(values_schema()))
+    from gpuop.errors import Issue
+
+    try:
+        args.output.mkdir(parents=True, exist_ok=True)
+        (args.output / "profile.schema.json").write_text(dump_json(profile_json_schema()))
+        (args.output / "values.schema.json").write_text(dump_json(values_schema()))
+    except OSError as exc:      # -o names a file, or the place is unwritable: the place, not gpuop
+        what = "is a file, not a folder" if args.output.is_file() else f"cannot be written: {exc.strerror or exc}"
+        raise UserError(Issue(str(args.output), 0, 0, "", f"{what}; pass the folder the two schemas go into "
+                              "(e.g. -o schemas)"))
     print(f"gpuop: wrote {args.output}/profile.schema.json and values.schema.json", file=sys.stderr)
     return 0
 

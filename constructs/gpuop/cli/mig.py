@@ -15,8 +15,7 @@ import re
 import sys
 from pathlib import Path
 
-from gpuop import catalog
-geometry = picture = None   # imported by run(): `gpuop --help` and synth need not load them
+catalog = geometry = picture = None   # imported by run(): `gpuop --help` and synth need not load them
 
 _ENTRY = re.compile(r"^(?P<name>[^=\s]+)=(?P<count>.*)$")
 
@@ -54,7 +53,8 @@ def parse_layout(entries: list[str]) -> dict[str, int]:
 
 
 def run(args) -> int:
-    global geometry, picture
+    global catalog, geometry, picture
+    from gpuop import catalog  # noqa: F811
     from gpuop.mig import geometry
     from gpuop.mig import picture  # noqa: F811
     try:

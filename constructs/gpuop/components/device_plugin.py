@@ -35,6 +35,7 @@ from typing import Literal
 from pydantic import Field
 
 from gpuop.kube.slots import slot
+from gpuop.components import env_names
 from gpuop.components import plugin_config
 from gpuop.components.base import Component
 from gpuop.components.props import ValidatedProps
@@ -45,10 +46,7 @@ NAME = "nvidia-device-plugin"
 DS_NAME = "nvidia-device-plugin-daemonset"
 ENTRYPOINT = (Path(__file__).parent / "scripts" / "device-plugin-entrypoint.sh").read_text()
 # Every env name gpuop may set on the plugin container: spec.devicePlugin.env overriding one gets a warning.
-GPUOP_ENV = frozenset({
-    "PASS_DEVICE_SPECS", "FAIL_ON_INIT_ERROR", "DEVICE_LIST_STRATEGY", "DEVICE_ID_STRATEGY", "NVIDIA_VISIBLE_DEVICES",
-    "NVIDIA_DRIVER_CAPABILITIES", "MPS_ROOT", "CONFIG_FILE", "MIG_STRATEGY", "NVIDIA_MIG_MONITOR_DEVICES",
-    "CDI_ENABLED", "CDI_ANNOTATION_PREFIX", "NVIDIA_CDI_HOOK_PATH"})
+GPUOP_ENV = env_names.DEVICE_PLUGIN
 
 
 class DevicePluginProps(ValidatedProps):

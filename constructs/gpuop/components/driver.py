@@ -12,13 +12,15 @@ Several driver DaemonSets (the plan's driver variants, platform.py), as the Oper
 - precompiled: `nvidia-driver-daemonset-<kernel>-<os>` per kernel, nodeSelector kernel-version.full,
   labels `nvidia.com/precompiled: "true"` and `nvidia.com/precompiled.kernel-version`, tag
   `<branch>-<kernel>-<os>` (golden/driver-precompiled.yaml);
-- mixed OS and per-pool drivers: `nvidia-driver-daemonset[-<version>][-<os tag>]`, selected by NFD's OS
-  labels and, where one OS carries several drivers, by the pools' labels (one affinity term per pool).
+- mixed OS and per-pool drivers: `nvidia-driver-daemonset[-<version>][-<os tag>][-<sidecars>]`, selected by
+  NFD's OS labels and, where one OS carries several drivers, by the pools' labels (one affinity term per pool);
+  `<sidecars>` (rdma, hostmofed, gds, gdrcopy) where pools differ in them (plan/drivers.py).
 Each split DaemonSet selects its pods by `app: <its name>` (upstream: only the DTK split does).
 
 Differences from upstream, and why:
-- The peermem, nvidia-fs and gdrcopy sidecars of the asset are added only with spec.driver.rdma.enabled,
-  gds and gdrcopy (the Operator removes them otherwise): peermem with the driver's image, GPU_DIRECT_RDMA_ENABLED
+- The peermem, nvidia-fs and gdrcopy sidecars of the asset are added only to the variants whose pools have
+  rdma.enabled, gds and gdrcopy (spec.driver or the pool's driver; the Operator removes them otherwise, per
+  NVIDIADriver CR on its NVIDIADriver path): peermem with the driver's image, GPU_DIRECT_RDMA_ENABLED
   (and USE_HOST_MOFED) on the driver container and the driver manager; nvidia-fs / gdrdrv images
   <version>-<os tag> from the release (catalog/data/driver-extras.yaml), with the repo / cert files mounted
   as on the driver container. Not on OpenShift (the Driver Toolkit variants of those sidecars are not built).
@@ -77,6 +79,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuop.kube.slots import slot
+from gpuop.components import env_names
 from gpuop.components.base import Component
 from gpuop.components.props import DaemonSetProps
 from gpuop.components.builders import (SCC_RULE, daemonset, env, host_path, merge_env, meta, mount, rbac,
@@ -116,6 +119,11 @@ class Variant(BaseModel):
     precompiled: bool = Field(False, description="A precompiled driver image (no build). Omitted: false.")
     digest: str | None = Field(None, description="Pin the image by this digest (<tag>@<digest>). Omitted: tag only.")
     os_tag: str = Field("", description="The OS part of the tag (GDS / GDRCopy sidecar tags). Omitted: none.")
+    rdma: bool = Field(False, description="The nvidia-peermem sidecar (GPUDirect RDMA). Omitted: false.")
+    use_host_mofed: bool = Field(False, description="USE_HOST_MOFED=true (host MOFED). Omitted: false.")
+    gds: bool = Field(False, description="The nvidia-fs sidecar (needs the props' gds_image). Omitted: false.")
+    gdrcopy: bool = Field(False, description=(
+        "The nvidia-gdrcopy sidecar (needs the props' gdrcopy_image). Omitted: false."))
 
 
 class DriverProps(DaemonSetProps):
@@ -140,13 +148,12 @@ class DriverProps(DaemonSetProps):
     drain_pod_selector: str = Field("", description="Drain only pods matching this selector. Omitted: all.")
     auto_upgrade: bool = Field(True, description="RollingUpdate (true) or OnDelete (false). Omitted: true.")
     max_parallel_upgrades: int = Field(1, ge=0, description="maxUnavailable of the rollout; 0: all. Omitted: 1.")
-    rdma: bool = Field(False, description="The nvidia-peermem sidecar (GPUDirect RDMA). Omitted: false.")
-    use_host_mofed: bool = Field(False, description="USE_HOST_MOFED=true (host MOFED). Omitted: false.")
-    gds: tuple[str, str] | None = Field(None, description=(
-        "(path below the registry, version) of the nvidia-fs sidecar; tag <version>-<os tag>. Omitted: no GDS."))
-    gdrcopy: tuple[str, str] | None = Field(None, description=(
-        "(path below the registry, version) of the nvidia-gdrcopy sidecar; tag <version>-<os tag>. Omitted: no "
-        "GDRCopy."))
+    gds_image: tuple[str, str] | None = Field(None, description=(
+        "(path below the registry, version) of the nvidia-fs sidecar of the variants with `gds`; tag "
+        "<version>-<os tag>. Omitted: no variant may run GDS."))
+    gdrcopy_image: tuple[str, str] | None = Field(None, description=(
+        "(path below the registry, version) of the nvidia-gdrcopy sidecar of the variants with `gdrcopy`; tag "
+        "<version>-<os tag>. Omitted: no variant may run GDRCopy."))
     digests: dict[str, str] = Field(default_factory=dict, description=(
         "<path>:<tag> -> digest of sidecar images (pinned). Omitted: tags only."))
     repo_config: tuple[str, tuple[str, ...]] | None = Field(None, description=(
@@ -218,16 +225,8 @@ def host_mounts(p: DriverProps, v: Variant) -> tuple[list[dict], list[dict]]:
     return mounts, volumes
 
 
-# Where the driver image of each OS reads package repository files and extra CA certificates
-# (object_controls.go RepoConfigPathMap / CertConfigPathMap, NVIDIA/gpu-operator main, read through the
-# search tool). An OS ID missing here has no path upstream either (the Operator refuses it at run time;
-# gpuop at compile time, validate/distribution.py).
-REPO_CONFIG_PATHS = {"centos": "/etc/yum.repos.d", "debian": "/etc/apt/sources.list.d",
-                     "ubuntu": "/etc/apt/sources.list.d", "rhcos": "/etc/yum.repos.d", "rhel": "/etc/yum.repos.d"}
-CERT_CONFIG_PATHS = {"centos": "/etc/pki/ca-trust/extracted/pem", "debian": "/usr/local/share/ca-certificates",
-                     "ubuntu": "/usr/local/share/ca-certificates", "rhcos": "/etc/pki/ca-trust/extracted/pem",
-                     "rhel": "/etc/pki/ca-trust/extracted/pem", "sles": "/etc/pki/trust/anchors",
-                     "sl-micro": "/etc/pki/trust/anchors"}
+# where the driver image of each OS reads repository files and CA certificates (sourced in env_names.py)
+REPO_CONFIG_PATHS, CERT_CONFIG_PATHS = env_names.REPO_CONFIG_PATHS, env_names.CERT_CONFIG_PATHS
 
 
 def config_map_files(config: tuple[str, tuple[str, ...]] | None, dest: str) -> tuple[list[dict], list[dict]]:
@@ -240,11 +239,10 @@ def config_map_files(config: tuple[str, tuple[str, ...]] | None, dest: str) -> t
     return mounts, [{"name": name, "configMap": {"name": name, "items": [{"key": k, "path": k} for k in keys]}}]
 
 
-DIGEST_ENV = "DRIVER_CONFIG_DIGEST"
+DIGEST_ENV = env_names.DIGEST_ENV
 # Every env name gpuop may set on the driver container: spec.driver.env overriding one gets a warning;
 # DIGEST_ENV is computed from the rest and cannot be overridden.
-GPUOP_ENV = frozenset({"NVIDIA_VISIBLE_DEVICES", "NODE_NAME", "NODE_IP", "KERNEL_MODULE_TYPE",
-                       "OPEN_KERNEL_MODULES_ENABLED", "OPENSHIFT_VERSION"})
+GPUOP_ENV = env_names.DRIVER
 DIGESTED_CONTAINERS = ("k8s-driver-manager", "nvidia-driver-ctr", DTK_CONTAINER)
 
 
@@ -429,28 +427,30 @@ class Driver(Component):
                 m, vols = config_map_files(config, paths[v.os_id])
                 config_mounts, os_volumes = config_mounts + m, os_volumes + vols
         os_mounts = os_mounts + config_mounts
-        if p.rdma:                      # transformDriverContainer / transformDriverManagerInitContainer
+        if v.rdma:                      # transformDriverContainer / transformDriverManagerInitContainer
             rdma_env = [env("GPU_DIRECT_RDMA_ENABLED", "true")] + (
-                [env("USE_HOST_MOFED", "true")] if p.use_host_mofed else [])
+                [env("USE_HOST_MOFED", "true")] if v.use_host_mofed else [])
             driver["env"] = merge_env(driver["env"], tuple((e["name"], e["value"]) for e in rdma_env))
         driver["volumeMounts"] += os_mounts
         containers = [driver]
-        if p.rdma:
-            containers.append(peermem_ctr(driver["image"], p.use_host_mofed))
-        if p.gds:
-            containers.append(module_sidecar("nvidia-fs-ctr", _pinned(p, p.gds[0], f"{p.gds[1]}-{v.os_tag}"),
+        if v.rdma:
+            containers.append(peermem_ctr(driver["image"], v.use_host_mofed))
+        if v.gds and p.gds_image:
+            containers.append(module_sidecar("nvidia-fs-ctr",
+                                             _pinned(p, p.gds_image[0], f"{p.gds_image[1]}-{v.os_tag}"),
                                              "nvidia-gds-driver", "nvidia_fs", config_mounts))
-        if p.gdrcopy:
-            containers.append(module_sidecar("nvidia-gdrcopy-ctr", _pinned(p, p.gdrcopy[0], f"{p.gdrcopy[1]}-{v.os_tag}"),
+        if v.gdrcopy and p.gdrcopy_image:
+            containers.append(module_sidecar("nvidia-gdrcopy-ctr",
+                                             _pinned(p, p.gdrcopy_image[0], f"{p.gdrcopy_image[1]}-{v.os_tag}"),
                                              "nvidia-gdrcopy-driver", "gdrdrv", config_mounts))
         volumes = VOLUMES + os_volumes
         if v.rhcos:
             containers.append(dtk_container(f"{p.dtk_image_stream}:{v.rhcos}", v.rhcos))
             volumes = volumes + [{"name": DTK_SHARED, "emptyDir": {}}]
         manager = _manager(p)
-        if p.rdma:
+        if v.rdma:
             manager["env"] = merge_env(manager["env"], (("GPU_DIRECT_RDMA_ENABLED", "true"),) + (
-                (("USE_HOST_MOFED", "true"),) if p.use_host_mofed else ()))
+                (("USE_HOST_MOFED", "true"),) if v.use_host_mofed else ()))
         pod_spec = {
             "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
                 "labelSelector": {"matchExpressions": [{"key": "app.kubernetes.io/component", "operator": "In",

@@ -33,6 +33,7 @@ from pydantic import Field
 
 from gpuop.catalog import RuntimeFiles
 from gpuop.kube.slots import slot
+from gpuop.components import env_names
 from gpuop.components.base import Component
 from gpuop.components.props import ValidatedProps
 from gpuop.components.builders import (SCC_RULE, daemonset, env, host_path, merge_env, meta, mount, rbac,
@@ -45,12 +46,7 @@ CONFIG_DIR, DROP_IN_DIR, SOCKET_DIR = "/runtime/config-dir/", "/runtime/config-d
 ASSET_HOOKS_DIR = "/run/containers/oci/hooks.d"      # state-container-toolkit/0500_daemonset.yaml `crio-hooks`
 # Every env name gpuop may set on the toolkit container (any runtime): spec.toolkit.env overriding one
 # gets a warning (validate/distribution.py); tests/test_distributions.py checks renders stay inside it.
-GPUOP_ENV = frozenset({
-    "ROOT", "NVIDIA_CONTAINER_RUNTIME_MODES_CDI_DEFAULT_KIND", "NVIDIA_VISIBLE_DEVICES", "TOOLKIT_PID_FILE",
-    "NRI_NAMESPACE", "CDI_ENABLED", "NVIDIA_RUNTIME_SET_AS_DEFAULT", "NVIDIA_CONTAINER_RUNTIME_MODE",
-    "CRIO_CONFIG_MODE", "RUNTIME", "CONTAINERD_RUNTIME_CLASS", "RUNTIME_CONFIG", "CONTAINERD_CONFIG", "CRIO_CONFIG",
-    "DOCKER_CONFIG", "RUNTIME_DROP_IN_CONFIG", "RUNTIME_DROP_IN_CONFIG_HOST_PATH", "RUNTIME_SOCKET",
-    "CONTAINERD_SOCKET", "DOCKER_SOCKET", "RUNTIME_CONFIG_SOURCE"})
+GPUOP_ENV = env_names.TOOLKIT
 
 
 class ToolkitProps(ValidatedProps):

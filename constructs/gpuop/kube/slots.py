@@ -51,3 +51,18 @@ def fill(obj: Any, values: dict) -> Any:
     if isinstance(obj, str) and OPEN in obj:
         return MARKER.sub(lambda m: str(lookup(values, m.group(1))), obj)
     return obj
+
+
+def slot_paths(obj: Any) -> tuple[str, ...]:
+    """Every value path the object's slots name, in a fixed order: what `fill(obj, values)` depends on."""
+    found: list[str] = []
+    stack = [obj]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, str) and OPEN in node:
+            found += MARKER.findall(node)
+    return tuple(sorted(set(found)))

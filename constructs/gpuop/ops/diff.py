@@ -8,7 +8,8 @@ What it shows:
   `spec.template.spec.containers[nvidia-driver-ctr].image`, not an index that shifts;
 - every other file of the cluster (chart, overlay, Argo CD and Flux objects, ApplicationSet
   parameters) and of the fleet (fleet/, charts/, index.json, the version lock): added, deleted or
-  changed, with field paths for YAML and JSON documents (chart templates and archives: file only);
+  changed, with field paths for YAML and JSON documents; a chart template (one per component, not
+  YAML until Helm renders it) with the objects whose documents in it changed; archives: file only;
 - *destructive* changes first, marked `!!`: a cluster that leaves the ApplicationSet (its git files
   generator no longer yields it) or leaves the output, a delivery object (Argo CD Application, Flux
   HelmRelease or Kustomization) deleted — NFD's means NFD is uninstalled —, a release renamed or
@@ -52,6 +53,7 @@ class Change:
     op: str                          # "+" added, "-" deleted, "~" changed
     what: str                        # object key (manifests) or file path relative to the section
     fields: list = field(default_factory=list)      # [(path, old, new)]
+    objects: list = field(default_factory=list)     # [(op, object key)]: the documents of a chart template
     destructive: str = ""            # why this change deletes something on the cluster
 
 
@@ -171,6 +173,39 @@ def _docs(path: str, data: bytes):
 def _key(o: dict) -> str:
     m = o.get("metadata") or {}
     return f"{o.get('kind')} {m['namespace'] + '/' if m.get('namespace') else ''}{m.get('name')}"
+
+
+_TEMPLATE = re.compile(r"(^|/)chart/templates/[^/]+\.yaml$")     # a component's template (tests/ aside)
+
+
+def _template_documents(data: bytes | None) -> dict[str, str]:
+    """A chart template's documents by object key, read from the text (the writer's canonical form:
+    top-level `kind:`, then `name:` / `namespace:` two spaces under `metadata:`); a document whose
+    name is an expression is keyed by its place in the file."""
+    out: dict[str, str] = {}
+    if data is None:
+        return out
+    for i, doc in enumerate(re.split(r"(?m)^---\n", data.decode(errors="replace"))):
+        found: dict[str, str] = {}
+        in_meta = False
+        for line in doc.split("\n"):
+            if line.startswith("kind: "):
+                found.setdefault("kind", line[6:].strip())
+            in_meta = line == "metadata:" or (in_meta and (line.startswith("  ") or line.startswith("{{")))
+            for k in ("name", "namespace"):
+                if in_meta and line.startswith(f"  {k}: "):
+                    found.setdefault(k, line[len(k) + 4:].strip().strip("'\""))
+        key = (_key({"kind": found["kind"], "metadata": found}) if "kind" in found and "name" in found
+               and "{{" not in found["name"] + found.get("namespace", "") else f"document {i + 1}")
+        out[key] = doc
+    return out
+
+
+def _template_objects(old: bytes | None, new: bytes | None) -> list[tuple[str, str]]:
+    """(op, object key) of every document of a chart template that was added, deleted or changed."""
+    a, b = _template_documents(old), _template_documents(new)
+    return ([("+" if k not in a else "~", k) for k in b if a.get(k) != b[k]]
+            + [("-", k) for k in a if k not in b])
 
 
 def _is_object(o) -> bool:
@@ -302,10 +337,15 @@ def _file_changes(old: Tree, new: Tree, prefix: str, skip) -> list[Change]:
     out = []
     olds = {p[len(prefix):]: v for p, v in old.items() if p.startswith(prefix) and not skip(p)}
     news = {p[len(prefix):]: v for p, v in new.items() if p.startswith(prefix) and not skip(p)}
+
+    def objects(rel: str) -> list:
+        return _template_objects(olds.get(rel), news.get(rel)) if _TEMPLATE.search(rel) else []
+
     for rel in sorted(set(news) - set(olds)):
-        out.append(Change("+", rel))
+        out.append(Change("+", rel, objects=objects(rel)))
     for rel in sorted(set(olds) - set(news)):
-        out.append(Change("-", rel, destructive=_destructive_deletion(rel, _docs(rel, olds[rel]))))
+        out.append(Change("-", rel, destructive=_destructive_deletion(rel, _docs(rel, olds[rel])),
+                          objects=objects(rel)))
     for rel in sorted(set(olds) & set(news)):
         if olds[rel] == news[rel]:
             continue
@@ -314,7 +354,7 @@ def _file_changes(old: Tree, new: Tree, prefix: str, skip) -> list[Change]:
         if a is not None and b is not None and rel not in ("index.json", "charts/index.yaml"):
             fields = field_diff(a[0] if len(a) == 1 else a, b[0] if len(b) == 1 else b)
         why = _destructive_change(a[0], fields) if a and len(a) == 1 else ""
-        out.append(Change("~", rel, fields, destructive=why))
+        out.append(Change("~", rel, fields, destructive=why, objects=objects(rel)))
     return out
 
 
@@ -386,6 +426,7 @@ def render(diffs: list[SectionDiff]) -> str:
         lines.append(head)
         for c in d.changes:
             lines.append(f"  {'!! ' if c.destructive else ''}{c.op} {c.what}")
+            lines += [f"      {op} {key}" for op, key in c.objects]
             for path, old, new in c.fields:
                 if old is None:
                     lines.append(f"      {path}: added {_short(new)}")

@@ -6,7 +6,11 @@ pools of index.json (their GPU, nodeSelector and node count, plan/capacity.py), 
 change by one table, EFFECTS, of component x kind of change -> effect, each sourced from the
 Operator's behaviour:
 
-- driver DaemonSet pod template changed (image, env, mounts...): the driver is reinstalled on every
+- driver DaemonSet pod template changed with the same name and the same DRIVER_CONFIG_DIGEST (only the
+  placement or a sidecar moved, e.g. another pool got its own sidecars and this DaemonSet a pool term):
+  its pods restart, the driver manager finds the install config unchanged and keeps the loaded driver
+  (components/driver.py); GPU pods keep running.
+- driver DaemonSet pod template changed otherwise (image, env, mounts...): the driver is reinstalled on every
   node it runs on. k8s-driver-manager evicts the GPU pods first (ENABLE_GPU_POD_EVICTION), drains the
   node if the policy says so (ENABLE_AUTO_DRAIN), unloads the modules; the new pod builds and loads the
   driver, and its startup probe allows initialDelaySeconds + failureThreshold x periodSeconds per node.
@@ -44,16 +48,19 @@ EFFECTS = {
     "stack-removed": (0, True),
     "driver-reinstall": (1, True),
     "mig-reconfigure": (2, True),
-    "runtime-reconfigure": (3, False),
-    "plugin-config-switch": (4, False),
-    "device-plugin-restart": (5, False),
-    "metrics-gap": (6, False),
-    "labels-refresh": (7, False),
-    "stack-added": (8, False),
-    "nothing": (9, False),
+    "driver-restart": (3, False),
+    "runtime-reconfigure": (4, False),
+    "plugin-config-switch": (5, False),
+    "device-plugin-restart": (6, False),
+    "metrics-gap": (7, False),
+    "labels-refresh": (8, False),
+    "stack-added": (9, False),
+    "nothing": (10, False),
 }
 DEPLOY = "nvidia.com/gpu.deploy."
 MIG_LABEL = "nvidia.com/mig.config"
+# what the driver manager compares with the node's state file before unloading anything (components/driver.py)
+DIGEST_ENV = "DRIVER_CONFIG_DIGEST"
 PLUGIN_LABEL = "nvidia.com/device-plugin.config"
 RESTARTS = {"device-plugin": ("device-plugin-restart", "device plugin restarts: no new GPU allocations meanwhile"),
             "dcgm-exporter": ("metrics-gap", "metrics gap while the DCGM exporter restarts"),
@@ -160,6 +167,13 @@ def _matches(ds: dict, pool: dict, pool_keys: set[str]) -> bool:
         if wanted:
             alternatives.append(wanted)
     return not alternatives or any(all(mine.get(k) in v for k, v in alt.items()) for alt in alternatives)
+
+
+def _config_digest(ds: dict) -> str | None:
+    """DRIVER_CONFIG_DIGEST of a driver DaemonSet's driver container (None: not set)."""
+    ctrs = ds["spec"]["template"]["spec"].get("containers") or []
+    ctr = next((c for c in ctrs if c.get("name") == "nvidia-driver-ctr"), {})
+    return next((e.get("value") for e in ctr.get("env") or [] if e.get("name") == DIGEST_ENV), None)
 
 
 def _duration(seconds: int) -> str:
@@ -290,6 +304,12 @@ def _driver_effects(cluster, before, after, pools, pool_keys, nodes) -> list[Eff
             continue
         if b is not None and b["metadata"]["name"] == a["metadata"]["name"] and \
                 b["spec"]["template"] == a["spec"]["template"]:
+            continue
+        if b is not None and b["metadata"]["name"] == a["metadata"]["name"] and _config_digest(b) and \
+                _config_digest(b) == _config_digest(a):
+            out.append(Effect(cluster, scope, "driver-restart", f"driver pods of {a['metadata']['name']} restart "
+                              f"with the same install config ({DIGEST_ENV}): the driver manager keeps the loaded "
+                              "driver; GPU pods keep running"))
             continue
         text = _driver_text(a, b, nodes.get(p["pool"]))
         if b is not None and b["metadata"]["name"] != a["metadata"]["name"]:

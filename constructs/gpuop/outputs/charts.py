@@ -3,8 +3,8 @@ so any static HTTP server (or git host's raw view) serves dist/charts as a Helm 
 
 `helm package` stamps the current time into every tar header, so its archives differ run to run;
 gpuop writes the archive itself in the same layout (`<name>/Chart.yaml`, values, schema, templates)
-with fixed headers (mtime 0, uid/gid 0, mode 0644, sorted entries, gzip without name or time): the same
-chart always gives the same bytes, on any machine. Archives of earlier versions are carried forward
+with fixed headers (mtime 0, uid/gid 0, mode 0644, sorted entries, gzip level 6 — Helm's own, Go's
+default — without name or time): the same chart always gives the same bytes, on any machine. Archives of earlier versions are carried forward
 from the previous output (a version's content never changes, the lock guarantees it), and index.yaml
 lists every version, newest first, with each archive's sha256 digest. No timestamps, so the index is
 reproducible too.
@@ -33,7 +33,8 @@ def archive(name: str, files: dict[str, str]) -> bytes:
             info.uname = info.gname = ""
             tar.addfile(info, io.BytesIO(data))
     out = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=9) as gz:
+    # level 6, as Helm (Go's default): level 9 took 3x the time for 2 % fewer bytes
+    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=6) as gz:
         gz.write(raw.getvalue())
     return out.getvalue()
 
@@ -54,9 +55,20 @@ def entry(file: str, data: bytes) -> dict:
             "digest": digest(data), "file": file, "name": meta["name"]}
 
 
-def entries_from(archives: dict, index: dict | None = None) -> dict[str, list[dict]]:
-    """Index entries of archives (name -> bytes or Path). Entries of a previous index.yaml are reused
-    for archives whose digest they match; any other archive is opened and read."""
+def entry_of_chart(file: str, data: bytes, chart_yaml: str) -> dict:
+    """The index entry of an archive just made from a chart whose Chart.yaml text is at hand (no unpacking)."""
+    import yaml
+
+    meta = yaml.load(chart_yaml, Loader=yaml.CSafeLoader)
+    return {"version": str(meta["version"]), "appVersion": str(meta.get("appVersion", "")),
+            "kubeVersion": meta.get("kubeVersion", ""), "description": meta.get("description", ""),
+            "digest": digest(data), "file": file, "name": meta["name"]}
+
+
+def entries_from(archives: dict, index: dict | None = None, made: dict | None = None) -> dict[str, list[dict]]:
+    """Index entries of archives (name -> bytes or Path). `made`: entries of the archives made in this run;
+    entries of a previous index.yaml are reused for archives whose digest they match; any other archive
+    is opened and read."""
     known = {}
     for name, versions in ((index or {}).get("entries") or {}).items():
         for e in versions:
@@ -66,6 +78,9 @@ def entries_from(archives: dict, index: dict | None = None) -> dict[str, list[di
                                        "digest": e.get("digest"), "file": e["urls"][0], "name": name}
     out: dict[str, list[dict]] = {}
     for file in sorted(archives):
+        if made and file in made:
+            out.setdefault(made[file]["name"], []).append(made[file])
+            continue
         data = archives[file]
         data = data.read_bytes() if hasattr(data, "read_bytes") else data
         e = known.get(file)

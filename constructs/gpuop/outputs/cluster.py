@@ -51,9 +51,23 @@ class ClusterBuild:
     entry: dict             # index.json entry without chartVersion
     files_digest: str = ""  # digest of `files` (placeholder version)
     layout: dict = field(default_factory=dict)   # path -> [size, placeholder count]: checks a reused folder
+    packaged: tuple | None = None   # (chart version, archive bytes, index entry) made by the worker, or None
+    settled: dict | None = None     # streamed into the new tree already (`settle`): chart version, tree digest
 
     def head(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "files"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("files", "packaged", "settled")}
+
+
+def package(build: ClusterBuild, chart_version: str) -> ClusterBuild:
+    """The build with its chart archive for `chart_version` made (in the worker that built it, so fleets
+    package on every core); assemble uses it when the version it assigns is the same."""
+    prefix = f"{build.name}/chart/"
+    chart = {p[len(prefix):]: t.replace(VERSION_PLACEHOLDER, chart_version) for p, t in build.files.items()
+             if p.startswith(prefix)}
+    tgz = f"{build.name}-{chart_version}.tgz"
+    data = charts.archive(build.name, chart)
+    entry = charts.entry_of_chart(tgz, data, chart["Chart.yaml"])
+    return ClusterBuild(**{**build.__dict__, "packaged": (chart_version, data, entry)})
 
 
 def files_digest(files: dict) -> str:
@@ -98,10 +112,11 @@ def disk_tree_digest(root, name: str) -> str | None:
     return tree_digest(files)
 
 
-def reusable(build: ClusterBuild, previous, chart_version: str) -> bool:
+def reusable(build: ClusterBuild, previous, chart_version: str, unchanged: bool = False) -> bool:
     """True when the previous output's dist/<cluster>/ is what this build would write: same output
-    digest in the previous index.json, the bytes on disk match the tree digest recorded there, and
-    the chart archive of this version is present (and matched its index.yaml digest)."""
+    digest in the previous index.json, the bytes on disk match the tree digest recorded there (taken as
+    matching when `unchanged`: the folder's stats are as gpuop wrote it, pipeline/noop.py), and the
+    chart archive of this version is present (and matched its index.yaml digest)."""
     if previous is None:
         return False
     entry = previous.index.get(build.name, {})
@@ -109,7 +124,7 @@ def reusable(build: ClusterBuild, previous, chart_version: str) -> bool:
         return False
     if f"{build.name}-{chart_version}.tgz" not in previous.charts:
         return False
-    return disk_tree_digest(previous.out, build.name) == entry["treeDigest"]
+    return unchanged or disk_tree_digest(previous.out, build.name) == entry["treeDigest"]
 
 
 def build_cluster(stack, settings) -> ClusterBuild:
@@ -152,6 +167,27 @@ def build_cluster(stack, settings) -> ClusterBuild:
     return ClusterBuild(c, files, digest, version.minor_key(plan), entry, files_digest(files), layout)
 
 
+def settle(build: ClusterBuild, lock_entry: dict | None, carried, sink) -> ClusterBuild:
+    """Write a built cluster's files, with the chart version the lock gives it (the same `assemble` gives:
+    a cluster's version depends only on its own lock entry), and its new chart archive into `sink` (a
+    pipeline/write.Staging) now, and keep only what the fleet-level files need: a streaming compile holds
+    the index of the fleet, never its outputs."""
+    chart_version = version.next_version(lock_entry, build.digest, build.minor_key)
+    mine = {p: (t.replace(VERSION_PLACEHOLDER, chart_version) if VERSION_PLACEHOLDER in t else t)
+            for p, t in build.files.items()}
+    for path, text in mine.items():
+        sink.write(path, text)
+    tgz_name = f"{build.name}-{chart_version}.tgz"
+    made = None
+    if tgz_name not in carried:
+        if not (build.packaged and build.packaged[0] == chart_version):
+            build = package(build, chart_version)
+        sink.write(f"charts/{tgz_name}", build.packaged[1])
+        made = build.packaged[2]
+    return ClusterBuild(**{**build.__dict__, "files": {}, "packaged": None,
+                           "settled": {"version": chart_version, "tree": tree_digest(mine), "made": made}})
+
+
 @dataclass(frozen=True)
 class Output:
     files: dict              # relative path -> text or bytes, to write
@@ -168,6 +204,7 @@ def assemble(builds: list[ClusterBuild], previous, settings=None, keep: tuple = 
     index = []
     carried = dict(previous.charts) if previous else {}          # archive name -> Path of the old file
     new_archives: dict[str, bytes] = {}
+    made: dict[str, dict] = {}                                   # index entries of the archives made now
     kept = [previous.index[n] for n in keep] if previous else []
     for e in kept:
         reuse.append(e["name"])
@@ -175,7 +212,13 @@ def assemble(builds: list[ClusterBuild], previous, settings=None, keep: tuple = 
         chart_version = version.next_version(lock.get(b.name), b.digest, b.minor_key)
         lock[b.name] = {"version": chart_version, "digest": b.digest, "minorKey": b.minor_key}
         tgz_name = f"{b.name}-{chart_version}.tgz"
-        if b.files is None:
+        if b.settled is not None:                   # streamed into the new tree by settle()
+            assert b.settled["version"] == chart_version
+            tree = b.settled["tree"]
+            if b.settled["made"]:
+                new_archives[tgz_name] = b""            # written already; listed in the index from its entry
+                made[tgz_name] = b.settled["made"]
+        elif b.files is None:
             reuse.append(b.name)
             tree = previous.index[b.name]["treeDigest"]     # reusable() checked the bytes against it
         else:
@@ -185,16 +228,17 @@ def assemble(builds: list[ClusterBuild], previous, settings=None, keep: tuple = 
             files.update(mine)
             tree = tree_digest(mine)
             if tgz_name not in carried:
-                prefix = f"{b.name}/chart/"
-                data = charts.archive(b.name, {p[len(prefix):]: t for p, t in files.items() if p.startswith(prefix)})
-                files[f"charts/{tgz_name}"] = new_archives[tgz_name] = data
+                if not (b.packaged and b.packaged[0] == chart_version):
+                    b = package(b, chart_version)
+                files[f"charts/{tgz_name}"] = new_archives[tgz_name] = b.packaged[1]
+                made[tgz_name] = b.packaged[2]
         index.append({**b.entry, "chartVersion": chart_version, "package": f"charts/{tgz_name}",
                       "outputDigest": output_digest(b, chart_version), "treeDigest": tree})
     index = sorted(index + kept, key=lambda e: e["name"])
     reuse += [f"charts/{name}" for name in carried]
     if new_archives or previous is None or not previous.charts_index_ok():
-        files["charts/index.yaml"] = charts.index_yaml(charts.entries_from({**carried, **new_archives},
-                                                                            previous.charts_index() if previous else None))
+        files["charts/index.yaml"] = charts.index_yaml(charts.entries_from(
+            {**carried, **new_archives}, previous.charts_index() if previous else None, made))
     else:                                           # no new version: the repository index is unchanged
         reuse.append("charts/index.yaml")
     if settings is not None:

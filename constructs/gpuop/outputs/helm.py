@@ -1,11 +1,12 @@
 """Writer: one Helm chart per cluster (Chart.yaml, values.yaml, values.schema.json, templates/).
 
-Templates are the cluster's objects with their value slots turned into template expressions:
+Templates are the cluster's objects, one multi-document template per component (the manifests' file
+names, kube/order.py), with their value slots turned into template expressions:
 - a block slot (a whole mapping value) becomes `{{- with .Values.x }} key: {{ toYaml . | nindent N }}`,
   so an empty value at deploy time drops the field, exactly as the manifests writer does;
 - an inline slot (inside a string) becomes `{{ print "lit" .Values.x "lit" | toJson }}`;
 - every other `{{` in the objects is escaped, so literal text never reaches the template engine.
-Each component's templates are wrapped in `{{- if .Values.<component>.enabled }}`, and a validator step
+Each component's template is wrapped in `{{- if .Values.<component>.enabled }}`, and a validator step
 that checks a component (plugin-validation) follows that component's toggle; the cluster's Namespace is
 wrapped in `{{- if .Values.createNamespace }}` (default false, so `helm install -n NS
 --create-namespace` works; the Argo CD and Flux objects set it true, the rendered manifests include it).
@@ -21,7 +22,7 @@ import json
 import re
 
 from gpuop import __version__
-from gpuop.kube.order import file_name
+from gpuop.kube.order import by_component, file_name
 from gpuop.plan.model import StackPlan
 from gpuop.kube.slots import MARKER, OPEN
 from gpuop.stack.objects import Synthesized
@@ -127,18 +128,43 @@ def chart_files(stack: Synthesized, version: str) -> dict[str, str]:
     runtime_class = any(o.body["kind"] == "RuntimeClass" and o.body["metadata"]["name"] == "nvidia"
                         for o in stack.objects)
     files["templates/tests/gpu-smoke-test.yaml"] = smoke_test(runtime_class)
-    for obj in stack.objects:
-        text = template(obj.body)
-        for item, key in FOLLOWS.items():
-            if key in plan.values and obj.body["kind"] == "DaemonSet":
-                text = _only_if(text, item, key)
-        if obj.body["kind"] == "Namespace" and obj.body["metadata"]["name"] == plan.namespace:
-            # `helm install --create-namespace` creates it; two owners of one Namespace fail the install
-            text = f"{{{{- if .Values.createNamespace }}}}\n{text}{{{{- end }}}}\n"
-        if obj.values_key:
-            text = f"{{{{- if .Values.{obj.values_key}.enabled }}}}\n{text}{{{{- end }}}}\n"
-        files[f"templates/{file_name(obj.body)}"] = text
+    for component, objs in by_component(stack.objects):
+        key = objs[0].values_key
+        if any(o.values_key != key for o in objs):
+            raise AssertionError(f"component {component} has objects under two values keys")
+        text = "---\n".join(_document(o, plan) for o in objs)
+        if key:                   # the component's toggle, around the whole file: off renders nothing
+            text = f"{{{{- if .Values.{key}.enabled }}}}\n{text}{{{{- end }}}}\n"
+        files[f"templates/{file_name(component)}"] = (
+            f"{{{{- /* gpuop: the {component} component's objects, in install order. Do not edit; change the "
+            "profile. */}}\n" + text)
     return files
+
+
+_TEMPLATES: dict = {}
+
+
+def _template_of(body: dict) -> str:
+    """template(body), once per object of the variant cache (shared, never mutated: see
+    outputs/manifests.rendered_text); the entry holds the object, keeping its id unique."""
+    hit = _TEMPLATES.get(id(body))
+    if hit is None or hit[0] is not body:
+        if len(_TEMPLATES) > 100_000:
+            _TEMPLATES.clear()
+        hit = _TEMPLATES[id(body)] = (body, template(body))
+    return hit[1]
+
+
+def _document(obj, plan: StackPlan) -> str:
+    """One object's document in its component's template, with the conditionals of that object alone."""
+    text = _template_of(obj.body)
+    for item, key in FOLLOWS.items():
+        if key in plan.values and obj.body["kind"] == "DaemonSet":
+            text = _only_if(text, item, key)
+    if obj.body["kind"] == "Namespace" and obj.body["metadata"]["name"] == plan.namespace:
+        # `helm install --create-namespace` creates it; two owners of one Namespace fail the install
+        text = f"{{{{- if .Values.createNamespace }}}}\n{text}{{{{- end }}}}\n"
+    return text
 
 
 NOTES = """GPU stack {{ .Chart.Name }} {{ .Chart.Version }} (GPU Operator {{ .Chart.AppVersion }} operands) is

@@ -123,3 +123,31 @@ class BuildCache:
         if self.root:
             self._write(self._path(key, "files"), {"key": key, "files": files})
             self._write(self._path(key, "head"), {**head, "key": key})
+
+    # a streaming compile writes each entry as its cluster is built, under a pending name, and makes them
+    # all visible only once the whole compile succeeded: a failed compile still caches nothing
+    _pending: list | None = None
+
+    def put_pending(self, key: str, head: dict, files: dict) -> None:
+        if not self.root:
+            return
+        if self._pending is None:
+            self._pending = []
+        for part, value in (("files", {"key": key, "files": files}), ("head", {**head, "key": key})):
+            final = self._path(key, part)
+            pending = final.with_name(final.name + ".pending")
+            self._write(pending, value)
+            self._pending.append((pending, final))
+
+    def commit_pending(self) -> None:
+        for pending, final in self._pending or ():
+            os.replace(pending, final)
+        self._pending = None
+
+    def discard_pending(self) -> None:
+        for pending, _ in self._pending or ():
+            try:
+                pending.unlink()
+            except OSError:
+                pass
+        self._pending = None

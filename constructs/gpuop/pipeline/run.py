@@ -11,21 +11,21 @@ and a failed compile caches nothing.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 
 from gpuop import catalog as catalog_mod
 from gpuop.pipeline.cache import BuildCache, code_digest
 from gpuop.errors import Issue, UserError
 from gpuop.plan.build import build_plan
 from gpuop.plan.model import StackPlan
-from gpuop.profile.load import discover, display, load_profile, parent_problem, profiles_root, read_bytes
+from gpuop.pipeline.keys import quick_key
+from gpuop.pipeline.noop import month
+from gpuop.profile.load import discover, display, load_profile
 from gpuop.validate.runner import validate
 from gpuop.verify.semantic import stack_issues
 
@@ -85,76 +85,37 @@ def _duplicate_names(named: list[tuple[Path, str]]) -> list[Issue]:
     return issues
 
 
-_parsed: dict = {}
-
-
-def _quick_parse(raw: bytes) -> dict:
-    """A profile's document without positions (parents are shared: parsed once per run)."""
-    if raw not in _parsed:
-        if len(_parsed) > 4096:
-            _parsed.clear()
-        _parsed[raw] = yaml.load(raw, Loader=yaml.CSafeLoader)
-    return copy.deepcopy(_parsed[raw])
-
-
-def quick_key(f: Path, salt: str, cache: BuildCache | None = None) -> tuple[str, str] | None:
-    """(cache key, cluster name) from the bytes of a profile and its parents, without validation;
-    None when anything is unusual (the full path then reports it). Each file's `extends` and name
-    come from the cache's file index when its bytes were seen before, else from a quick parse."""
-    h = hashlib.sha256(salt.encode())
-    names: list = []
-    seen: list[Path] = []
-    path = f
-    try:
-        while True:
-            raw = read_bytes(path)     # regular files within the size limit only: a FIFO must not block here
-            if b"digestLock" in raw:   # the digest lock is an input these bytes do not show: plan it (full path)
-                return None
-            h.update(raw)
-            digest = hashlib.sha256(raw).hexdigest()
-            meta = cache.file_meta(digest) if cache else None
-            if meta is None:
-                d = _quick_parse(raw)
-                name = (d.get("metadata") or {}).get("name")
-                meta = [d.get("extends"), name if isinstance(name, str) else None]
-                if cache:
-                    cache.put_file_meta(digest, meta)
-            seen.append(path.resolve())
-            names.append(meta[1])
-            if meta[0] is None:
-                break
-            if parent_problem(path, meta[0], profiles_root(f)):   # outside the tree: not even read
-                return None
-            path = path.parent / meta[0]
-            if path.resolve() in seen:
-                return None
-        name = next((n for n in names if n), None)      # the child's name wins over a parent's
-        return (h.hexdigest(), name) if name else None
-    except Exception:  # malformed in any way: let the validating path say what is wrong
-        return None
-
-
 def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | None = 1,
                      cache_dir: Path | None = None, shard: tuple[int, int] | None = None,
-                     progress: bool = False, reuse: bool = True) -> CompileResult:
+                     progress: bool = False, reuse: bool = True, sink=None,
+                     trusted: frozenset = frozenset()) -> CompileResult:
     """`previous` (write.Previous) is the last output: versions continue from its lock, and with
     `reuse` a cluster whose output would be identical is linked from it instead of rewritten.
 
     Naming profile files (not only folders) is a subset compile: every other cluster of `previous`
     keeps its folder, index entry, lock entry and archives. Only a compile of folders (the profiles
     tree) removes a previous cluster, when no profile names it any more (`removed`). A shard writes
-    only its own clusters (gpuop merge joins the shards)."""
-    from gpuop.outputs.cluster import ClusterBuild, assemble, disk_tree_digest, reusable
+    only its own clusters (gpuop merge joins the shards).
+
+    `sink` (a pipeline/write.Staging): stream each cluster's files into the new tree as it is built,
+    instead of returning them, and its build-cache entry to a pending name; the result's `files` then hold
+    only the fleet-level files. Memory stays flat with the fleet's size: the process holds the index.
+    `trusted`: cluster folders of `previous` known unchanged since they were written (pipeline/noop.py):
+    their treeDigest in index.json is taken as it is instead of hashing the folder's bytes."""
+    from gpuop.outputs.cluster import ClusterBuild, assemble, disk_tree_digest, reusable, settle
     from gpuop.outputs.version import next_version
 
     cat = catalog_mod.load()
     cache = BuildCache(cache_dir)
-    salt = "|".join((cat.digest, code_digest(), settings.model_dump_json()))
+    # the month: the driver lifecycle warning (validate/compat.py) a cached cluster replays may change with it
+    salt = "|".join((cat.digest, code_digest(), settings.model_dump_json(), month()))
     builds: dict[str, ClusterBuild] = {}
     warnings: list[Issue] = []
     todo: list[tuple[Path, str | None]] = []
     hits = 0
     named: list[tuple[Path, str]] = []
+    locks = previous.lock.get("clusters", {}) if previous else {}
+    carried = set(previous.charts) if previous else set()
     for f in _files(paths):
         q = quick_key(f, salt, cache) if cache.root else None
         hit = cache.get(q[0]) if q else None
@@ -162,12 +123,15 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
             build = ClusterBuild(files=None, **hit["build"])
             if _in_shard(build.name, shard):
                 lock = (previous.lock.get("clusters", {}) if previous else {}).get(build.name)
-                if not (reuse and reusable(build, previous, next_version(lock, build.digest, build.minor_key))):
+                if not (reuse and reusable(build, previous, next_version(lock, build.digest, build.minor_key),
+                                           build.name in trusted)):
                     stored = cache.get_files(q[0])
                     if stored is None:              # header without its files: rebuild
                         todo.append((f, q[0]))
                         continue
                     build = ClusterBuild(**{**build.__dict__, "files": stored})
+                    if sink is not None:
+                        build = settle(build, locks.get(build.name), carried, sink)
                 hits += 1
                 builds[build.name] = build
                 warnings += [Issue(**w) for w in hit["warnings"]]
@@ -176,26 +140,37 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
             todo.append((f, q[0] if q else None))
     issues: list[Issue] = []
     pending: list = []
-    for f, key, name, errs, warns, build in _build_many(todo, settings, shard, jobs, progress):
-        issues += errs
-        if name is None:
-            continue
-        named.append((f, name))
-        if build is not None:
-            builds[name] = build
-            warnings += warns
-            if key:
-                pending.append((key, {"build": build.head(), "warnings": [w.__dict__ for w in warns]}, build.files))
-    issues += _duplicate_names(named)
-    if issues:
-        raise UserError(issues)        # a failed compile writes nothing, the cache included
     try:
+        for f, key, name, errs, warns, build in _build_many(todo, settings, shard, jobs, progress, locks):
+            issues += errs
+            if name is None:
+                continue
+            named.append((f, name))
+            if build is not None:
+                warnings += warns
+                if key:
+                    head = {"build": build.head(), "warnings": [w.__dict__ for w in warns]}
+                    if sink is None:
+                        pending.append((key, head, build.files))
+                    elif not issues:          # once a profile failed nothing is written: only errors are gathered
+                        cache.put_pending(key, head, build.files)
+                if sink is not None and not issues:
+                    build = settle(build, locks.get(name), carried, sink)
+                builds[name] = build
+        issues += _duplicate_names(named)
+        if issues:
+            raise UserError(issues)        # a failed compile writes nothing, the cache included
         for key, head, files in pending:
             cache.put(key, head, files)
+        cache.commit_pending()
         cache.flush()
     except OSError as exc:      # a full disk or unwritable cache: exit 2, the output is not touched
+        cache.discard_pending()
         raise UserError(Issue(str(cache.root), 0, 0, "", f"cannot write the build cache: {exc.strerror or exc} "
                               f"({exc.filename or cache.root}); the output was not changed (--no-cache skips the cache)"))
+    except BaseException:
+        cache.discard_pending()
+        raise
     subset = any(not p.is_dir() for p in paths)
     known = {n for _, n in named}
     kept, removed = [], []
@@ -227,11 +202,22 @@ def _in_shard(name: str, shard: tuple[int, int] | None) -> bool:
 _worker_synth = None
 
 
+_worker_locks: dict = {}
+
+
+def _init_worker(locks: dict) -> None:
+    global _worker_locks
+    _worker_locks = locks
+
+
 def _build_chunk(args) -> list:
-    """Each profile of the chunk, end to end: (file, key, name, errors, warnings, build or None)."""
+    """Each profile of the chunk, end to end: (file, key, name, errors, warnings, build or None). The
+    chart archive is made here too, for the version the previous lock gives the cluster (the same
+    assemble gives), so packaging runs on every core."""
     global _worker_synth
     todo, settings, shard = args
-    from gpuop.outputs.cluster import build_cluster
+    from gpuop.outputs.cluster import build_cluster, package
+    from gpuop.outputs.version import next_version
 
     cat = catalog_mod.load()
     out = []
@@ -246,7 +232,11 @@ def _build_chunk(args) -> list:
             _worker_synth = Synthesizer()
         stack = _worker_synth.synthesize(plan)
         wrong = stack_issues(stack, display(f))     # the semantic check: a refused stack is never packaged
-        out.append((f, key, plan.name, errs + wrong, warns, None if wrong else build_cluster(stack, settings)))
+        build = None
+        if not wrong:
+            build = build_cluster(stack, settings)
+            build = package(build, next_version(_worker_locks.get(plan.name), build.digest, build.minor_key))
+        out.append((f, key, plan.name, errs + wrong, warns, build))
     return out
 
 
@@ -255,34 +245,38 @@ def auto_jobs(n_clusters: int) -> int:
     return 1 if n_clusters < 64 else max(1, min(os.cpu_count() or 1, 8))
 
 
-def _build_many(todo: list, settings, shard, jobs: int | None, progress: bool) -> list:
+def _build_many(todo: list, settings, shard, jobs: int | None, progress: bool, locks: dict):
+    """Yields each profile's result as it is built (the caller streams it into the output)."""
     if not todo:
-        return []
+        return
     jobs = auto_jobs(len(todo)) if not jobs else jobs
     bar = _bar(len(todo), progress)
     if jobs == 1:
-        out = []
+        _init_worker(locks)
         for item in todo:
-            out += _build_chunk(([item], settings, shard))
+            yield from _build_chunk(([item], settings, shard))
             bar.update(1)
         bar.close()
-        return out
+        return
     import multiprocessing
 
     size = max(1, min(32, len(todo) // (jobs * 4) or 1))
     chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
     ctx = multiprocessing.get_context("spawn")   # never fork: cdk8s/jsii and Helm's Go runtime hang in a forked child
-    pool = ctx.Pool(jobs)
+    pool = ctx.Pool(jobs, initializer=_init_worker, initargs=(locks,))   # the lock goes to each worker once
+    done = False
     try:
-        out = []
         for result in pool.imap(_build_chunk, [(c, settings, shard) for c in chunks]):
-            out += result
+            yield from result
             bar.update(len(result))
+        done = True
     finally:
-        pool.close()
+        if done:
+            pool.close()     # close + join, not terminate: terminated workers leave jsii's temp folders behind
+        else:                # the caller stopped (a write failed, Ctrl-C): do not build the rest of the fleet
+            pool.terminate()
         pool.join()
         bar.close()
-    return out
 
 
 class _NoBar:

@@ -142,9 +142,11 @@ class Previous:
         return doc is not None and listed == set(self.charts)
 
 
-def read_previous(out: Path, *, repair: bool = False) -> Previous:
+def read_previous(out: Path, *, repair: bool = False, charts_unchanged: bool = False) -> Previous:
     """`repair`: the folder is known to be gpuop's (check_target passed), so a damaged index.json only
-    means nothing is reused; otherwise a present index.json that is not an Index is exit 2."""
+    means nothing is reused; otherwise a present index.json that is not an Index is exit 2.
+    `charts_unchanged`: charts/ is as the last run wrote it (its stats, pipeline/noop.py), so the
+    archives are listed without reading them again."""
     out = Path(out)
     lock = read_lock(out)
     index = {}
@@ -167,6 +169,9 @@ def read_previous(out: Path, *, repair: bool = False) -> Previous:
 
         for f in sorted(folder.glob("*.tgz")):
             if not f.is_file() or f.is_symlink():
+                continue
+            if charts_unchanged and f.name in known:
+                charts[f.name] = f
                 continue
             data = f.read_bytes()
             if known.get(f.name) not in (None, charts_mod.digest(data)):
@@ -333,19 +338,71 @@ def recover(out: Path) -> list[str]:
 
 # ---- writing ------------------------------------------------------------------------------------------
 
+class Staging:
+    """The new tree, built beside OUT as `.<OUT>.new-XXXX` (the caller holds output_lock(OUT)). A streaming
+    compile writes each cluster's files here as soon as they are built, so no process holds the whole
+    output; `write_tree` finishes it and exchanges it with OUT, `discard` removes it."""
+
+    def __init__(self, out: Path):
+        self.out = Path(out).absolute()
+        try:
+            self.out.parent.mkdir(parents=True, exist_ok=True)
+            step("mkdtemp")
+            self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.new-", dir=self.out.parent))
+            os.chmod(self.tmp, 0o755)
+        except OSError as exc:
+            raise _place_error(self.out, exc)
+        self._made: set = {self.tmp}
+
+    def _parent(self, target: Path) -> None:
+        if target.parent not in self._made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            self._made.add(target.parent)
+
+    def write(self, rel: str, data) -> None:
+        target = self.tmp / rel
+        try:
+            self._parent(target)
+            step("write")
+            target.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+        except OSError as exc:
+            raise _place_error(self.out, exc)
+
+    def link(self, source: Path, rel: str) -> None:
+        """Every regular file under source/rel, hard-linked (copied across file systems) into the new tree."""
+        for f in _reuse_files(source, rel):
+            target = self.tmp / f
+            self._parent(target)
+            step("link")
+            _link_or_copy(source / f, target)
+
+    def discard(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _place_error(out: Path, exc: OSError) -> UserError:
+    """The place, not gpuop: unwritable, full, read-only."""
+    return UserError(Issue(str(out), 0, 0, "", f"cannot write the output folder: {exc.strerror or exc} "
+                           f"({exc.filename or out}); {out.name} was not changed"))
+
+
 def write_tree(out: Path, files: dict | tuple, reuse: tuple = (), *, project: Path | None = None,
-               repo: str = "", source: Path | None = None) -> None:
+               repo: str = "", source: Path | None = None, staging: Staging | None = None) -> None:
     """Write `files` (and link the `reuse` paths unchanged from the current `out`) into a new tree beside
-    `out`, then exchange the two. On any failure the new tree is removed and `out` is as it was.
+    `out` (or into `staging`, which already holds what a streaming compile wrote), then exchange the two.
+    On any failure the new tree is removed and `out` is as it was.
     `source`: where the `reuse` paths are (default `out`; a shard continues from another output).
     The caller holds output_lock(out)."""
     out = Path(out).absolute()
+    staging = staging or Staging(out)
     try:
-        _write_tree(out, files, reuse, _marker_text(repo),
-                    Path(source).absolute() if source else out)
-    except OSError as exc:             # the place, not gpuop: unwritable, full, read-only
-        raise UserError(Issue(str(out), 0, 0, "", f"cannot write the output folder: {exc.strerror or exc} "
-                              f"({exc.filename or out}); {out.name} was not changed"))
+        _write_tree(staging, files, reuse, _marker_text(repo), Path(source).absolute() if source else out)
+    except OSError as exc:
+        staging.discard()
+        raise _place_error(out, exc)
+    except BaseException:
+        staging.discard()
+        raise
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:
@@ -369,36 +426,16 @@ def _reuse_files(out: Path, rel: str):
             yield os.path.relpath(os.path.join(root, n), out)
 
 
-def _write_tree(out: Path, files, reuse, marker: str, source: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    step("mkdtemp")
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
-    try:
-        os.chmod(tmp, 0o755)
-        made: set = {tmp}
-        for rel in reuse:
-            for f in _reuse_files(source, rel):
-                target = tmp / f
-                if target.parent not in made:
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    made.add(target.parent)
-                step("link")
-                _link_or_copy(source / f, target)
-        for rel, text in (files.items() if isinstance(files, dict) else files):
-            target = tmp / rel
-            if target.parent not in made:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                made.add(target.parent)
-            step("write")
-            target.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
-        step("marker")
-        (tmp / MARKER).write_text(marker)
-        step("fsync")
-        _sync_tree(tmp)
-        _swap(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+def _write_tree(staging: Staging, files, reuse, marker: str, source: Path) -> None:
+    for rel in reuse:
+        staging.link(source, rel)
+    for rel, text in (files.items() if isinstance(files, dict) else files):
+        staging.write(rel, text)
+    step("marker")
+    (staging.tmp / MARKER).write_text(marker)
+    step("fsync")
+    _sync_tree(staging.tmp)
+    _swap(staging.tmp, staging.out)
 
 
 def _sync_tree(tmp: Path) -> None:

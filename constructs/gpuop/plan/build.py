@@ -2,11 +2,11 @@
 
 Every contextual default is resolved here, once (namespace, runtime, NFD mode and ServiceMonitors from
 the platform, driver version from the release or a branch, image tags from the OS, the driver
-DaemonSets a cluster needs (drivers.py: per RHCOS build, kernel, OS, pool driver), per-component version
-overrides, upstream tolerations, the upgrade policy, placement additions, monitoring, the NFD chart and
-its values, the per-pool configs of pools.py), so components are pure functions of their props and never
-look at the profile or the catalog themselves. The plan (model.py) also carries the chart's default
-values (the value slots' defaults).
+DaemonSets a cluster needs (drivers.py: per RHCOS build, kernel, OS, pool driver and sidecars),
+per-component version overrides, upstream tolerations, the upgrade policy, placement additions,
+monitoring, the NFD chart and its values, the per-pool configs of pools.py), so components are pure
+functions of their props and never look at the profile or the catalog themselves. The plan (model.py)
+also carries the chart's default values (the value slots' defaults).
 """
 
 from __future__ import annotations
@@ -136,9 +136,8 @@ def build_plan(valid: ValidProfile, cat: Catalog) -> StackPlan:
                                      tuple(a) if (a := getattr(spec, key).args) is not None else None))
                        for key in OPERANDS),
         driver_repo_config=_files(spec.driver.repoConfig),
-        rdma=spec.driver.rdma.enabled, use_host_mofed=spec.driver.rdma.enabled and spec.driver.rdma.useHostMofed,
-        gds=_sidecar(release.name, "gds") if spec.driver.gds and variants else None,
-        gdrcopy=_sidecar(release.name, "gdrcopy") if spec.driver.gdrcopy and variants else None,
+        gds=_sidecar(release.name, "gds") if any(v.sidecars.gds for v in variants) else None,
+        gdrcopy=_sidecar(release.name, "gdrcopy") if any(v.sidecars.gdrcopy for v in variants) else None,
         driver_cert_config=_files(spec.driver.certConfig),
         os=spec.os,
         os_tag=os_tag,

@@ -14,9 +14,14 @@ finds; gpuop makes the same split at compile time from the profile:
 - Mixed OS (a pool's `os`): one per OS image tag, selected by NFD's system-os_release labels
   (ID + VERSION_ID, or VERSION_ID.major where the tag has no minor: rhel9), as the NVIDIADriver
   path's per-OS node pools (internal/state/nodepool.go).
-- Per-pool drivers (a pool's `driver`): one per distinct (version, OS). When one OS carries more than
-  one driver setting (two versions, or a pool with a preinstalled driver), each of those DaemonSets
-  also requires its pools' nodeSelector labels: one required node-affinity term per pool. The
+- Per-pool drivers (a pool's `driver`): one per distinct (version, sidecars, OS), the sidecars being the
+  pool's RDMA / GDS / GDRCopy settings (`Sidecars`; the Operator's NVIDIADriver CRs carry them per CR,
+  so pools with different sidecars are different drivers there too). A name gets `-<version>` when
+  versions differ, `-<os tag>` when OSes differ and the sidecar tokens (`-rdma[-hostmofed][-gds][-gdrcopy]`)
+  when sidecar settings differ; the DaemonSet without sidecars keeps the plain name, so an inference
+  pool's DaemonSet is not renamed when a training pool turns RDMA on. When one OS carries more than
+  one driver setting (two versions, other sidecars, or a pool with a preinstalled driver), each of those
+  DaemonSets also requires its pools' nodeSelector labels: one required node-affinity term per pool. The
   validate stage (platform_rules.py) refuses pools whose selectors could match the same node, so no
   node can match two driver DaemonSets (tests/test_platform_variants.py proves it on the output).
 
@@ -28,11 +33,26 @@ keys, OS selectors, which OS/branches have precompiled images) come from release
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 DS_BASE = "nvidia-driver-daemonset"
 RHCOS_BUILD = re.compile(r"^4(\d{1,2})\.\d+\.\d{12}-\d+$")    # 419.96.202507091512-0 -> OpenShift 4.19
 ARCH = re.compile(r"x86_64(?:_64k)?|aarch64(?:_64k)?")
+
+
+@dataclass(frozen=True, order=True)
+class Sidecars:
+    """What runs beside the driver of a pool's nodes (spec.driver, or the pool's own driver settings)."""
+    rdma: bool = False                                  # nvidia-peermem
+    host_mofed: bool = False                            # USE_HOST_MOFED (only with rdma)
+    gds: bool = False                                   # nvidia-fs
+    gdrcopy: bool = False                               # gdrdrv
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        """Name parts of a DaemonSet / NVIDIADriver with these sidecars (none: ())."""
+        return tuple(t for t, on in (("rdma", self.rdma), ("hostmofed", self.host_mofed), ("gds", self.gds),
+                                     ("gdrcopy", self.gdrcopy)) if on)
 
 
 @dataclass(frozen=True)
@@ -49,6 +69,7 @@ class DriverVariant:
     kernel: str | None = None                           # kernel (precompiled)
     split: bool = False                                 # one of several: `app` label is the name
     os_id: str = ""                                     # nodes' os-release ID (catalog select.osId): rhel, sles...
+    sidecars: Sidecars = field(default_factory=Sidecars)   # RDMA / GDS / GDRCopy of its pools
 
 
 def rhcos_minor(build: str) -> str | None:
@@ -90,17 +111,44 @@ class PoolDriverSetting:
     selector: tuple[tuple[str, str], ...]
     os: str
     version: str | None                                 # None: preinstalled driver (no DaemonSet)
+    sidecars: Sidecars = Sidecars()                     # always off with a preinstalled driver
+
+    @property
+    def driver(self) -> tuple[str | None, Sidecars]:
+        """What makes two pools need different driver DaemonSets (or NVIDIADriver CRs) on one OS."""
+        return self.version, self.sidecars
 
 
-def pool_settings(spec, resolve) -> list[PoolDriverSetting]:
-    """Each pool's OS and driver (`resolve` turns a profile version/branch/None into the version used)."""
+def cluster_sidecars(spec) -> Sidecars:
+    """spec.driver's sidecars: what a pool without its own settings gets."""
+    d = spec.driver
+    return Sidecars(d.rdma.enabled, d.rdma.enabled and d.rdma.useHostMofed, d.gds, d.gdrcopy)
+
+
+def pool_sidecars(pool, cluster: Sidecars) -> Sidecars:
+    """A pool's sidecars: each field of its driver settings, or the cluster's where omitted."""
+    d = pool.driver
+    if d is None:
+        return cluster
+    r = d.rdma
+    rdma = r.enabled if r is not None and r.enabled is not None else cluster.rdma
+    mofed = r.useHostMofed if r is not None and r.useHostMofed is not None else cluster.host_mofed
+    return Sidecars(rdma, rdma and mofed, cluster.gds if d.gds is None else d.gds,
+                    cluster.gdrcopy if d.gdrcopy is None else d.gdrcopy)
+
+
+def pool_settings(spec, resolve, cluster: Sidecars | None = None) -> list[PoolDriverSetting]:
+    """Each pool's OS and driver (`resolve` turns a profile version/branch/None into the version used;
+    `cluster`: the sidecars of pools that set none, omitted: spec.driver's)."""
+    cluster = cluster_sidecars(spec) if cluster is None else cluster
     out = []
     for pool in spec.nodePools:
         d = pool.driver
         enabled = d.enabled if d is not None and d.enabled is not None else spec.driver.enabled
         version = d.version if d is not None and d.version is not None else spec.driver.version
         out.append(PoolDriverSetting(pool.name, tuple(sorted(pool.nodeSelector.items())), pool.os or spec.os,
-                                     resolve(version) if enabled else None))
+                                     resolve(version) if enabled else None,
+                                     pool_sidecars(pool, cluster) if enabled else Sidecars()))
     return out
 
 
@@ -129,26 +177,29 @@ def driver_variants(spec, release, resolve) -> tuple[DriverVariant, ...]:
     openshift = spec.platform.type == "openshift"
     precompiled = spec.driver.precompiled
     multi_os = len(groups) > 1
-    plain: list[tuple[str, str, tuple, tuple, str]] = []   # (version, os tag, node selector, pool terms, os ID)
+    plain: list[tuple] = []     # (version, sidecars, os tag, node selector, pool terms, os ID)
     for (tag, selector), members in sorted(groups.items()):
         if not tag:             # the preinstalled-driver pools without an OS: no DaemonSet
             continue
         os_id = release.matrix.os[members[0].os].select.get("osId", "")   # one group = one OS ID (its selector)
-        versions = sorted({s.version for s in members if s.version is not None})
-        needs_terms = len({s.version for s in members}) > 1
-        for v in versions:
-            terms = tuple(sorted({s.selector for s in members if s.version == v})) if needs_terms else ()
-            plain.append((v, tag, selector if multi_os else (), terms, os_id))
+        drivers = sorted({s.driver for s in members if s.version is not None})
+        needs_terms = len({s.driver for s in members}) > 1
+        for version, sidecars in drivers:
+            terms = (tuple(sorted({s.selector for s in members if s.driver == (version, sidecars)}))
+                     if needs_terms else ())
+            plain.append((version, sidecars, tag, selector if multi_os else (), terms, os_id))
     multi_version = len({p[0] for p in plain}) > 1
+    multi_sidecars = len({p[1] for p in plain}) > 1
     out: list[DriverVariant] = []
-    for version, tag, selector, terms, os_id in plain:
+    for version, sidecars, tag, selector, terms, os_id in plain:
         version_part = [version] if multi_version else []
+        side_part = list(sidecars.tokens) if multi_sidecars else []
         if openshift:
             for build in spec.driver.rhcosVersions:
                 out.append(DriverVariant(
-                    name="-".join([DS_BASE] + version_part + [build]), version=version,
+                    name="-".join([DS_BASE] + version_part + [build] + side_part), version=version,
                     tag=f"{version}-rhcos{rhcos_minor(build)}", node_selector=((labels_of.rhcosBuild, build),),
-                    pool_terms=terms, rhcos=build, split=True, os_id=os_id,
+                    pool_terms=terms, rhcos=build, split=True, os_id=os_id, sidecars=sidecars,
                     labels=((release.openshift.dtkLabel, "true"), (release.openshift.dtkVersionLabel, build)),
                     pod_labels=((release.openshift.dtkLabel, "true"),)))
         elif precompiled:
@@ -156,13 +207,15 @@ def driver_variants(spec, release, resolve) -> tuple[DriverVariant, ...]:
                 k = sanitized_kernel(kernel)
                 pre = (("nvidia.com/precompiled", "true"), ("nvidia.com/precompiled.kernel-version", k))
                 out.append(DriverVariant(
-                    name="-".join([DS_BASE] + version_part + [k, tag]), version=version,
+                    name="-".join([DS_BASE] + version_part + [k, tag] + side_part), version=version,
                     tag=f"{version}-{kernel}-{tag}", node_selector=tuple(sorted(selector + ((labels_of.kernel, kernel),))),
-                    pool_terms=terms, kernel=kernel, split=True, labels=pre, pod_labels=pre, os_id=os_id))
+                    pool_terms=terms, kernel=kernel, split=True, labels=pre, pod_labels=pre, os_id=os_id,
+                    sidecars=sidecars))
         else:
-            parts = version_part + ([tag] if multi_os else [])
+            parts = version_part + ([tag] if multi_os else []) + side_part
             out.append(DriverVariant(name="-".join([DS_BASE] + parts), version=version, tag=f"{version}-{tag}",
-                                     node_selector=selector, pool_terms=terms, split=bool(parts), os_id=os_id))
+                                     node_selector=selector, pool_terms=terms, split=bool(parts), os_id=os_id,
+                                     sidecars=sidecars))
     return tuple(out)
 
 

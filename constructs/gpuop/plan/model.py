@@ -170,9 +170,8 @@ class StackPlan:
     pod_annotations: tuple[tuple[str, str], ...] = ()   # spec.daemonsets.annotations
     operands: tuple[tuple[str, Operand], ...] = ()      # env / args pass-through per component (profile section)
     driver_digests: tuple[tuple[str, str], ...] = ()    # <path>:<tag> -> digest of driver-pod images (pinned)
-    rdma: bool = False                                  # spec.driver.rdma.enabled: nvidia-peermem sidecar
-    use_host_mofed: bool = False
-    gds: Image | None = None                            # nvidia-fs sidecar (tag: <version>, + -<os tag> per variant)
+    gds: Image | None = None                            # nvidia-fs sidecar (tag: <version>, + -<os tag> per variant),
+                                                        # where some driver variant runs it (variant.sidecars)
     gdrcopy: Image | None = None                        # gdrdrv sidecar, likewise
     driver_repo_config: tuple[str, tuple[str, ...]] | None = None   # (ConfigMap, keys): spec.driver.repoConfig
     driver_cert_config: tuple[str, tuple[str, ...]] | None = None   # (ConfigMap, keys): spec.driver.certConfig
@@ -209,10 +208,10 @@ class StackPlan:
         keys = []
         for v in self.driver_variants:
             keys.append(f"{self.image('driver').path}:{v.tag}")
-            for side in (self.gds, self.gdrcopy):
-                if side is not None:
+            for side, on in ((self.gds, v.sidecars.gds), (self.gdrcopy, v.sidecars.gdrcopy)):
+                if side is not None and on:
                     keys.append(f"{side.path}:{side.tag}-{sidecar_os_tag(v)}")
-        return keys
+        return list(dict.fromkeys(keys))        # variants differing in sidecars only share the driver image
 
     @property
     def values(self) -> dict:

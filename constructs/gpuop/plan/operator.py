@@ -9,7 +9,8 @@ driver version, pool configs, NFD mode) into:
   `dcgmExporter.config`; the chart renders those ConfigMaps. Fields the ClusterPolicy CRD defaults are
   handled in outputs/operator.py (the drift table there).
 - `drivers`: NVIDIADriver specs when drivers are managed by the NVIDIADriver CRD (pools with different
-  drivers, or `delivery.operator.nvidiaDriverCRD: true`): one CR per distinct driver version. The cluster's
+  drivers, or `delivery.operator.nvidiaDriverCRD: true`): one CR per distinct driver version and sidecar
+  settings (a pool's rdma / gds / gdrcopy: the CRD has them per CR, spec.rdma / gds / gdrcopy). The cluster's
   default driver is the `default: true` CR without a nodeSelector (the CRD's CEL rule, and upstream's
   "fallback for nodes no other NVIDIADriver selects"); every other driver gets the labels all its pools share.
 - the OLM facts (package, channel, CSV, source) from the operator catalog.
@@ -23,8 +24,9 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gpuop.catalog import distributions
 from gpuop.catalog import operator as operator_catalog
-from gpuop.plan.drivers import pool_settings, version_resolver
+from gpuop.plan.drivers import Sidecars, pool_settings, version_resolver
 
 if TYPE_CHECKING:
     from gpuop.plan.model import StackPlan
@@ -42,13 +44,17 @@ def _canon(obj) -> str:
 
 @dataclass(frozen=True)
 class DriverGroup:
-    """One NVIDIADriver CR: a driver version and the pools that run it."""
+    """One NVIDIADriver CR: a driver version with its sidecars, and the pools that run it."""
     name: str
     version: str
     default: bool
     pools: tuple[str, ...]
     pool_indexes: tuple[int, ...]
     node_selector: tuple[tuple[str, str], ...]
+    sidecars: Sidecars = Sidecars()
+
+    def describe(self) -> str:
+        return f"{self.name}: {'+'.join(self.sidecars.tokens) or 'none'}"
 
 
 @dataclass(frozen=True)
@@ -85,31 +91,46 @@ def uses_driver_crd(spec, groups: list[DriverGroup]) -> bool:
     op = spec.delivery.operator
     if op.gpuCluster:                    # the chart: a GPUCluster needs the NVIDIADriver CRD (validations.yaml)
         return True
-    return op.nvidiaDriverCRD if op.nvidiaDriverCRD is not None else len(groups) > 1
+    if op.nvidiaDriverCRD is not None:
+        return op.nvidiaDriverCRD
+    # a pool's own sidecars reach its nodes only through a CR of its own (the ClusterPolicy has the cluster's)
+    return len(groups) > 1 or any(g.sidecars != operator_sidecars(spec) for g in groups)
+
+
+def operator_sidecars(spec) -> Sidecars:
+    """The sidecars of the default driver (ClusterPolicy / default NVIDIADriver): GDS and GDRCopy from
+    spec.delivery.operator; RDMA off (spec.driver.rdma is refused in operator mode, the chart's default)."""
+    op = spec.delivery.operator
+    return Sidecars(gds=op.gds, gdrcopy=op.gdrcopy)
 
 
 def driver_groups(spec, cat) -> list[DriverGroup]:
-    """The NVIDIADriver CRs pools need: one per distinct driver version (preinstalled pools get none)."""
+    """The NVIDIADriver CRs pools need: one per distinct driver version and sidecars (RDMA / GDS / GDRCopy,
+    which the NVIDIADriver CRD has per CR); preinstalled pools get none. A CR is named driver-<version>,
+    plus the sidecar tokens (or -nosidecars) where its sidecars are not the default driver's."""
     release = cat.release(spec.release)
     resolve = version_resolver(spec, release.components["driver"].version, cat)
-    default_version = resolve(spec.driver.version) if spec.driver.enabled else None
-    settings = pool_settings(spec, resolve)
-    by_version: dict[str, list[int]] = {}
+    cluster = operator_sidecars(spec)
+    default_key = (resolve(spec.driver.version), cluster) if spec.driver.enabled else None
+    settings = pool_settings(spec, resolve, cluster)
+    by_driver: dict[tuple, list[int]] = {}
     for i, s in enumerate(settings):
         if s.version is not None:
-            by_version.setdefault(s.version, []).append(i)
-    if default_version is not None:      # the default CR is the fallback for GPU nodes no pool selects, so it
-        by_version.setdefault(default_version, [])    # exists whenever the cluster's driver is on
+            by_driver.setdefault(s.driver, []).append(i)
+    if default_key is not None:          # the default CR is the fallback for GPU nodes no pool selects, so it
+        by_driver.setdefault(default_key, [])         # exists whenever the cluster's driver is on
     extra = tuple(sorted(spec.daemonsets.nodeSelector.items()))
     out = []
-    for version, idxs in sorted(by_version.items(), key=lambda kv: (kv[0] != default_version, kv[0])):
-        default = version == default_version
+    for key, idxs in sorted(by_driver.items(), key=lambda kv: (kv[0] != default_key, kv[0])):
+        version, sidecars = key
+        default = key == default_key
         common = set(settings[idxs[0]].selector) if idxs else set()
         for i in idxs[1:]:
             common &= set(settings[i].selector)
         selector = tuple(sorted(set(extra) | (set() if default else common)))
-        out.append(DriverGroup(DEFAULT_CR if default else f"driver-{version}", version, default,
-                               tuple(settings[i].pool for i in idxs), tuple(idxs), selector))
+        name = f"driver-{version}" + ("" if sidecars == cluster else "-" + ("-".join(sidecars.tokens) or "nosidecars"))
+        out.append(DriverGroup(DEFAULT_CR if default else name, version, default,
+                               tuple(settings[i].pool for i in idxs), tuple(idxs), selector, sidecars))
     return out
 
 
@@ -201,17 +222,32 @@ def chart_values(spec, plan: StackPlan, cat, groups: list[DriverGroup]) -> dict:
     return v
 
 
-def nvidia_drivers(values: dict, groups: list[DriverGroup], spec) -> list[dict]:
+def sidecar_images(registry: str, release: str) -> dict[str, dict]:
+    """The GDS / GDRCopy images an NVIDIADriver CR names (repository, image, version): the operator reads them
+    from the CR only (api/nvidia/v1alpha1 GPUDirectStorageSpec.GetImagePath: no operator-env fallback), as
+    the chart's default CR renders them from its gds / gdrcopy values."""
+    extras = distributions.driver_extras().get(release)
+    if extras is None:
+        return {}
+    out = {}
+    for key in ("gds", "gdrcopy"):
+        side = getattr(extras, key)
+        head, _, name = side.image.rpartition("/")
+        out[key] = {"repository": f"{registry}/{head}" if head else registry, "image": name, "version": side.version}
+    return out
+
+
+def nvidia_drivers(values: dict, groups: list[DriverGroup], spec, images: dict | None = None) -> list[dict]:
     """The non-default NVIDIADriver CRs (the default one comes from the chart or, with OLM, from outputs)."""
     if not values["driver"]["nvidiaDriverCRD"]["enabled"]:
         return []
     out = []
     for g in groups:
-        out.append({"name": g.name, "spec": driver_spec(values, g)})
+        out.append({"name": g.name, "spec": driver_spec(values, g, images or {})})
     return out
 
 
-def driver_spec(values: dict, g: DriverGroup) -> dict:
+def driver_spec(values: dict, g: DriverGroup, images: dict | None = None) -> dict:
     """An NVIDIADriver spec from the chart values, as the chart's nvidiadriver.yaml renders the default CR."""
     d = values["driver"]
     up = d["upgradePolicy"]
@@ -231,10 +267,11 @@ def driver_spec(values: dict, g: DriverGroup) -> dict:
         spec["resources"] = d["resources"]
     if g.node_selector:
         spec["nodeSelector"] = dict(g.node_selector)
-    if values["gds"]["enabled"]:
-        spec["gds"] = {"enabled": True}
-    if values["gdrcopy"]["enabled"]:
-        spec["gdrcopy"] = {"enabled": True}
+    if g.sidecars.rdma:                  # the CRD's rdma (GPUDirectRDMA): the pool's own setting
+        spec["rdma"] = {"enabled": True, "useHostMofed": g.sidecars.host_mofed}
+    for key in ("gds", "gdrcopy"):
+        if getattr(g.sidecars, key):
+            spec[key] = {"enabled": True, **(images or {}).get(key, {})}
     return spec
 
 
@@ -261,7 +298,7 @@ def build(spec, plan: StackPlan, cat) -> OperatorPlan | None:
     install = op.install or DEFAULT_INSTALL[plan.platform]
     groups = driver_groups(spec, cat)
     values = chart_values(spec, plan, cat, groups)
-    drivers = nvidia_drivers(values, groups, spec)
+    drivers = nvidia_drivers(values, groups, spec, sidecar_images(plan.values["imageRegistry"], plan.release))
     return OperatorPlan(
         version=version, install=install, namespace=plan.namespace,
         chart_repository=ocat.helm.repository, chart=ocat.helm.chart,

@@ -4,6 +4,11 @@ ruamel.yaml's round-trip loader keeps every key's line and column; `load_profile
 document as plain Python values plus a `Positions` map from field path to (file, line, col), so later
 stages can name the exact place of a problem even when the value came from a parent profile.
 
+An ordinary document is parsed by libyaml instead (profile/fastyaml.py: the same values, ~40x faster)
+and its positions are computed by ruamel only when a message needs one: `Positions` builds its table on
+first use. Anything unusual (anchors, tags, merge keys, duplicate keys, errors...) is parsed by ruamel
+right away, as before, so every refusal keeps its words.
+
 `extends: <relative path>` deep-merges the parent under the child: mappings merge key by key, the
 child wins, lists replace. Chains are followed; a cycle or a missing parent is a located error.
 Files whose name starts with `_` are partials: they may be extended but are not compiled on their own.
@@ -19,14 +24,14 @@ opened, and no message ever quotes the content of a file that is not a profile.
 
 from __future__ import annotations
 
-import copy
 import datetime
 import errno
 import json
 import os
 import re
 import stat
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +41,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.reader import ReaderError
 
 from gpuop.errors import Issue, UserError, field_path
+from gpuop.profile import fastyaml
 
 Loc = tuple  # a field path: ('spec', 'nodePools', 0, 'name')
 
@@ -49,12 +55,35 @@ MAX_NAME_BYTES = 255          # one component of an `extends` path (NAME_MAX on 
 MAX_PATH_BYTES = 1024         # a whole `extends` path
 
 
-@dataclass(frozen=True)
 class Positions:
-    """Field path -> (file, line, col), 1-based. Falls back to the nearest located parent."""
+    """Field path -> (file, line, col), 1-based. Falls back to the nearest located parent.
 
-    file: str
-    table: dict = field(default_factory=dict)
+    The table is given, or built on first use by `build` (a function returning it): a profile that
+    compiles without a message never needs its positions, and computing them is most of a parse."""
+
+    __slots__ = ("file", "_table", "_build")
+
+    def __init__(self, file: str, table: dict | None = None, build: Callable[[], dict] | None = None):
+        self.file = file
+        self._table = table if table is not None or build is not None else {}
+        self._build = build if table is None else None
+
+    @property
+    def table(self) -> dict:
+        if self._table is None:
+            self._table, self._build = self._build(), None
+        return self._table
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Positions) and (self.file, self.table) == (other.file, other.table)
+
+    __hash__ = None   # the table is a dict
+
+    def __repr__(self) -> str:
+        return f"Positions(file={self.file!r}, table={self.table!r})"
+
+    def __reduce__(self):   # pickled with its table: the builder may be a closure
+        return Positions, (self.file, self.table)
 
     def of(self, loc: Loc) -> tuple[str, int, int]:
         loc = tuple(loc)
@@ -324,6 +353,38 @@ def read_document(shown: str, text: str, what: str = "a profile") -> tuple[Any, 
     """Parse one YAML document with positions. Returns (plain data, position table);
     raises UserError with every located problem (bad YAML, non-string keys, custom tags, not a mapping)."""
     _check_structure(shown, text)
+    return _ruamel_document(shown, text, what)
+
+
+def parse_document(shown: str, text: str, what: str = "a profile") -> tuple[Any, Callable[[], dict]]:
+    """As read_document, but the position table comes as a function that computes it on first call
+    (then keeps it). An ordinary document is read by libyaml (fastyaml.load) and ruamel parses the same
+    text again only for positions; any other document is read by ruamel now, problems raised as before."""
+    _check_structure(shown, text)
+    data = fastyaml.load(text, MAX_VALUES)
+    if data is None:
+        data, table = _ruamel_document(shown, text, what)
+        return data, lambda: table
+    return data, _LaterTable(shown, text, what)
+
+
+class _LaterTable:
+    """The position table of a document fastyaml read: ruamel computes it from the same text when asked.
+    (Were ruamel to refuse a text fastyaml read, its UserError would surface there; tests/test_fast_parse.py
+    checks the fast path never reads what ruamel refuses.)"""
+
+    def __init__(self, shown: str, text: str, what: str):
+        self.args: tuple | None = (shown, text, what)
+        self.table: dict = {}
+
+    def __call__(self) -> dict:
+        if self.args is not None:
+            self.table, self.args = _ruamel_document(*self.args)[1], None
+        return self.table
+
+
+def _ruamel_document(shown: str, text: str, what: str) -> tuple[Any, dict]:
+    """read_document after the structure check: ruamel's round-trip parse, values and positions."""
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
     try:
@@ -336,11 +397,12 @@ def read_document(shown: str, text: str, what: str = "a profile") -> tuple[Any, 
                               "(control characters other than tab and newline are refused)"))
     except YAMLError as exc:
         raise UserError(Issue(shown, 1, 1, "", f"malformed YAML: {' '.join(str(exc).split())}"))
-    except (ValueError, TypeError, OverflowError) as exc:
-        # ruamel resolves some plain scalars (e.g. `._`) as a number it then cannot convert: locate the value
+    except (ValueError, TypeError, OverflowError, IndexError) as exc:
+        # ruamel resolves some plain scalars (e.g. `._`, `0x_`) as a number it then cannot convert: locate the value
         line, col = _unreadable_scalar(text)
+        why = "no digits" if isinstance(exc, IndexError) else exc   # ruamel indexes past `0x_`, `-_`
         raise UserError(Issue(shown, line, col, "", f"malformed YAML: a value YAML reads as a number cannot be "
-                              f"converted ({exc}); put the value in quotes"))
+                              f"converted ({why}); put the value in quotes"))
     if not docs:
         raise UserError(Issue(shown, 1, 1, "", f"the file is empty; {what} is one YAML mapping"))
     if len(docs) > 1:
@@ -450,19 +512,29 @@ def decode(shown: str, raw: bytes) -> str:
                               f"({exc.reason}); save the file as UTF-8"))
 
 
-def _read(path: Path) -> tuple[dict, dict]:
+def _read(path: Path) -> tuple[dict, dict, Callable[[], dict]]:
+    """(a copy of the file's data to change, the data as parsed, its position table on call)."""
     shown = display(path)
     text = decode(shown, read_bytes(path, shown))
     key = (shown, text)
     if key not in _parsed:     # parents are shared by many profiles: parse each once per run
         if len(_parsed) > 4096:
             _parsed.clear()
-        _parsed[key] = read_document(shown, text)
+        _parsed[key] = parse_document(shown, text)
     data, table = _parsed[key]
-    return copy.deepcopy(data), dict(table)
+    return _copy(data), data, table
 
 
 _parsed: dict = {}
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of plain data (dicts, lists, immutable scalars), several times faster than copy.deepcopy."""
+    if type(value) is dict:
+        return {k: _copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copy(v) for v in value]
+    return value
 
 
 def merge(parent: Any, child: Any) -> Any:
@@ -545,17 +617,21 @@ def parent_problem(child: Path, ref: Any, root: Path) -> str | None:
 def load_profile(path: Path) -> LoadedProfile:
     chain: list[Path] = []
     data, table = _resolve(Path(path), chain, profiles_root(Path(path)))
-    return LoadedProfile(Path(path), data, Positions(display(Path(path)), table), tuple(chain))
+    return LoadedProfile(Path(path), data, Positions(display(Path(path)), build=table), tuple(chain))
 
 
-def _resolve(path: Path, chain: list[Path], root: Path) -> tuple[dict, dict]:
+def _resolve(path: Path, chain: list[Path], root: Path) -> tuple[dict, Callable[[], dict]]:
+    """The merged data of a profile and its parents, and a function computing their merged positions."""
     real = Path(os.path.realpath(path))
-    data, table = _read(path)
+    data, parsed, table = _read(path)
     chain.append(real)
     parent_ref = data.pop("extends", None)
     if parent_ref is None:
-        return data, table
-    where = table[("extends",)]
+        return data, lambda: dict(table())
+
+    def where() -> tuple[str, int, int]:   # for a message only: it computes the file's positions
+        return table()[("extends",)]
+
     if isinstance(parent_ref, str) and parent_ref.strip() and "\0" not in parent_ref and not os.path.isabs(parent_ref):
         parent = path.parent / parent_ref
         try:
@@ -564,17 +640,18 @@ def _resolve(path: Path, chain: list[Path], root: Path) -> tuple[dict, dict]:
             real_parent = None
         if real_parent in chain:
             cycle = " -> ".join(display(p) for p in chain + [real_parent])
-            raise UserError(Issue(*where, "extends", f"cycle {cycle}; a profile cannot extend itself, "
+            raise UserError(Issue(*where(), "extends", f"cycle {cycle}; a profile cannot extend itself, "
                                   "directly or through its parents"))
     problem = parent_problem(path, parent_ref, root)
     if problem:
-        raise UserError(Issue(*where, "extends", problem))
+        raise UserError(Issue(*where(), "extends", problem))
     if len(chain) >= MAX_EXTENDS:
-        raise UserError(Issue(*where, "extends", f"more than {MAX_EXTENDS} parents in one extends chain "
+        raise UserError(Issue(*where(), "extends", f"more than {MAX_EXTENDS} parents in one extends chain "
                               f"(limit {MAX_EXTENDS})"))
     pdata, ptable = _resolve(path.parent / parent_ref, chain, root)
     merged = merge(pdata, data)
-    return merged, _merge_positions(ptable, table, data)
+    # `parsed` is never handed out (only copies are), so it is still `data` as read, `extends` aside
+    return merged, lambda: _merge_positions(ptable(), table(), {k: v for k, v in parsed.items() if k != "extends"})
 
 
 def discover(paths: list[Path]) -> list[Path]:

@@ -172,6 +172,13 @@ class Rdma(Model):
         "Omitted: false."))
 
 
+class PoolRdma(Model):
+    enabled: bool | None = Field(None, description=(
+        "GPUDirect RDMA (nvidia-peermem sidecar) on this pool's nodes. Omitted: spec.driver.rdma.enabled."))
+    useHostMofed: bool | None = Field(None, description=(
+        "MOFED / DOCA-OFED is installed on this pool's hosts. Omitted: spec.driver.rdma.useHostMofed."))
+
+
 class Driver(OperandSettings):
     rdma: Rdma = Field(default_factory=Rdma, description="GPUDirect RDMA. Omitted: off.")
     gds: bool = Field(False, description=(
@@ -389,6 +396,15 @@ class PoolDriver(Model):
     version: str | None = Field(None, pattern=r"^\d{3}(\.\d+){0,2}$", description=(
         "Driver version or branch for this pool's nodes; pools with different drivers get different driver "
         "DaemonSets, so their nodeSelectors must tell them apart. Omitted: spec.driver.version."))
+    rdma: PoolRdma | None = Field(None, description=(
+        "GPUDirect RDMA for this pool's nodes (e.g. on for an InfiniBand training pool, off for an inference "
+        "pool); pools with different sidecar settings get different driver DaemonSets. Omitted: spec.driver.rdma."))
+    gds: bool | None = Field(None, description=(
+        "GPUDirect Storage (nvidia-fs sidecar) on this pool's nodes. Omitted: spec.driver.gds "
+        "(operator mode: spec.delivery.operator.gds)."))
+    gdrcopy: bool | None = Field(None, description=(
+        "GDRCopy (gdrdrv sidecar) on this pool's nodes. Omitted: spec.driver.gdrcopy (operator mode: "
+        "spec.delivery.operator.gdrcopy)."))
 
 
 class DraComputeDomains(Model):
@@ -477,7 +493,8 @@ class OperatorDelivery(Model):
         "operator upgrade is a reviewed change, as NVIDIA's OpenShift docs show)."))
     nvidiaDriverCRD: bool | None = Field(None, description=(
         "Manage drivers with NVIDIADriver CRs (one per distinct pool driver) instead of the ClusterPolicy's "
-        "driver section. Omitted: on when pools have different drivers, off otherwise."))
+        "driver section. Omitted: on when pools have different drivers (versions, or their own RDMA / GDS / "
+        "GDRCopy settings), off otherwise."))
     driverDigest: str | None = Field(None, pattern=r"^sha256:[a-f0-9]{64}$", description=(
         "Pin the driver image by digest instead of the <version>-<os> tag (the operator then skips a needless "
         "driver reload when only the tag moves). Not with precompiled drivers. Omitted: tag."))

@@ -192,7 +192,6 @@ def load_settings(path: Path) -> Settings:
     from pydantic import ValidationError
 
     from gpuop.profile.load import decode, read_bytes, read_document
-    from gpuop.profile.messages import model_issues
 
     shown = display(path)
     hint = "gpuop needs gitops.repoURL (where dist/ lives in git); create gpuop.yaml or pass --settings FILE"
@@ -206,4 +205,6 @@ def load_settings(path: Path) -> Settings:
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:
+        from gpuop.profile.messages import model_issues   # the profile's models: loaded only to word an error
+
         raise UserError(model_issues(exc, data, pos, Settings))

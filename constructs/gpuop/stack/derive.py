@@ -103,7 +103,9 @@ def driver(plan: StackPlan) -> DriverProps | None:
     variants = tuple(Variant(name=v.name, tag=v.tag, node_selector=dict(v.node_selector), alternatives=v.pool_terms,
                              labels=dict(v.labels), pod_labels=dict(v.pod_labels), rhcos=v.rhcos, split=v.split,
                              os_id=v.os_id, precompiled=v.kernel is not None, os_tag=sidecar_os_tag(v),
-                             digest=digests.get(f"{plan.image('driver').path}:{v.tag}"))
+                             digest=digests.get(f"{plan.image('driver').path}:{v.tag}"),
+                             rdma=v.sidecars.rdma, use_host_mofed=v.sidecars.host_mofed, gds=v.sidecars.gds,
+                             gdrcopy=v.sidecars.gdrcopy)
                      for v in plan.driver_variants)
     sidecars = {name: (i.path, i.tag) for name, i in (("gds", plan.gds), ("gdrcopy", plan.gdrcopy)) if i}
     dtk = {"dtk_image_stream": o.dtk_image_stream, "dtk_namespace": o.dtk_namespace} if o else {}
@@ -118,8 +120,7 @@ def driver(plan: StackPlan) -> DriverProps | None:
                        drain_delete_emptydir=u.delete_empty_dir, drain_pod_selector=u.pod_selector,
                        auto_upgrade=u.auto, max_parallel_upgrades=u.max_parallel, **_operand(plan, "driver"),
                        repo_config=plan.driver_repo_config, cert_config=plan.driver_cert_config,
-                       rdma=plan.rdma, use_host_mofed=plan.use_host_mofed, gds=sidecars.get("gds"),
-                       gdrcopy=sidecars.get("gdrcopy"), digests=digests)
+                       gds_image=sidecars.get("gds"), gdrcopy_image=sidecars.get("gdrcopy"), digests=digests)
 
 
 def toolkit(plan: StackPlan) -> ToolkitProps | None:

@@ -14,16 +14,15 @@ what a managed node image already installs.
 - pod-labels: spec.daemonsets.labels never replaces a label the DaemonSets select their pods by.
 - driver-config-files: repoConfig / certConfig only for driver OSes the Operator has a path for.
 - stack-only: those of issue 16's fields the operator mode does not translate are refused there.
-- driver-sidecars: RDMA / GDS / GDRCopy need a driver DaemonSet; GDS and GDRCopy not with precompiled
-  drivers, GDS only with the open kernel modules (the Operator's run-time errors, at compile time).
+- driver-sidecars: RDMA / GDS / GDRCopy (spec.driver's, and each pool's own, reported at the pool's field)
+  need a driver DaemonSet; GDS and GDRCopy not with precompiled drivers, GDS only with the open kernel
+  modules (the Operator's run-time errors, at compile time).
 """
 
 from __future__ import annotations
 
 from gpuop.catalog import distributions as dist_catalog
-from gpuop.components import device_plugin as device_plugin_component
-from gpuop.components import driver as driver_component
-from gpuop.components import toolkit as toolkit_component
+from gpuop.components import env_names   # not the construct modules: they start Node
 from gpuop.errors import Issue, field_path
 from gpuop.validate.rules import Context, run
 
@@ -113,8 +112,7 @@ def check_second_copy(ctx: Context) -> list:
     return errors
 
 
-OPERAND_ENV = {"driver": driver_component.GPUOP_ENV, "toolkit": toolkit_component.GPUOP_ENV,
-               "devicePlugin": device_plugin_component.GPUOP_ENV}
+OPERAND_ENV = {"driver": env_names.DRIVER, "toolkit": env_names.TOOLKIT, "devicePlugin": env_names.DEVICE_PLUGIN}
 RESERVED_POD_LABELS = ("app", "app.kubernetes.io/component", "app.kubernetes.io/part-of")
 
 
@@ -130,13 +128,21 @@ def check_operand_env(ctx: Context) -> list:
                 out.append(ctx.at(where, f"{e.name} is also spec.{key}.env[{seen[e.name]}]; each name once"))
                 continue
             seen[e.name] = i
-            if key == "driver" and e.name == driver_component.DIGEST_ENV:
+            if key == "driver" and e.name == env_names.DIGEST_ENV:
                 out.append(ctx.at(where, f"{e.name} is computed by gpuop from the driver's install config (it "
                                   "decides whether a node rebuilds its modules); remove it"))
-            elif e.name in ours:
+            elif e.name in ours and not (key == "toolkit" and e.name == "RUNTIME_CONFIG_SOURCE"
+                                         and not _derives_config_source(ctx)):
                 out.append(ctx.at(where, f"{e.name} is set by gpuop on the {key} container; your value replaces "
                                   "gpuop's (make sure the component still works with it)", "warning"))
     return out
+
+
+def _derives_config_source(ctx: Context) -> bool:
+    """gpuop sets RUNTIME_CONFIG_SOURCE only where the distribution names the file containerd is rendered
+    from (k3s, RKE2, k0s): elsewhere (GKE's documented workaround among them) the name is the user's alone."""
+    d = dist_catalog.load().get(ctx.spec.platform.distribution)
+    return bool(d.containerd and d.containerd.configSource)
 
 
 def check_pod_labels(ctx: Context) -> list:
@@ -152,8 +158,8 @@ def check_driver_config_files(ctx: Context) -> list:
     if d.repoConfig and d.certConfig and d.repoConfig.configMapName == d.certConfig.configMapName:
         out.append(ctx.at(("spec", "driver", "certConfig", "configMapName"), "repoConfig and certConfig name the "
                           "same ConfigMap; use two (each is mounted as its own volume)"))
-    for field, paths in (("repoConfig", driver_component.REPO_CONFIG_PATHS),
-                         ("certConfig", driver_component.CERT_CONFIG_PATHS)):
+    for field, paths in (("repoConfig", env_names.REPO_CONFIG_PATHS),
+                         ("certConfig", env_names.CERT_CONFIG_PATHS)):
         if getattr(d, field) is None:
             continue
         for pool in spec.nodePools:
@@ -167,32 +173,80 @@ def check_driver_config_files(ctx: Context) -> list:
     return out
 
 
-def check_driver_sidecars(ctx: Context) -> list:
-    """RDMA / GDS / GDRCopy: the Operator's run-time refusals (transformGDSContainer,
-    transformGDRCopyContainer) at compile time, and what gpuop does not build."""
-    spec, out = ctx.spec, []
+SIDECAR_NAMES = {"gds": "GPUDirect Storage driver (nvidia-fs)", "gdrcopy": "GDRCopy"}
+
+
+def sidecar_levels(spec) -> list[tuple[tuple, list[str], object]]:
+    """(where, the sidecars turned on there, the pool or None) for spec.driver and every pool's driver: a
+    pool's rule is reported at the pool's own field, on what the pool itself turns on."""
     d = spec.driver
-    wanted = [f for f, on in (("rdma", d.rdma.enabled), ("gds", d.gds), ("gdrcopy", d.gdrcopy)) if on]
+    out = [(("spec", "driver"), [f for f, on in (("rdma", d.rdma.enabled), ("gds", d.gds), ("gdrcopy", d.gdrcopy))
+                                 if on], None)]
+    for i, pool in enumerate(spec.nodePools):
+        pd = pool.driver
+        if pd is None:
+            continue
+        on = [f for f, v in (("rdma", pd.rdma.enabled if pd.rdma else None), ("gds", pd.gds), ("gdrcopy", pd.gdrcopy))
+              if v]
+        out.append((("spec", "nodePools", i, "driver"), on, pool))
+    return out
+
+
+def no_driver_reason(spec, pool) -> str | None:
+    """Why sidecars at this level have no driver to run beside (None: some driver DaemonSet runs there)."""
+    if pool is None:
+        return None if any(_pool_driver_on(spec, p) for p in spec.nodePools) else (
+            "no pool gets one (driver.enabled is false everywhere)")
+    if _pool_driver_on(spec, pool):
+        return None
+    d = dist_catalog.load().get(spec.platform.distribution)
+    if "driver" in d.provides:
+        return f"pool {pool.name!r} gets none: {spec.platform.distribution}'s GPU node image installs it ({d.image})"
+    return f"pool {pool.name!r} gets none (its driver.enabled is false: a preinstalled driver)"
+
+
+def gds_open_modules(at, where: tuple, spec, extras) -> list:
+    """GDS from openFrom on loads only beside the open kernel modules (transformGDSContainer refuses others)."""
+    if extras is None or spec.driver.kernelModuleType == "open":
+        return []
+    return [at(where + ("gds",), f"GPUDirect Storage {extras.gds.version} needs the open kernel modules (from "
+               f"{extras.gds.openFrom} on): set spec.driver.kernelModuleType: open")]
+
+
+def driver_sidecar_issues(ctx: Context, where: tuple, wanted: list[str], pool) -> list:
+    """One level's RDMA / GDS / GDRCopy (spec.driver, or a pool's driver): the same rules at both levels."""
+    spec = ctx.spec
     if not wanted:
-        return out
-    if not any(_pool_driver_on(spec, p) for p in spec.nodePools):
-        return [ctx.at(("spec", "driver", f), f"{f} runs beside the driver gpuop installs, and no pool gets one "
-                       "(driver.enabled is false everywhere)") for f in wanted]
-    if spec.platform.type == "openshift" and ("gds" in wanted or "gdrcopy" in wanted):
-        out += [ctx.at(("spec", "driver", f), f"{f} on OpenShift builds with the Driver Toolkit sidecar, which gpuop "
-                       "does not render for it; use spec.delivery.mode: operator") for f in wanted if f != "rdma"]
-    if d.precompiled:
-        names = {"gds": "GPUDirect Storage driver (nvidia-fs)", "gdrcopy": "GDRCopy"}
-        out += [ctx.at(("spec", "driver", f), f"{names[f]} is not supported along with precompiled NVIDIA drivers "
-                       "(it builds its module against the driver's sources)") for f in wanted if f in names]
+        return []
+    reason = no_driver_reason(spec, pool)
+    if reason is not None:
+        return [ctx.at(where + (f,), f"{f} runs beside the driver gpuop installs, and {reason}") for f in wanted]
+    out = []
+    modules = [f for f in wanted if f in SIDECAR_NAMES]
+    if spec.platform.type == "openshift":
+        out += [ctx.at(where + (f,), f"{f} on OpenShift builds with the Driver Toolkit sidecar, which gpuop does not "
+                       "render for it; use spec.delivery.mode: operator") for f in modules]
+    if spec.driver.precompiled:
+        out += [ctx.at(where + (f,), f"{SIDECAR_NAMES[f]} is not supported along with precompiled NVIDIA drivers "
+                       "(it builds its module against the driver's sources)") for f in modules]
     extras = dist_catalog.driver_extras().get(ctx.release.name)
-    if d.gds and extras is not None and d.kernelModuleType != "open":
-        out.append(ctx.at(("spec", "driver", "gds"), f"GPUDirect Storage {extras.gds.version} needs the open kernel "
-                          f"modules (from {extras.gds.openFrom} on): set spec.driver.kernelModuleType: open"))
-    if extras is None and ("gds" in wanted or "gdrcopy" in wanted):
-        out.append(ctx.at(("spec", "driver"), f"stack release {ctx.release.name} names no GDS / GDRCopy images "
+    if "gds" in wanted:
+        out += gds_open_modules(ctx.at, where, spec, extras)
+    if extras is None and modules:
+        out.append(ctx.at(where, f"stack release {ctx.release.name} names no GDS / GDRCopy images "
                           "(catalog/data/driver-extras.yaml)"))
     return out
+
+
+def check_driver_sidecars(ctx: Context) -> list:
+    """RDMA / GDS / GDRCopy, cluster-wide and per pool: they need a driver DaemonSet; GDS and GDRCopy not with
+    precompiled drivers, GDS only with the open kernel modules (the Operator's run-time refusals,
+    transformGDSContainer / transformGDRCopyContainer, at compile time), and what gpuop does not build.
+    Operator mode: validate/operator.py (spec.driver's are refused there, pools' go into NVIDIADriver CRs)."""
+    if ctx.spec.delivery.mode == "operator":
+        return []
+    return [i for where, wanted, pool in sidecar_levels(ctx.spec)
+            for i in driver_sidecar_issues(ctx, where, wanted, pool)]
 
 
 # Issue 16's fields that gpuop renders in its own stack but does not (yet) translate into the Operator's

@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import celpy
 
 from gpuop.catalog import dra as dra_catalog
 from gpuop.mig import geometry
@@ -356,7 +355,17 @@ def check(loaded, profile, cat) -> tuple[list, list]:
 _TYPES = {"string": "string", "int": "int", "bool": "bool", "version": "version"}
 _WRAPPERS = {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary",
              "member", "primary"}
-_ENV = celpy.Environment()
+_ENV: list = []
+
+
+def _cel():
+    """celpy and its Environment, made on first use: building lark's CEL parser costs ~1 s, and only
+    profiles with DRA selectors need it (every process of a fleet compile imports this module)."""
+    if not _ENV:
+        import celpy
+
+        _ENV.extend((celpy, celpy.Environment()))
+    return _ENV
 
 
 def _tree(t) -> bool:
@@ -389,8 +398,9 @@ def typecheck(expression: str, device_type: str, cat: dra_catalog.DraCatalog) ->
     every `device.attributes['<driver>'].<name>` is an attribute the driver publishes on that device type,
     every `device.capacity['<driver>'].<name>` a capacity it publishes, the only variable is `device`, and
     an attribute compared with a literal has the literal's type. Returns the problems (empty: ok)."""
+    celpy, env = _cel()
     try:
-        tree = _ENV.compile(expression)
+        tree = env.compile(expression)
     except celpy.CELParseError as exc:
         return [f"does not parse as CEL: {str(exc).splitlines()[0]}"]
     problems: list[str] = []

@@ -10,7 +10,12 @@ operator itself only reports these as a "not ready" state long after the merge:
   not use nodeSelector" (nvidia.com_nvidiadrivers.yaml);
 - GDS / GDRCopy with precompiled drivers, and a driver digest with precompiled drivers -- NOTES.md §1
   ("Precompiled ... Not with GDS, GDRCopy or DTK"; the precompiled tag `<branch>-<kernel>-<os>` is
-  computed per kernel, object_controls.go resolveDriverTag, so one digest cannot name it);
+  computed per kernel, object_controls.go resolveDriverTag, so one digest cannot name it); GDS without the
+  open kernel modules (transformGDSContainer). Each at spec.delivery.operator.<key> and at a pool's own
+  spec.nodePools[i].driver.<key> (the pool's NVIDIADriver CR carries it: gds, gdrcopy, rdma of the
+  NVIDIADriver CRD);
+- a pool's sidecars on a pool without a driver from the operator (no CR to carry them), and pools with
+  different sidecars under nvidiaDriverCRD: false (the ClusterPolicy holds one setting for all nodes);
 - ClusterPolicy with GPUCluster -- the chart's templates/validations.yaml `fail`;
 - device plugin and DRA on one plane -- NVIDIA's DRA driver for GPUs: its gpus kubelet plugin and the
   device plugin must not advertise the same GPUs; the operator's node labeler sets
@@ -21,10 +26,12 @@ operator itself only reports these as a "not ready" state long after the merge:
 
 from __future__ import annotations
 
+from gpuop.catalog import distributions as dist_catalog
 from gpuop.catalog import operator as operator_catalog
 from gpuop.plan import pools as plan_pools
 from gpuop.plan.drivers import pools_overlap
-from gpuop.plan.operator import DEFAULT_INSTALL, driver_groups, uses_driver_crd
+from gpuop.plan.operator import DEFAULT_INSTALL, driver_groups, operator_sidecars, uses_driver_crd
+from gpuop.validate.distribution import gds_open_modules, no_driver_reason, sidecar_levels
 
 OP = ("spec", "delivery", "operator")
 
@@ -63,16 +70,63 @@ def default_driver_with_selector(at, spec, groups) -> list:
     return []
 
 
-def gds_with_precompiled(at, spec) -> list:
+def _sidecar_levels(spec) -> list[tuple[tuple, list[str], object]]:
+    """(where, sidecars turned on there, pool or None): spec.delivery.operator's gds / gdrcopy (the ClusterPolicy
+    and the default NVIDIADriver) and each pool's own driver settings (its NVIDIADriver CR)."""
     op = spec.delivery.operator
+    out = [(OP, [k for k in ("gds", "gdrcopy") if getattr(op, k)], None)]
+    return out + [lvl for lvl in sidecar_levels(spec) if lvl[2] is not None]
+
+
+def _driven_levels(spec) -> list[tuple[tuple, list[str], object]]:
+    """The levels whose sidecars have a driver to run beside (pool_sidecars_without_driver reports the rest)."""
+    return [lvl for lvl in _sidecar_levels(spec) if lvl[2] is None or no_driver_reason(spec, lvl[2]) is None]
+
+
+def gds_with_precompiled(at, spec) -> list:
     out = []
-    if spec.driver.precompiled:
+    if not spec.driver.precompiled:
+        return out
+    for where, wanted, _ in _driven_levels(spec):
         for key, name in (("gds", "GPUDirect Storage"), ("gdrcopy", "GDRCopy")):
-            if getattr(op, key):
-                out.append(at(OP + (key,), f"{name} cannot run with precompiled drivers: the operator has no "
+            if key in wanted:
+                out.append(at(where + (key,), f"{name} cannot run with precompiled drivers: the operator has no "
                               f"precompiled {key} sidecar (NOTES.md §1 'Precompiled ... Not with GDS, GDRCopy "
                               "or DTK'); turn off spec.driver.precompiled or " + key))
     return out
+
+
+def gds_without_open_modules(at, spec, release) -> list:
+    """transformGDSContainer refuses GDS beside the proprietary modules; with precompiled drivers
+    gds_with_precompiled already says GDS cannot run at all."""
+    if spec.driver.precompiled:
+        return []
+    extras = dist_catalog.driver_extras().get(release.name)
+    return [i for where, wanted, _ in _driven_levels(spec) if "gds" in wanted
+            for i in gds_open_modules(at, where, spec, extras)]
+
+
+def pool_sidecars_without_driver(at, spec) -> list:
+    """A pool without a driver from the operator gets no NVIDIADriver CR to carry its sidecars."""
+    out = []
+    for where, wanted, pool in _sidecar_levels(spec):
+        reason = no_driver_reason(spec, pool) if pool is not None and wanted else None
+        if reason is not None:
+            out += [at(where + (f,), f"{f} runs beside the driver the operator installs, and {reason}")
+                    for f in wanted]
+    return out
+
+
+def pool_sidecars_without_driver_crd(at, spec, groups) -> list:
+    """Pools with other sidecars than the cluster's need NVIDIADriver CRs of their own: the ClusterPolicy's
+    driver section holds one setting for every node."""
+    cluster = operator_sidecars(spec)
+    if uses_driver_crd(spec, groups) or all(g.sidecars == cluster for g in groups):
+        return []
+    return [at(OP + ("nvidiaDriverCRD",), "pools have different RDMA / GDS / GDRCopy settings "
+               f"({', '.join(g.describe() for g in groups)}), which only NVIDIADriver CRs carry per pool (the "
+               "ClusterPolicy's driver section holds one setting for every node); remove nvidiaDriverCRD: false "
+               "or give every pool the same settings")]
 
 
 def digest_with_precompiled(at, spec) -> list:
@@ -123,6 +177,8 @@ def features(spec, groups) -> list[tuple[tuple, str]]:
     for key in ("driverDigest", "gds", "gdrcopy", "gpuCluster"):
         if getattr(op, key):
             out.append((OP + (key,), key))
+    for where, wanted, _ in _sidecar_levels(spec)[1:]:      # a pool's GDS / GDRCopy: the same operator settings
+        out += [(where + (key,), key) for key in ("gds", "gdrcopy") if key in wanted]
     if spec.driver.precompiled:
         out.append((("spec", "driver", "precompiled"), "precompiled"))
     return out
@@ -180,6 +236,9 @@ def check(loaded, profile, cat) -> tuple[list, list]:
         errors += overlapping_driver_selectors(at, spec, groups)
         errors += default_driver_with_selector(at, spec, groups)
     errors += gds_with_precompiled(at, spec)
+    errors += gds_without_open_modules(at, spec, release)
+    errors += pool_sidecars_without_driver(at, spec)
+    errors += pool_sidecars_without_driver_crd(at, spec, groups)
     errors += digest_with_precompiled(at, spec)
     errors += cluster_policy_with_gpu_cluster(at, spec)
     errors += device_plugin_and_dra(at, spec, cat)

@@ -16,14 +16,16 @@ tests/test_platform_variants.py give each one a profile that breaks it):
 - precompiled: needs `driver.kernels`, branches only, and an OS/branch the release publishes
   precompiled images for; `kernels` without `precompiled` is refused.
 - pool-driver: a pool's driver branch must be known (compat.py checks it against the pool's GPU).
-- disjoint-pools: pools on the same OS with different drivers must have nodeSelectors that cannot match
-  the same node (a shared label key with different values), so no node matches two driver DaemonSets.
+- disjoint-pools: pools on the same OS with different drivers (versions, or RDMA / GDS / GDRCopy
+  sidecars) must have nodeSelectors that cannot match the same node (a shared label key with different
+  values), so no node matches two driver DaemonSets.
 - daemonset-names: a driver DaemonSet name (its `app` label) must fit 63 characters.
 """
 
 from __future__ import annotations
 
 from gpuop.plan.drivers import driver_variants, pool_settings, pools_overlap, rhcos_minor, version_resolver
+from gpuop.plan.operator import operator_sidecars
 from gpuop.validate.rules import Context, run
 
 
@@ -167,14 +169,21 @@ def check_disjoint_driver_pools(ctx: Context) -> list:
     errors: list = []
     if not _variants_known(ctx):
         return errors
-    settings = pool_settings(spec, version_resolver(spec, release.components["driver"].version, cat))
+    cluster = operator_sidecars(spec) if spec.delivery.mode == "operator" else None    # what a pool inherits
+    settings = pool_settings(spec, version_resolver(spec, release.components["driver"].version, cat), cluster)
     tag = {s.pool: release.matrix.os[s.os].tag for s in settings}
     for i, a in enumerate(settings):
         for b in settings[:i]:
-            if tag[a.pool] != tag[b.pool] or a.version == b.version:
+            if tag[a.pool] != tag[b.pool] or a.driver == b.driver:
                 continue
             if pools_overlap(a.selector, b.selector):
-                what = lambda s: f"driver {s.version}" if s.version else "a preinstalled driver"   # noqa: E731
+                same_version = a.version == b.version         # then only the RDMA / GDS / GDRCopy sidecars differ
+
+                def what(s) -> str:
+                    if not s.version:
+                        return "a preinstalled driver"
+                    return f"driver {s.version}" + (f" with {'+'.join(s.sidecars.tokens) or 'no sidecars'}"
+                                                     if same_version else "")
                 errors.append(at(("spec", "nodePools", i, "nodeSelector"), f"pool {a.pool!r} ({what(a)}) and pool "
                                  f"{b.pool!r} ({what(b)}) run different drivers on {tag[a.pool]}, but their "
                                  "nodeSelectors could match the same node, which would then get two driver "
@@ -189,7 +198,8 @@ def check_driver_daemonset_names(ctx: Context) -> list:
         return []
     spec, release, cat = ctx.spec, ctx.release, ctx.cat
     return [ctx.at(("spec", "driver"), f"driver DaemonSet name {v.name!r} is {len(v.name)} characters; "
-                   "its `app` label allows 63: use shorter kernel names or fewer distinct versions")
+                   "its `app` label allows 63: use shorter kernel names, fewer distinct versions or fewer distinct "
+                   "RDMA / GDS / GDRCopy settings among the pools")
             for v in driver_variants(spec, release, version_resolver(spec, release.components["driver"].version, cat))
             if len(v.name) > 63]
 

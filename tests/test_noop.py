@@ -1,0 +1,97 @@
+"""The no-op path (issue 17, pipeline/noop.py): a synth with nothing changed since the last run — no profile,
+parent, setting or output file — writes nothing and prints what the last run printed; anything changed,
+even a hand edit of the output that keeps size and mtime, takes the normal path, which repairs it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import run_gpuop
+from test_fleet import built, make_fleet, tree
+
+pytestmark = pytest.mark.slow       # compiles a small fleet several times
+
+
+def _synth(w: Path):
+    return run_gpuop("synth", "-o", "dist", "--cache", "cache", "--no-progress", cwd=w, check=True)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory) -> Path:
+    w = make_fleet(tmp_path_factory.mktemp("noop"), n=6)
+    _synth(w)
+    return w
+
+
+@pytest.fixture
+def w(fleet, tmp_path) -> Path:
+    """A fresh copy of the compiled fleet: its stats differ from the recorded ones, so one normal run first."""
+    w = tmp_path / "w"
+    shutil.copytree(fleet, w, symlinks=True)
+    _synth(w)
+    return w
+
+
+def test_nothing_changed_writes_nothing_and_prints_the_same_summary(w):
+    before = os.stat(w / "dist").st_ino
+    files = {p: p.stat().st_ino for p in (w / "dist").rglob("*")}
+    proc = _synth(w)
+    assert proc.stderr.strip().splitlines()[-1] == "gpuop: compiled 6 cluster(s) into dist (0 built, 6 unchanged)"
+    assert os.stat(w / "dist").st_ino == before          # the normal path exchanges the folder: a new inode
+    assert {p: p.stat().st_ino for p in (w / "dist").rglob("*")} == files
+    assert not list(w.glob(".dist.*"))
+
+
+def test_a_hand_edit_that_keeps_size_and_mtime_is_seen_and_repaired(w):
+    clean = tree(w / "dist")
+    edited = next((w / "dist" / "c02" / "manifests").glob("*.yaml"))
+    st = edited.stat()
+    data = edited.read_bytes()
+    edited.write_bytes(data.replace(b"gpu-operator", b"gpu-operatoX", 1))
+    os.utime(edited, ns=(st.st_atime_ns, st.st_mtime_ns))         # size and mtime as they were: only ctime moved
+    assert edited.stat().st_size == st.st_size and edited.stat().st_mtime_ns == st.st_mtime_ns
+    before = os.stat(w / "dist").st_ino
+    proc = _synth(w)
+    assert built(proc) == (0, 6)                                    # the cache: rewritten, not rebuilt
+    assert os.stat(w / "dist").st_ino != before
+    assert tree(w / "dist") == clean
+
+
+def test_a_changed_parent_profile_takes_the_normal_path(w):
+    parent = w / "profiles" / "_k134.yaml"
+    parent.write_text(parent.read_text().replace("580.173.02", "595.91.07"))
+    proc = _synth(w)
+    b, u = built(proc)
+    assert b > 0 and b + u == 6
+
+
+def test_a_touched_settings_file_takes_the_normal_path_and_then_the_shortcut_again(w):
+    settings = w / "gpuop.yaml"
+    settings.write_text(settings.read_text())                        # same bytes, new ctime
+    before = os.stat(w / "dist").st_ino
+    _synth(w)
+    after = os.stat(w / "dist").st_ino
+    assert after != before
+    _synth(w)
+    assert os.stat(w / "dist").st_ino == after
+
+
+def test_warnings_of_the_last_run_are_printed_again(w):
+    one = w / "profiles" / "c00.yaml"
+    one.write_text(one.read_text() + "  devicePlugin: {env: [{name: NVIDIA_MIG_MONITOR_DEVICES, value: all}]}\n")
+    first = _synth(w)
+    warned = [line for line in first.stderr.splitlines() if ": warning: " in line]
+    assert warned, first.stderr
+    again = _synth(w)
+    assert [line for line in again.stderr.splitlines() if ": warning: " in line] == warned
+    assert again.stderr.strip().splitlines()[-1] == "gpuop: compiled 6 cluster(s) into dist (0 built, 6 unchanged)"
+
+
+def test_no_cache_never_takes_the_shortcut(w):
+    before = os.stat(w / "dist").st_ino
+    run_gpuop("synth", "-o", "dist", "--no-cache", "--no-progress", cwd=w, check=True)
+    assert os.stat(w / "dist").st_ino != before
