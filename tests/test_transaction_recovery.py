@@ -1,6 +1,6 @@
 """The output transaction, second half (split from test_transaction.py so the two halves run on two
 workers): a kill during the two-rename fallback, at random times, between the fallback's renames; the
-next run's repairs; Ctrl-C. Same 200-cluster fleet and trial as test_transaction.py."""
+next run's repairs; Ctrl-C. Same 160-cluster fleet and trial as test_transaction.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from conftest import run_gpuop
 from test_fleet import tree
-from test_transaction import ALL, _flip, _leftovers, _start, _trial, fleet200  # noqa: F401 (fixture)
+from test_transaction import ALL, N, _flip, _leftovers, _start, _trial, fleet200  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +40,7 @@ def test_killed_between_the_fallback_renames_restores_the_previous_tree(fleet200
     assert tree(stash / "tree") == old
     run_gpuop("synth", "-o", "dist", "--cache", "cache", "--no-progress", cwd=w, check=True)
     assert _leftovers(w) == []
-    assert len(list((w / "dist").glob("c*/params/cluster.json"))) == 200
+    assert len(list((w / "dist").glob("c*/params/cluster.json"))) == N
 
 
 def test_next_run_repairs_a_damaged_cluster_folder_and_lost_archives(fleet200):
@@ -52,7 +52,7 @@ def test_next_run_repairs_a_damaged_cluster_folder_and_lost_archives(fleet200):
     current = json.loads((w / "dist" / "index.json").read_text())["clusters"][-1]["package"]
     (w / "dist" / current).unlink()                     # and the current archive of a cluster (rebuilt from the lock)
     proc = run_gpuop("synth", "-o", "dist", "--cache", "cache", "--no-progress", cwd=w, check=True)
-    assert "(0 built, 200 unchanged)" in proc.stderr    # from the cache, not rebuilt: only rewritten
+    assert f"(0 built, {N} unchanged)" in proc.stderr   # from the cache, not rebuilt: only rewritten
     assert tree(w / "dist") == clean
 
 
