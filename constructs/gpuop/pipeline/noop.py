@@ -87,20 +87,6 @@ def tree_fingerprint(out: Path, parts: dict | None = None) -> str | None:
     return None if parts is None else hashlib.sha256(repr(sorted(parts.items())).encode()).hexdigest()
 
 
-def _walk_stats(h, root: str) -> None:
-    """Every entry under `root`, by path and stats, into `h` (sorted, so the digest is stable)."""
-    stack = [root]
-    while stack:
-        folder = stack.pop()
-        with os.scandir(folder) as it:
-            entries = sorted(it, key=lambda e: e.name)
-        for e in entries:
-            st = e.stat(follow_symlinks=False)
-            h.update(f"{e.path}\0{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\n".encode())
-            if stat.S_ISDIR(st.st_mode):
-                stack.append(e.path)
-
-
 def _profiles_root(path: Path) -> str | None:
     """The tree a profile argument may extend files from (profile/load.profiles_root, for a folder or a file):
     parents must lie inside it, so its stats cover them. None when it is the working folder itself (a walk
@@ -142,7 +128,7 @@ def inputs_fingerprint(paths: list[Path], settings: Path, out: Path, options: tu
             roots.add(root)
             h.update(f"arg\0{os.path.realpath(p)}\0{os.lstat(p).st_ino}\n".encode())
         for root in sorted(roots):
-            _walk_stats(h, root)
+            h.update(repr(_subtree(root)).encode())      # the same walk as the output's
     except OSError:
         return None
     return h.hexdigest()
