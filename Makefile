@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.gpuop-installed
 # and the `cdk8s` command itself.
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: setup run test test-fast test-quick test-crash fuzz bench bench-10k bench-profile schema clean checkov-venv
+.PHONY: setup run test test-fast test-quick test-crash fuzz bench bench-10k bench-floors bench-profile schema clean checkov-venv
 
 setup: $(STAMP)
 
@@ -53,6 +53,9 @@ bench: setup
 
 bench-10k: setup
 	$(PY) bench/fleet.py --profiles 10000 --out bench/results-10k.json
+
+bench-floors: setup
+	$(PY) bench/floors.py
 
 bench-profile: setup
 	$(PY) bench/profile.py --profiles 200

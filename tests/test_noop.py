@@ -95,3 +95,26 @@ def test_no_cache_never_takes_the_shortcut(w):
     before = os.stat(w / "dist").st_ino
     run_gpuop("synth", "-o", "dist", "--no-cache", "--no-progress", cwd=w, check=True)
     assert os.stat(w / "dist").st_ino != before
+
+
+@pytest.mark.parametrize("change", ["stray deep in a cluster", "file removed", "stray at the top",
+                                    "folder replaced by a copy"])
+def test_a_file_added_removed_or_replaced_anywhere_in_the_output_is_seen_and_repaired(w, change):
+    # the check stats the recorded entries only (no folder read): what it finds of a new or lost entry is
+    # the ctime of the folder it is in
+    clean = tree(w / "dist")
+    templates = w / "dist" / "c03" / "chart" / "templates"
+    if change == "stray deep in a cluster":
+        (templates / "tests" / "extra.yaml").write_text("kind: ConfigMap\n")
+    elif change == "file removed":
+        next(templates.glob("*.yaml")).unlink()
+    elif change == "stray at the top":
+        (w / "dist" / "notes.txt").write_text("hand-written\n")
+    else:
+        shutil.copytree(templates, templates.with_name("copy"), copy_function=shutil.copy2)
+        shutil.rmtree(templates)
+        templates.with_name("copy").rename(templates)       # same names and bytes, new inodes
+    before = os.stat(w / "dist").st_ino
+    proc = _synth(w)
+    assert os.stat(w / "dist").st_ino != before, proc.stderr      # the normal path ran: a new tree
+    assert tree(w / "dist") == clean

@@ -1,5 +1,5 @@
 """The output transaction (issue 18.3, docs/output-transaction.md): a synth killed at any point of a
-160-cluster compile — while linking and writing the new tree, at the exchange, while removing the old
+64-cluster compile (160 with GPUOP_CRASH_TRIALS=all) — while linking and writing the new tree, at the exchange, while removing the old
 tree, on the two-rename fallback, or at a random time — leaves dist/ as the previous tree or the new
 one, whole; the next run cleans up the leftovers and gives the same tree a clean run gives. Damage the
 next run can detect (a cluster folder whose bytes do not match index.json, a lost archive) is
@@ -25,8 +25,14 @@ pytestmark = pytest.mark.slow       # kills compiles mid-write, up to a minute (
 from test_fleet import make_fleet, tree
 
 OLD_DRIVER, NEW_DRIVER = "580.173.02", "595.91.07"
-N = 160      # clusters; half change per trial: ~40 files each (one per component), so ~3,300 write steps
-             # (streamed while the clusters are built), then ~3,500 link steps, then the fleet-level files
+# Every trial costs a kill and a rerun of the fleet's compile, so the suite runs a 64-cluster fleet at
+# these points (the middle of the streamed writes); GPUOP_CRASH_TRIALS=all (`make test-crash`) runs 160
+# clusters and adds more steps (4500: among the links of unchanged clusters; 6600: near the fleet-level
+# files) and a second random kill.
+ALL = os.environ.get("GPUOP_CRASH_TRIALS") == "all"
+N = 160 if ALL else 64   # clusters; half change per trial: ~41 files each (one per component), so ~N*20
+                         # write steps (streamed while the clusters are built), then ~N*22 link steps,
+                         # then the fleet-level files
 
 
 def _start(w: Path, env_extra: dict) -> subprocess.Popen:
@@ -79,11 +85,7 @@ def _trial(w: Path, env_extra: dict, *, kill_after: float | None = None) -> None
     assert len([k for k in new if k.endswith("params/cluster.json")]) == N, rerun.stderr
 
 
-# Every trial costs a kill and a rerun of a 160-cluster compile (10-30 s), so the suite runs these points
-# (2000: among the streamed writes); GPUOP_CRASH_TRIALS=all (`make test-crash`) adds more steps (4500:
-# among the links of unchanged clusters; 6600: near the fleet-level files) and a second random kill.
-ALL = os.environ.get("GPUOP_CRASH_TRIALS") == "all"
-STEPS = ["1", "2000", "marker", "exchange", "cleanup"] + (["60", "4500", "6600"] if ALL else [])
+STEPS = ["1", str(N * 10), "marker", "exchange", "cleanup"] + (["60", "4500", "6600"] if ALL else [])
 
 
 @pytest.mark.parametrize("at", STEPS)

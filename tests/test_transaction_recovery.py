@@ -1,6 +1,7 @@
 """The output transaction, second half (split from test_transaction.py so the two halves run on two
 workers): a kill during the two-rename fallback, at random times, between the fallback's renames; the
-next run's repairs; Ctrl-C. Same 160-cluster fleet and trial as test_transaction.py."""
+next run's repairs; Ctrl-C. Same fleet (64 clusters, 160 with
+GPUOP_CRASH_TRIALS=all) and trial as test_transaction.py."""
 
 from __future__ import annotations
 

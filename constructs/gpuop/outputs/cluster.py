@@ -238,7 +238,8 @@ def assemble(builds: list[ClusterBuild], previous, settings=None, keep: tuple = 
     reuse += [f"charts/{name}" for name in carried]
     if new_archives or previous is None or not previous.charts_index_ok():
         files["charts/index.yaml"] = charts.index_yaml(charts.entries_from(
-            {**carried, **new_archives}, previous.charts_index() if previous else None, made))
+            {**carried, **new_archives}, previous.charts_index() if previous else None, made,
+            trusted=bool(previous and previous.charts_trusted)))
     else:                                           # no new version: the repository index is unchanged
         reuse.append("charts/index.yaml")
     if settings is not None:

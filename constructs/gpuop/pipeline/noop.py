@@ -7,15 +7,17 @@ the bytes of the output: after every successful synth, a small state file in the
 - the inputs: the stats (path, size, mtime, ctime, inode) of every file of the profiles trees the
   command names (parents must lie inside them, profile/load.parent_problem) and of the settings file,
   gpuop's code and catalogs (code_digest), and the command's own options (paths, output, shard);
-- the output as written: a digest of the (path, size, mtime, ctime, inode, mode) of every entry of the
-  output tree, taken right after the write (and after the old tree's removal, which changes the ctime
-  of the files both trees shared);
+- the output as written: the output folder's inode, the shape of each top-level entry (the relative
+  path of every file and folder in it; clusters of one design share a shape, so the state stays small)
+  and a digest of the (inode, ctime) of each of those entries, taken right after the write (and
+  after the old tree's removal, which changes the ctime of the files both trees shared);
 - what the run printed (warnings and the summary's counts), to print it again.
 
-The next synth computes both from stats alone — no file read, no YAML, no settings, no Node — and, when
-both match, prints what the last run printed and stops: nothing is linked or replaced. The kernel sets
+The next synth computes both from stats alone — no file read, no folder read below the top, no YAML,
+no settings, no Node — and, when both match, prints what the last run printed and stops: nothing is linked or replaced. The kernel sets
 a file's ctime on every change and nobody can set it back, so a hand edit, even one that restores the
-size and the mtime, is seen (as is `touch`, which only costs the shortcut).
+size and the mtime, is seen (as is `touch`, which only costs the shortcut); a file added, removed or
+renamed anywhere moves the ctime of the folder it is in, which is one of the entries stat'ed.
 Anything else (a state file missing or damaged, a changed profile, a touched output file) takes the
 normal path, which checks the output by content (pipeline/run.py, outputs/cluster.reusable).
 """
@@ -26,12 +28,15 @@ import hashlib
 import json
 import os
 import stat
+from array import array
+from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 from gpuop.errors import Issue
 from gpuop.pipeline.cache import BuildCache, _atomic_write, code_digest
 
-STATE_VERSION = 1
+STATE_VERSION = 3
 
 
 def _state_path(cache_root: Path, out: Path) -> Path:
@@ -41,8 +46,8 @@ def _state_path(cache_root: Path, out: Path) -> Path:
 
 def _subtree(top: str) -> list:
     """(path, inode, ctime, mode) of every file under `top` and the path of every folder, in directory
-    order (stable while a folder is unchanged; any change to a folder changes its entries anyway). A
-    folder needs no stat: an entry added, removed or renamed shows in the walk itself."""
+    order (stable while a folder is unchanged; any change to a folder changes its entries anyway). For
+    the inputs (the profiles trees), which are walked on every run."""
     acc, stack = [], [top]
     append = acc.append
     while stack:
@@ -57,34 +62,98 @@ def _subtree(top: str) -> list:
     return acc
 
 
-def tree_parts(out: Path) -> dict[str, str] | None:
-    """Each top-level entry of `out` (a cluster folder, index.json, charts/, ...) -> digest of the path,
-    inode, ctime and type of every file in it; None when `out` is not a folder. The kernel moves a
-    file's ctime on any change to its content or metadata, and a file replaced by another has a new
-    inode. One lstat per file, no file read, one thread (threads measured slower: the walk holds the GIL
-    between the calls)."""
+def _shape(top: str) -> list[str]:
+    """Relative path of every file and folder under `top` (folders end in "/"), sorted: what the next
+    check stats without reading a folder. Empty for a file."""
+    rels, stack, cut = [], [top], len(top) + 1
+    while stack:
+        with os.scandir(stack.pop()) as it:
+            for e in it:
+                if e.is_dir(follow_symlinks=False):
+                    rels.append(e.path[cut:] + "/")
+                    stack.append(e.path)
+                else:
+                    rels.append(e.path[cut:])
+    rels.sort()
+    return rels
+
+
+def _paths(name: str, shape: list[str]) -> list[str]:
+    """The entry itself and everything in it, relative to the output folder."""
+    return [name] + [f"{name}/{r[:-1] if r[-1] == '/' else r}" for r in shape]
+
+
+def _stats(fd: int, paths: list[str]) -> list:
+    """lstat of each path relative to the open folder `fd` (one path component less to look up than from
+    the root: measurably faster at 50,000 entries); one thread, as threads were measured slower on this
+    kernel (bench/floors.py)."""
+    return list(map(partial(os.stat, dir_fd=fd, follow_symlinks=False), paths))
+
+
+def _digest(stats: list) -> str:
+    """Digest of the inode and ctime of each entry. The kernel moves a file's ctime on any change to its
+    content or metadata (chmod included; nobody can set it back), a file replaced by another has a new
+    inode, and a folder's ctime moves when an entry is added, removed or renamed in it: one lstat per
+    entry finds every edit, with no folder read. Packed as arrays: repr() of the tuples cost more than
+    the stats."""
+    inodes = array("Q", [s.st_ino for s in stats])
+    ctimes = array("q", [s.st_ctime_ns for s in stats])
+    return hashlib.sha256(inodes.tobytes() + ctimes.tobytes()).hexdigest()
+
+
+@contextmanager
+def _folder(out: Path):
+    fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
-        top = os.lstat(out)
-        if not stat.S_ISDIR(top.st_mode):
-            return None
-        parts = {"": str(top.st_ino)}       # the folder itself: replaced, it is another tree
-        with os.scandir(out) as it:
-            children = sorted(it, key=lambda e: e.name)
-        for e in children:
-            st = e.stat(follow_symlinks=False)
-            part = [(e.name, st.st_ino, st.st_ctime_ns, st.st_mode)]
-            if e.is_dir(follow_symlinks=False):
-                part += _subtree(e.path)
-            parts[e.name] = hashlib.sha256(repr(part).encode()).hexdigest()
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def describe(out: Path) -> dict | None:
+    """The output as written, for the next run's checks: the folder's inode, the shape of each top-level
+    entry (a cluster folder, index.json, charts/, ...; clusters of one design share a shape, so the state
+    stays small) and the digest of its entries' stats. None when `out` is not a folder."""
+    try:
+        base = os.fspath(Path(out).absolute())
+        with _folder(base) as fd:
+            shapes: list = []
+            index: dict = {}
+            parts = {}
+            for name in sorted(os.listdir(fd)):
+                is_dir = stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+                shape = _shape(f"{base}/{name}") if is_dir else []
+                key = "\0".join(shape)
+                if key not in index:
+                    index[key] = len(shapes)
+                    shapes.append(shape)
+                parts[name] = [index[key], _digest(_stats(fd, _paths(name, shape)))]
+            return {"root": os.fstat(fd).st_ino, "shapes": shapes, "parts": parts}
     except OSError:
         return None
-    return parts
 
 
-def tree_fingerprint(out: Path, parts: dict | None = None) -> str | None:
-    """Digest of the whole tree (tree_parts)."""
-    parts = tree_parts(out) if parts is None else parts
-    return None if parts is None else hashlib.sha256(repr(sorted(parts.items())).encode()).hexdigest()
+def unchanged(out: Path, tree: dict) -> bool:
+    """The whole output is as `tree` (describe) recorded it: the same folder, the same top-level names,
+    and every entry's stats the same. One lstat per entry, no folder read below the top."""
+    try:
+        with _folder(out) as fd:
+            if os.fstat(fd).st_ino != tree["root"] or sorted(os.listdir(fd)) != sorted(tree["parts"]):
+                return False
+            shapes, parts = tree["shapes"], sorted(tree["parts"].items())
+            paths = []
+            for name, (shape, _) in parts:
+                paths += _paths(name, shapes[shape])
+            stats = _stats(fd, paths)       # one call for the whole tree; a lost entry raises
+        at = 0
+        for _, (shape, digest) in parts:     # the same digests as describe(), entry by entry
+            n = 1 + len(shapes[shape])
+            if _digest(stats[at:at + n]) != digest:
+                return False
+            at += n
+        return True
+    except (OSError, KeyError, TypeError, ValueError, IndexError):
+        return False
 
 
 def _profiles_root(path: Path) -> str | None:
@@ -147,37 +216,49 @@ def load(cache: BuildCache, out: Path) -> dict | None:
 def replay(cache: BuildCache, out: Path, inputs: str | None) -> dict | None:
     """The last run's printed result when nothing changed since it: inputs and output tree as recorded."""
     state = load(cache, out) if inputs is not None else None
-    if state is None or state.get("inputs") != inputs or state.get("tree") != tree_fingerprint(out):
+    if state is None or state.get("inputs") != inputs or not isinstance(state.get("tree"), dict):
         return None
-    return state
+    return state if unchanged(out, state["tree"]) else None
 
 
 def unchanged_folders(state: dict | None, out: Path) -> frozenset:
-    """Cluster folders of `out` whose every entry is as the last run wrote it (stats), while index.json is
-    too: their bytes still hash to the treeDigest index.json records, with no need to read them."""
-    if not state or not isinstance(state.get("parts"), dict):
+    """Top-level entries of `out` (cluster folders, charts/) whose every entry is as the last run wrote
+    it (stats), while index.json is too: their bytes still hash to the treeDigest index.json records,
+    with no need to read them. Folders the last run kept unverified are not among them."""
+    tree = (state or {}).get("tree")
+    if not isinstance(tree, dict):
         return frozenset()
-    now = tree_parts(out) or {}
-    recorded = state["parts"]
-    if not now or now.get("") != recorded.get("") or now.get("index.json") != recorded.get("index.json"):
+    try:
+        with _folder(out) as fd:
+            if os.fstat(fd).st_ino != tree["root"]:
+                return frozenset()
+            shapes, parts = tree["shapes"], tree["parts"]
+            skip = set(state.get("unverified") or ())
+
+            def same(name):
+                shape, digest = parts[name]
+                try:
+                    return _digest(_stats(fd, _paths(name, shapes[shape]))) == digest
+                except OSError:
+                    return False
+            if "index.json" not in parts or not same("index.json"):
+                return frozenset()
+            return frozenset(n for n in parts if n != "index.json" and n not in skip and same(n))
+    except (OSError, KeyError, TypeError, ValueError, IndexError):
         return frozenset()
-    return frozenset(name for name, digest in recorded.items()
-                     if name not in ("", "index.json") and now.get(name) == digest)
 
 
 def record(cache: BuildCache, out: Path, inputs: str | None, result: dict, unverified: tuple = ()) -> None:
     """After a successful synth: the inputs, the stats of the tree just written and what was printed.
     `unverified`: folders the run kept without checking their bytes against index.json (a subset compile's
-    other clusters): left out of the per-folder stats, so the next run does check them. A failure to
-    record only costs the next run its shortcut."""
+    other clusters): never trusted by the next run's per-folder check, so it does check them. A failure
+    to record only costs the next run its shortcut."""
     if cache.root is None:
         return
     path = _state_path(cache.root, out)
     try:
-        parts = tree_parts(out)
-        folders = {k: v for k, v in (parts or {}).items() if k not in unverified}
-        _atomic_write(path, json.dumps({"version": STATE_VERSION, "inputs": inputs, "parts": folders,
-                                        "tree": tree_fingerprint(out, parts), **result}, sort_keys=True))
+        _atomic_write(path, json.dumps({"version": STATE_VERSION, "inputs": inputs, "tree": describe(out),
+                                        "unverified": sorted(unverified), **result}, sort_keys=True))
     except OSError:
         pass
 
