@@ -30,7 +30,7 @@ from gpuop.kube import yamlio
 KUBEVAL = REPO.parent / "shared" / "tools" / "kubeval" / "kubeval"
 needs_kubeval = pytest.mark.skipif(not KUBEVAL.is_file(), reason="kubeval (../shared/tools/kubeval) not present")
 
-SETTINGS = settings(max_examples=400, deadline=None, database=None, derandomize=True,
+SETTINGS = settings(max_examples=250, deadline=None, database=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 # Every spelling the YAML 1.1 types (yaml.org/type: bool, null, int, float, timestamp, merge, value), the
