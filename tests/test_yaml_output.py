@@ -329,3 +329,25 @@ def test_the_chart_of_that_profile_renders_the_strings_as_written(odd_dist, tmp_
     assert decoding_problems(results) == []
     assert [r for r in results if r["status"] == "checked" and r["errors"]] == []
     assert set(ODD) <= set().union(*map(_strings, yamlio.load_all(rendered.read_text())))
+
+
+@pytest.mark.slow           # Node and jsii start: ~5 s
+@needs_kubeval
+@pytest.mark.skipif(not (REPO / "node_modules" / ".bin" / "node").exists(), reason="node_modules not installed")
+def test_the_cdk8s_entry_point_writes_that_profile_as_kubectl_reads_it(tmp_path):
+    """`cdk8s synth` runs gpuop.cli.cdk8s_app: cdk8s's own writer leaves `0o17` plain (an int to kubectl);
+    the app's files are gpuop's writer's."""
+    import os
+    import sys
+
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "odd.yaml").write_text(ODD_PROFILE)
+    env = {**os.environ, "CDK8S_OUTDIR": str(tmp_path / "out"), "GPUOP_PROFILES": str(tmp_path / "profiles"),
+           "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+    proc = subprocess.run([sys.executable, "-m", "gpuop.cli.cdk8s_app"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    results = kubeval(tmp_path / "out" / "odd.k8s.yaml")
+    assert len(results) > 30
+    assert decoding_problems(results) == []
+    assert [r for r in results if r["status"] == "checked" and r["errors"]] == []
