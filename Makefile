@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.gpuop-installed
 # and the `cdk8s` command itself.
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: setup run test test-fast test-quick test-crash fuzz bench bench-10k bench-floors bench-profile schema clean checkov-venv
+.PHONY: setup refs run test test-fast test-quick test-crash fuzz bench bench-10k bench-floors bench-profile schema clean checkov-venv
 
 setup: $(STAMP)
 
@@ -17,6 +17,12 @@ $(STAMP): pyproject.toml package.json package-lock.json
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(STAMP)
+
+# The upstream reference data the tests compare against (NVIDIA's chart, CRDs and assets, Argo CD / Flux
+# CRDs, OLM objects), at the commits refs.lock pins, checksums verified, into .refs/. Standard library only.
+# REFS_MIRROR=URL fetches from a copy laid out like .refs/ instead of the upstream repositories.
+refs:
+	$(PYTHON) tools/refs.py $(if $(REFS_MIRROR),--mirror $(REFS_MIRROR))
 
 run: setup
 	$(VENV)/bin/gpuop synth profiles -o dist
