@@ -6,6 +6,9 @@ STAMP  := $(VENV)/.gpuop-installed
 # node_modules/.bin first: `npm ci` puts Node 24 there (package.json), which jsii and the cdk8s CLI run on,
 # and the `cdk8s` command itself.
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+# The cdk8s CLI asks the npm registry for a newer release on every run (an HTTP error and a stack trace
+# when offline); its yargs options read CDK8S_* variables, so this turns the check off (--no-check-upgrade).
+export CDK8S_CHECK_UPGRADE := false
 
 .PHONY: setup refs run test test-fast test-quick test-crash fuzz bench bench-10k bench-floors bench-profile schema clean checkov-venv
 

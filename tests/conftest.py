@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+os.environ.setdefault("CDK8S_CHECK_UPGRADE", "false")      # the cdk8s CLI's upgrade check asks the npm registry
 
 REPO = Path(__file__).resolve().parents[1]
 REFS_LOCK = REPO / "refs.lock"
