@@ -122,3 +122,20 @@ def test_an_incomplete_reference_folder_names_what_is_missing(tmp_path):
 def test_tests_that_need_no_reference_data_run_without_it(tmp_path):
     proc = _pytest("--co", "tests/test_layout.py", refs=str(tmp_path / "nowhere"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_missing_checking_tool_skips_the_test_or_fails_when_its_folder_was_named(tmp_path, monkeypatch):
+    import conftest
+
+    monkeypatch.setattr(conftest, "TOOLS", tmp_path)
+    monkeypatch.setattr(conftest, "TOOLS_FROM_ENV", False)
+    with pytest.raises(pytest.skip.Exception, match=f"kubeval not found at {tmp_path}/kubeval/kubeval: set GPUOP_TOOLS"):
+        conftest.tool("kubeval")
+    monkeypatch.setattr(conftest, "TOOLS_FROM_ENV", True)
+    with pytest.raises(pytest.fail.Exception, match="nvidia-operator not found at"):
+        conftest.tool("nvidia-operator")
+    exe = tmp_path / "kubeval" / "kubeval"
+    exe.parent.mkdir()
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    assert conftest.tool("kubeval") == exe
