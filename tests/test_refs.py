@@ -32,6 +32,13 @@ def test_the_reference_folder_matches_refs_lock():
     assert bad == []
 
 
+def test_relock_from_the_reference_folder_rewrites_refs_lock_byte_for_byte(tmp_path):
+    lock = tmp_path / "refs.lock"
+    shutil.copy(REFS_LOCK, lock)
+    assert run_refs("--relock", str(REFS), "--lock", str(lock)).returncode == 0
+    assert lock.read_bytes() == REFS_LOCK.read_bytes()
+
+
 def test_every_pinned_file_names_its_upstream_commit():
     assert {e["source"] for e in LOCK["files"]} == set(LOCK["sources"])
     assert len({e["path"] for e in LOCK["files"]}) == len(LOCK["files"])

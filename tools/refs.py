@@ -11,6 +11,7 @@ when `GPUOP_REFS` is unset and no `../shared/refs` exists.
     python tools/refs.py                      # from the upstream repositories (raw files at the pinned commits)
     python tools/refs.py --mirror URL         # from a mirror laid out like .refs/ (URL/crds/..., URL/olm/...)
     python tools/refs.py --check DIR          # verify an existing reference folder against refs.lock
+    python tools/refs.py --relock DIR         # after moving a pin: rewrite sizes and checksums from DIR
 
 Files already present with the right checksum are not fetched again; a file is written only after its
 checksum matched (never a partial or tampered file in the folder). Standard library only: it runs before
@@ -100,6 +101,31 @@ def fetch(dest: Path, lock: dict, mirror: str | None, timeout: float, out=sys.st
     return 0
 
 
+def dump_lock(lock: dict) -> str:
+    """refs.lock's text: JSON, one source and one file per line (reviewable diffs)."""
+    def one(obj) -> str:
+        return json.dumps(obj, ensure_ascii=False)
+
+    sources = [f"  {one(k)}: {one(v)}" for k, v in lock["sources"].items()]
+    files = [f"  {one(e)}" for e in lock["files"]]
+    return ("{\n" + f' "about": {one(lock["about"])},\n' + ' "sources": {\n' + ",\n".join(sources) + "\n },\n"
+            + ' "files": [\n' + ",\n".join(files) + "\n ]\n}\n")
+
+
+def relock(folder: Path, lock: dict, path: Path, out=sys.stderr) -> int:
+    """Rewrite each entry's size and sha256 from `folder` (after a source's commit was moved in the lock)."""
+    missing = [e["path"] for e in lock["files"] if not (folder / e["path"]).is_file()]
+    if missing:
+        print(f"refs: {len(missing)} files missing from {folder}: {', '.join(missing[:5])}", file=out)
+        return 1
+    for e in lock["files"]:
+        data = (folder / e["path"]).read_bytes()
+        e["size"], e["sha256"] = len(data), sha256(data)
+    path.write_text(dump_lock(lock))
+    print(f"refs: {path} rewritten from {folder}", file=out)
+    return 0
+
+
 def check(folder: Path, lock: dict, out=sys.stderr) -> int:
     problems = [(e["path"], p) for e in lock["files"] if (p := check_file(folder, e)) is not None]
     for path, p in problems:
@@ -120,10 +146,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="base URL of a copy laid out like .refs/ (default: $GPUOP_REFS_MIRROR, else upstream)")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per download")
     ap.add_argument("--check", type=Path, metavar="DIR", help="only verify DIR against the manifest")
+    ap.add_argument("--relock", type=Path, metavar="DIR", help="rewrite the manifest's sizes and checksums from DIR")
     args = ap.parse_args(argv)
     lock = load_lock(args.lock)
     if args.check is not None:
         return check(args.check, lock)
+    if args.relock is not None:
+        return relock(args.relock, lock, args.lock)
     return fetch(args.dest, lock, args.mirror, args.timeout)
 
 
