@@ -84,6 +84,9 @@ def test_gpustack_refuses_a_bad_profile_with_every_problem_located():
         api.GpuStack(cdk8s.App(), "a", profile=doc)
     text = str(err.value)
     assert "<profile inference>:" in text and "spec.colour: unknown field" in text, text
+    with pytest.raises(api.UserError, match="<profile inference>: extends: a profile document given as a dict "
+                                            "cannot extend a parent file"):
+        api.GpuStack(cdk8s.App(), "a", profile={**yaml.safe_load(PROFILE.read_text()), "extends": "_base.yaml"})
     with pytest.raises(api.UserError, match="no such profile file"):
         api.GpuStack(cdk8s.App(), "a", profile=EXAMPLE / "missing.yaml")
 

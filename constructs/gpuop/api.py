@@ -79,16 +79,19 @@ ProfileSource = str | Path | dict[str, Any]
 
 def plan(profile: ProfileSource) -> StackPlan:
     """One cluster's plan from a profile file or a profile document (a dict, as the YAML would read);
-    UserError with every problem when the profile is refused. A dict's `extends:` is resolved from the
-    working directory."""
+    UserError with every problem when the profile is refused. A document cannot use `extends:` (its
+    parents are files next to a profile file): pass the file instead."""
     from gpuop.pipeline.run import plan_all
 
     if isinstance(profile, dict):
         from gpuop.kube.yamlio import dump_plain
 
-        with tempfile.TemporaryDirectory(prefix="gpuop-profile-", dir=Path.cwd()) as tmp:
-            meta = profile.get("metadata")
-            name = str(meta.get("name", "profile")) if isinstance(meta, dict) else "profile"
+        meta = profile.get("metadata")
+        name = str(meta.get("name", "profile")) if isinstance(meta, dict) else "profile"
+        if "extends" in profile:
+            raise UserError(Issue(f"<profile {name}>", 0, 0, "extends", "a profile document given as a dict "
+                                  "cannot extend a parent file; pass the profile file (GpuStack(profile=PATH))"))
+        with tempfile.TemporaryDirectory(prefix="gpuop-profile-") as tmp:
             f = Path(tmp) / f"{name}.yaml"
             f.write_text(dump_plain(profile))
             try:
