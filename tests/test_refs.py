@@ -146,3 +146,26 @@ def test_a_missing_checking_tool_skips_the_test_or_fails_when_its_folder_was_nam
     exe.write_text("#!/bin/sh\n")
     exe.chmod(0o755)
     assert conftest.tool("kubeval") == exe
+
+
+@pytest.mark.slow
+def test_unset_gpuop_refs_looks_beside_the_repository_then_in_dot_refs(tmp_path):
+    """A clone with no ../shared and GPUOP_REFS unset: the run stops naming `make refs`; once `make refs` has
+    filled .refs/ (here: a link to a complete copy), the same run passes."""
+    repo = tmp_path / "clone"
+    (repo / "tests").mkdir(parents=True)
+    shutil.copy(REPO / "tests" / "conftest.py", repo / "tests" / "conftest.py")
+    shutil.copy(REFS_LOCK, repo / "refs.lock")
+    (repo / "pytest.ini").write_text("[pytest]\ntestpaths = tests\n")
+    (repo / "tests" / "test_uses_refs.py").write_text(
+        "from conftest import CRDS\n\ndef test_crds():\n    assert (CRDS / 'argoproj.io_applications.yaml').is_file()\n")
+    env = {k: v for k, v in os.environ.items() if k != "GPUOP_REFS"}
+    run = lambda: subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"],  # noqa: E731
+                                 cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+    proc = run()
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == pytest.ExitCode.USAGE_ERROR, out
+    assert "GPUOP_REFS is unset, so ../shared/refs or .refs/" in out and "Run `make refs`" in out
+    (repo / ".refs").symlink_to(REFS, target_is_directory=True)
+    proc = run()
+    assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout + proc.stderr
