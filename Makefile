@@ -6,8 +6,11 @@ STAMP  := $(VENV)/.gpuop-installed
 # node_modules/.bin first: `npm ci` puts Node 24 there (package.json), which jsii and the cdk8s CLI run on,
 # and the `cdk8s` command itself.
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+# The cdk8s CLI asks the npm registry for a newer release on every run (an HTTP error and a stack trace
+# when offline); its yargs options read CDK8S_* variables, so this turns the check off (--no-check-upgrade).
+export CDK8S_CHECK_UPGRADE := false
 
-.PHONY: setup run test test-fast test-quick test-crash fuzz bench bench-10k bench-floors bench-profile schema clean checkov-venv
+.PHONY: setup refs run test test-fast test-quick test-crash fuzz bench bench-10k bench-floors bench-profile schema clean checkov-venv
 
 setup: $(STAMP)
 
@@ -17,6 +20,12 @@ $(STAMP): pyproject.toml package.json package-lock.json
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(STAMP)
+
+# The upstream reference data the tests compare against (NVIDIA's chart, CRDs and assets, Argo CD / Flux
+# CRDs, OLM objects), at the commits refs.lock pins, checksums verified, into .refs/. Standard library only.
+# REFS_MIRROR=URL fetches from a copy laid out like .refs/ instead of the upstream repositories.
+refs:
+	$(PYTHON) tools/refs.py $(if $(REFS_MIRROR),--mirror $(REFS_MIRROR))
 
 run: setup
 	$(VENV)/bin/gpuop synth profiles -o dist

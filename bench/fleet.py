@@ -31,7 +31,7 @@ the 10,000 column): cold <= 1.5x the libyaml floor; nothing changed <= 0.5 s / 3
 `targets: {name: {value, limit, ok}}`.
 
 Helm side by side: Helm 4 (helm-python-sdk, in this process) loads NVIDIA's gpu-operator chart
-(/work/shared/refs/gpu-operator/chart) once and renders it for a sample of the fleet's clusters (K evenly
+(REFS/gpu-operator/chart) once and renders it for a sample of the fleet's clusters (K evenly
 spaced, all when fewer), with per-cluster values derived simply from the profile: driver version (a
 branch resolved to the catalog's newest), MIG strategy, driver and toolkit on/off. The time is the
 render call only (no write), the minimum of 3 passes over the sample; `helm_render_per_cluster_ms` is
@@ -65,7 +65,12 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-CHART = Path("/work/shared/refs/gpu-operator/chart")     # NVIDIA's gpu-operator chart v26.7.0 (refs)
+# The reference data as tests/conftest.py finds it: GPUOP_REFS (relative to the repository), else
+# ../shared/refs beside it, else .refs/ (`make refs`).
+_REFS_ENV = os.environ.get("GPUOP_REFS", "").strip()
+REFS = ((ROOT / _REFS_ENV).resolve() if _REFS_ENV else
+        next((d for d in (ROOT.parent / "shared" / "refs", ROOT / ".refs") if d.is_dir()), ROOT / ".refs"))
+CHART = REFS / "gpu-operator" / "chart"     # NVIDIA's gpu-operator chart v26.7.0 (refs.lock)
 POOLS = [  # pool designs: (gpu, mig layout or None)
     [("H100-SXM5-80GB", {"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 2})],
     [("H100-SXM5-80GB", {"1g.10gb": 7})],
@@ -275,6 +280,8 @@ def helm_side(facts: list[dict], sample: int, passes: int = 3) -> dict:
     k = min(sample, len(facts))
     picked = [facts[i * len(facts) // k] for i in range(k)]
     values = [helm_values(f, branches) for f in picked]
+    if not CHART.is_dir():
+        sys.exit(f"bench: NVIDIA's chart not found at {CHART}: run `make refs` (or set GPUOP_REFS)")
     t0 = time.perf_counter()
     chart = helm.Chart.load(str(CHART))
     load_s = time.perf_counter() - t0

@@ -1,5 +1,12 @@
-"""Shared fixtures: the repository, the reference data in ../shared/refs, and one compile of the
-bundled profiles per test session (in a temporary folder, never the committed dist/)."""
+"""Shared fixtures: the repository, the upstream reference data (REFS, CRDS, ASSETS), the checking tools
+(TOOLS, tool()), and one compile of the bundled profiles per test session (in a temporary folder, never the
+committed dist/).
+
+Where the reference data is: `GPUOP_REFS` (a path; relative paths are relative to the repository), else
+`../shared/refs` beside the repository, else `.refs/` (what `make refs` fetches, pinned by refs.lock). A run
+that collects a test module using REFS, CRDS or ASSETS with no complete reference set stops at once with one
+message naming `make refs`. The checking tools (kubeval, NVIDIA's operator renderer) likewise: `GPUOP_TOOLS`,
+else `../shared/tools`; a test asking for a missing tool is skipped, or fails when GPUOP_TOOLS was set."""
 
 from __future__ import annotations
 
@@ -15,11 +22,98 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+os.environ.setdefault("CDK8S_CHECK_UPGRADE", "false")      # the cdk8s CLI's upgrade check asks the npm registry
 
 REPO = Path(__file__).resolve().parents[1]
-REFS = REPO.parent / "shared" / "refs"
+REFS_LOCK = REPO / "refs.lock"
+# Names a test module uses to reach the reference data; importing one (anywhere in the file) makes the run
+# need the reference set (pytest_configure below).
+REFS_NAMES = ("REFS", "CRDS", "ASSETS")
+
+
+def _setting(var: str, *defaults: Path) -> tuple[Path, bool]:
+    """The folder named by `var` (relative to the repository), else the first default that exists, else the
+    first default; and whether it came from the environment."""
+    value = os.environ.get(var, "").strip()
+    if value:
+        p = Path(value).expanduser()
+        return (p if p.is_absolute() else REPO / p).resolve(), True
+    return next((d for d in defaults if d.is_dir()), defaults[0]), False
+
+
+REFS, REFS_FROM_ENV = _setting("GPUOP_REFS", REPO.parent / "shared" / "refs", REPO / ".refs")
 CRDS = REFS / "crds"
 ASSETS = REFS / "gpu-operator" / "assets"
+TOOLS, TOOLS_FROM_ENV = _setting("GPUOP_TOOLS", REPO.parent / "shared" / "tools")
+# The checking tools by name (see the README beside each): Kubernetes' API-server validation and NVIDIA's
+# GPU Operator controller code as a renderer.
+TOOL_PATHS = {"kubeval": Path("kubeval") / "kubeval", "nvidia-operator": Path("nvidia-operator") / "render.sh"}
+
+
+def tool(name: str) -> Path:
+    """The executable of a checking tool; skips the test when it is missing (fails when GPUOP_TOOLS names the
+    folder, since then the tool was expected)."""
+    exe = TOOLS / TOOL_PATHS[name]
+    if os.access(exe, os.X_OK):
+        return exe
+    msg = (f"{name} not found at {exe}: set GPUOP_TOOLS to the folder holding kubeval/ and nvidia-operator/ "
+           f"(default ../shared/tools beside the repository)")
+    if TOOLS_FROM_ENV:
+        pytest.fail(msg, pytrace=False)
+    pytest.skip(msg)
+
+
+def refs_problems(folder: Path = REFS, limit: int = 5) -> list[str]:
+    """What is missing from a reference folder, by refs.lock (presence only; tests/test_refs.py checks the
+    checksums)."""
+    if not folder.is_dir():
+        return [f"{folder} does not exist"]
+    files = json.loads(REFS_LOCK.read_text())["files"]
+    missing = [e["path"] for e in files if not (folder / e["path"]).is_file()]
+    out = [f"{folder / m} is missing" for m in missing[:limit]]
+    if len(missing) > limit:
+        out.append(f"... and {len(missing) - limit} more of the {len(files)} files refs.lock lists")
+    return out
+
+
+def _selected_test_files(config) -> list[Path]:
+    """The test files a run collects from, from its arguments (node ids, files, folders) or testpaths."""
+    args = [a.split("::")[0] for a in config.args] or [str(REPO / t) for t in config.getini("testpaths")]
+    files: list[Path] = []
+    for a in args:
+        p = Path(a) if Path(a).is_absolute() else Path(config.invocation_params.dir) / a
+        if p.is_dir():
+            files += sorted(p.rglob("test_*.py"))
+        elif p.suffix == ".py" and p.is_file():
+            files.append(p)
+    return files
+
+
+def _uses_refs(path: Path) -> bool:
+    import re
+
+    text = path.read_text(errors="replace")
+    return any(set(REFS_NAMES) & set(re.findall(r"\w+", m))
+               for m in re.findall(r"from conftest import ([^\n]+)", text))
+
+
+def pytest_configure(config):
+    """One clear stop when the reference data is missing, before any test runs (and before xdist starts its
+    workers): never a failure in every module that reads it."""
+    if hasattr(config, "workerinput"):           # an xdist worker: the controller already checked
+        return
+    problems = refs_problems()
+    if not problems:
+        return
+    needing = [f for f in _selected_test_files(config) if _uses_refs(f)]
+    if not needing:
+        return
+    where = ("GPUOP_REFS" if REFS_FROM_ENV else "GPUOP_REFS is unset, so ../shared/refs or .refs/")
+    names = ", ".join(f.name for f in needing[:3]) + (f" and {len(needing) - 3} more" if len(needing) > 3 else "")
+    pytest.exit("the upstream reference data the tests compare against is not there "
+                f"({where}: {REFS}):\n  " + "\n  ".join(problems) +
+                f"\n{names} need it. Run `make refs` to fetch it into .refs/ (pinned by refs.lock, checksums "
+                "verified), or set GPUOP_REFS to a copy.", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def run_gpuop(*args: str, cwd: Path, check: bool = False) -> subprocess.CompletedProcess:

@@ -106,3 +106,30 @@ def test_jsii_node_wins_and_is_never_replaced(tmp_path):
     with pytest.raises(UserError) as exc:
         find_node(env={"PATH": "", "JSII_NODE": str(tmp_path / "missing")}, projects=[local.parents[2]])
     assert str(exc.value).startswith(f"JSII_NODE: '{tmp_path}/missing' is not an executable")
+
+
+def test_node_lines_outside_jsii_messages_are_written_as_text(capfdbinary):
+    """Node's own stderr (jsii's end-of-life notice, a crash) reads as Node wrote it, not as b'...' reprs;
+    console output inside jsii's JSON messages is decoded as before."""
+    import base64
+    import io
+
+    from gpuop.components.runtime import stderr_sink
+
+    notice = b"!!  Node 20 is end-of-life and not supported anymore by this software since 2026-10-30.  !!\n"
+    console = b'{"stderr": "' + base64.b64encode(b"from a construct\n") + b'"}\n'
+    stderr_sink(io.BytesIO(notice + console + b"\xff broken\n"))
+    err = capfdbinary.readouterr().err
+    assert err == notice + b"from a construct\n" + "\ufffd broken\n".encode()
+
+
+@pytest.mark.slow
+def test_jsii_on_an_end_of_life_node_prints_its_notice_readably(tmp_path):
+    node20 = next((n for n in ("/usr/bin/node", shutil.which("node") or "") if n and subprocess.run(
+        [n, "--version"], capture_output=True, text=True).stdout.startswith("v20.")), None)
+    if node20 is None:
+        pytest.skip("no Node 20 here to make jsii print its end-of-life notice")
+    proc = subprocess.run([sys.executable, "-c", "from gpuop.components.runtime import start_cdk8s; start_cdk8s()"],
+                          cwd=tmp_path, env=_env(JSII_NODE=node20), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "!!  Node 20 is end-of-life" in proc.stderr and "b'" not in proc.stderr, proc.stderr

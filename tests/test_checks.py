@@ -8,11 +8,12 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 
+from conftest import CRDS
 from gpuop.verify import crdschema
 from gpuop.verify.crdschema import CrdValidator, to_json_schema
 from gpuop.verify.kubeschema import KubeValidator, SchemaNotFound, supported_versions
 
-CRD_DIR = Path(__file__).resolve().parents[2] / "shared" / "refs" / "crds"
+CRD_DIR = CRDS
 
 _POD = {
     "hostPID": True,
@@ -64,8 +65,6 @@ def kube() -> KubeValidator:
 
 @pytest.fixture(scope="module")
 def crds() -> CrdValidator:
-    if not CRD_DIR.is_dir():
-        pytest.fail(f"CRD snapshots not found at {CRD_DIR} (shared/ must sit beside the repo)")
     return CrdValidator.from_files(sorted(CRD_DIR.glob("*.yaml")))
 
 

@@ -723,7 +723,7 @@ def _gitops(**fields):
 def _crds():
     from gpuop.verify.crdschema import CrdValidator
 
-    crds = REPO.parent / "shared" / "refs" / "crds"
+    from conftest import CRDS as crds
     return CrdValidator.from_files([crds / "source.toolkit.fluxcd.io_gitrepositories.yaml",
                                     crds / "argoproj.io_applications.yaml"])
 

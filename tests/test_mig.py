@@ -372,8 +372,8 @@ def test_docs_example_is_current():
     (["check", "--gpu", "H100-SXM5-80GB", "3g.40gb=x"], 2, "",
      "gpuop mig: bad layout entry '3g.40gb=x': COUNT must be a whole number >= 0, e.g. 3g.40gb=1\n"),
     (["check", "--gpu", "H100", "3g.40gb=1"], 2, "",
-     "gpuop mig: 'H100' is not a GPU model of the catalog; did you mean V100, H800, H100-96GB? "
-     "(list: gpuop mig gpus)\n"),
+     "gpuop mig: 'H100' is not a GPU model of the catalog; did you mean H100-SXM5-80GB, H100-PCIE-80GB, "
+     "H100-NVL-94GB? (list: gpuop mig gpus)\n"),      # the models it starts, as the profile check suggests
     (["show", "--gpu", "L40S", "1g.5gb=1"], 2, "",
      "gpuop mig: L40S is not MIG-capable: it refuses any MIG layout (MIG-capable models: gpuop mig gpus)\n"),
 ])

@@ -119,3 +119,68 @@ def test_installed_wheel_compiles_the_examples_to_the_same_bytes(installed, work
     editable, wheel = _tree(dist), _tree(tmp_path / "dist")
     assert sorted(editable) == sorted(wheel)
     assert [p for p in editable if editable[p] != wheel[p]] == []
+
+
+# ---- installed use: `gpuop init` in an empty folder, `npm ci`, `gpuop synth` --------------------------
+
+SCAFFOLD = PKG / "ops" / "scaffold"
+
+
+@pytest.mark.parametrize("copy, source", [("package.json", "package.json"), ("package-lock.json", "package-lock.json"),
+                                          ("github-actions.yml", "examples/ci/github-actions.yml")])
+def test_the_scaffold_carries_the_repository_files_unchanged(copy, source):
+    """`gpuop init` writes the wheel's copies: they must be the files this repository runs and tests (copy the
+    repository file over the scaffold one after changing it)."""
+    assert (SCAFFOLD / copy).read_bytes() == (REPO / source).read_bytes(), f"cp {source} {SCAFFOLD / copy}"
+
+
+def _npm_ci(project: Path) -> None:
+    """`npm ci` from npm's cache only (the machine may be offline); skip when the cache lacks a package."""
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm not installed")
+    proc = subprocess.run([npm, "ci", "--offline", "--no-audit", "--no-fund", "--loglevel=error"], cwd=project,
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0 and ("ENOTCACHED" in proc.stderr or "offline" in proc.stderr):
+        pytest.skip(f"npm's cache cannot install package-lock.json offline: {proc.stderr.strip()[-300:]}")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_installed_gpuop_init_npm_ci_synth_in_an_empty_folder(installed, tmp_path):
+    """A user's path with the wheel only: `gpuop init` writes a project, `npm ci` installs Node 24 and the
+    cdk8s CLI from its package-lock.json, `gpuop synth` compiles the example profile, and `npm run synth` (the cdk8s CLI) synthesizes it with nothing on stderr but its own lines."""
+    project = tmp_path / "clusters"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "JSII_NODE", "CDK8S_CHECK_UPGRADE",
+                                                              "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION")}
+    env["PATH"] = f"{installed / 'bin'}{os.pathsep}{os.environ['PATH']}"      # an activated venv
+    gpuop = str(installed / "bin" / "gpuop")
+    init = subprocess.run([gpuop, "init", str(project)], env=env, capture_output=True, text=True, timeout=120)
+    assert init.returncode == 0, init.stderr
+    for name in ("gpuop.yaml", "profiles/example.yaml", "schemas/profile.schema.json", "package.json",
+                 "package-lock.json", "cdk8s.yaml", ".gitignore", ".github/workflows/gpuop.yml"):
+        assert (project / name).is_file(), name
+    schema_line = (project / "profiles" / "example.yaml").read_text().splitlines()[0]
+    assert schema_line == "# yaml-language-server: $schema=../schemas/profile.schema.json"
+    schema = subprocess.run([str(installed / "bin" / "python"), "-c", "from gpuop.profile.models import "
+                             "profile_json_schema as s; from gpuop.kube.yamlio import dump_json as d; "
+                             "print(d(s()), end='')"], env=env, capture_output=True, text=True, check=True).stdout
+    assert (project / "schemas" / "profile.schema.json").read_text() == schema     # the installed gpuop's
+    ignored = (project / ".gitignore").read_text().splitlines()
+    assert {"node_modules/", ".gpuop-cache/", ".dist.lock", "cdk8s.out/"} <= set(ignored)
+    again = subprocess.run([gpuop, "init", str(project)], env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 2 and f"{project / 'gpuop.yaml'}: already exists" in again.stderr
+
+    _npm_ci(project)
+    assert (project / "node_modules" / ".bin" / "node").is_file()
+    synth = subprocess.run([gpuop, "synth", "--no-progress"], cwd=project, env=env, capture_output=True, text=True,
+                           timeout=600)
+    assert synth.returncode == 0, synth.stderr
+    assert (project / "dist" / "example").is_dir() and (project / "dist" / "index.json").is_file()
+    assert "b'" not in synth.stderr and "end-of-life" not in synth.stderr      # Node 24 from node_modules
+
+    cdk8s = subprocess.run(["npm", "run", "--silent", "synth"], cwd=project, env=env, capture_output=True,
+                           text=True, timeout=600)
+    assert cdk8s.returncode == 0, cdk8s.stdout + cdk8s.stderr
+    assert (project / "cdk8s.out" / "example.k8s.yaml").is_file()
+    for noise in ("http error", "404", "new version", "b'"):                   # the upgrade check is off
+        assert noise not in cdk8s.stdout + cdk8s.stderr, cdk8s.stdout + cdk8s.stderr

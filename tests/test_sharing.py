@@ -21,7 +21,7 @@ from gpuop.plan import pools
 from gpuop.stack.registry import COMPONENTS, component_props
 from gpuop.kube.slots import fill
 
-from conftest import ASSETS, REPO, by_key, load_dir, run_gpuop
+from conftest import ASSETS, REFS, REPO, by_key, load_dir, run_gpuop
 from test_helm import render
 from test_plan_helpers import plan_for
 
@@ -91,7 +91,7 @@ def test_the_format_checker_catches_each_rule(bad, fragment):
 
 
 def test_the_upstream_examples_pass_the_format_checker():
-    refs = REPO.parent / "shared" / "refs" / "gpu-operator"
+    refs = REFS / "gpu-operator"
     docs = [yaml.safe_load((refs / "test-plugin-config.time-slicing.yaml").read_text())]
     for name in ("time-slicing-config-all.configmap.yaml", "time-slicing-config-fine.configmap.yaml"):
         docs += [yaml.safe_load(v) for v in yaml.safe_load((refs / name).read_text())["data"].values()]

@@ -15,6 +15,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from gpuop.catalog import versions
+
 DATA = Path(__file__).parent / "data"
 
 
@@ -185,5 +187,5 @@ def load() -> Catalog:
     for extra in sorted(DATA.glob("*.yaml")):       # every other catalog too (mig.yaml, dra.yaml, ...): a fact
         if extra.name not in ("releases.yaml", "gpus.yaml", "drivers.yaml"):   # change invalidates caches
             h.update(extra.name.encode() + b"\0" + extra.read_bytes())
-    releases = tuple(sorted((Release(**r) for r in rel["releases"]), key=lambda r: tuple(map(int, r.name.split(".")))))
+    releases = tuple(sorted((Release(**r) for r in rel["releases"]), key=lambda r: versions.key(r.name)))
     return Catalog(releases=releases, gpus=gpus, drivers=drivers, pci=pci, digest=h.hexdigest())

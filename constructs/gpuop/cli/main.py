@@ -79,6 +79,9 @@ def _parser() -> argparse.ArgumentParser:
     ig.add_argument("rest", nargs=argparse.REMAINDER, help="[resolve --registry URL] [PATHS...]; -h for more")
     sc = sub.add_parser("schema", help="write the JSON Schemas of profiles and chart values")
     sc.add_argument("-o", "--output", type=Path, default=Path("schemas"))
+    it = sub.add_parser("init", help="write a starter project: settings, an example profile and its schema, "
+                        "package.json for Node and the cdk8s CLI, .gitignore, the CI review gate")
+    it.add_argument("dir", nargs="?", type=Path, default=Path("."), help="project folder (default: the current one)")
     return p
 
 
@@ -321,6 +324,12 @@ def cmd_schema(args) -> int:
     return 0
 
 
+def cmd_init(args) -> int:
+    from gpuop.ops import init
+
+    return init.main(args.dir)
+
+
 def cmd_import(args) -> int:
     from gpuop.ops.importer import run
 
@@ -380,7 +389,7 @@ def cmd_images(args) -> int:
 
 COMMANDS = {"images": cmd_images, "synth": cmd_synth, "validate": cmd_validate, "schema": cmd_schema, "mig": cmd_mig,
             "merge": cmd_merge, "publish": cmd_publish, "diff": cmd_diff, "capacity": cmd_capacity,
-            "report": cmd_report, "import": cmd_import}
+            "report": cmd_report, "import": cmd_import, "init": cmd_init}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,22 +8,32 @@ tested from its props alone. `objects(props)` is what a construct emits: `render
 OpenShift, openshift.py's SCC per DaemonSet ServiceAccount, enabled by the props' Placement).
 Construct ids are `<Kind>-<name>`: stable, since renaming one is a breaking change. Shared props live
 in props.py, shared object builders in builders.py.
+
+Value slots (kube/slots.py, ⟦tolerations⟧ and the like): a component fills them from `values=` (the
+chart's values tree, e.g. gpuop.api.default_values()), else from its chart's FILL_CONTEXT (GpuStack,
+`cdk8s synth`); gpuop's own synth keeps them for the Helm writer (KEEP_SLOTS_CONTEXT on its charts). Used
+any other way, a component would write the markers into the YAML: it adds a validation, so the app's
+synth fails naming each unfilled slot and how to fill it.
 """
 
 from __future__ import annotations
 
 import json
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from gpuop.components.runtime import start_cdk8s
 
 cdk8s = start_cdk8s()  # gpuop's first `import cdk8s` (starts Node): a supported Node, or exit 2 saying what to install
-from constructs import Construct  # noqa: E402
+import jsii  # noqa: E402
+from constructs import Construct, IValidation  # noqa: E402
 
 from gpuop.components.openshift import secure
 from gpuop.components.props import Props
 from gpuop.kube.order import with_wave
-from gpuop.kube.slots import fill
+from gpuop.kube.slots import MARKER, fill, lookup, slot_paths
+
+FILL_CONTEXT = "gpuop:fill-values"        # the chart's values tree (canonical JSON): slots filled from it
+KEEP_SLOTS_CONTEXT = "gpuop:keep-slots"    # gpuop's own synth: slots kept, the Helm writer templates them
 
 
 class Component(Construct):
@@ -35,14 +45,19 @@ class Component(Construct):
     deploy_label: ClassVar[str | None] = None   # nvidia.com/gpu.deploy.<this>: its node label (None: no DaemonSet)
     mig_capable_only: ClassVar[bool] = False    # node_labels.py publishes the deploy label on MIG-capable GPUs only
 
-    def __init__(self, scope: Construct, id: str, props: Props):
+    def __init__(self, scope: Construct, id: str, props: Props, *, values: dict[str, Any] | None = None):
         super().__init__(scope, id)
         self.props = props
-        fill_json = self.node.try_get_context("gpuop:fill-values")
-        values = json.loads(fill_json) if fill_json else None
-        for body in self.objects(props):
-            body = with_wave(body)
-            emit(self, fill(body, values) if values is not None else body)
+        if values is None:
+            fill_json = self.node.try_get_context(FILL_CONTEXT)
+            values = json.loads(fill_json) if fill_json else None
+        bodies = [with_wave(body) for body in self.objects(props)]
+        if values is not None:
+            bodies = [_filled(self, body, values) for body in bodies]
+        elif not self.node.try_get_context(KEEP_SLOTS_CONTEXT):
+            self.node.add_validation(_NoUnfilledSlots(self))
+        for body in bodies:
+            emit(self, body)
 
     @classmethod
     def render(cls, props: Props) -> list[dict]:
@@ -58,6 +73,42 @@ class Component(Construct):
             objs = secure(objs)
         return objs
 
+
+
+def _filled(component: Component, body: dict, values: dict) -> dict:
+    missing = [p for p in slot_paths(body) if not _has(values, p)]
+    if missing:
+        raise ValueError(f"{component.node.path}: values has no {', '.join(missing)} for the slots of "
+                         f"{body['kind']} {body['metadata']['name']} (start from gpuop.api.default_values())")
+    return fill(body, values)
+
+
+def _has(values: dict, path: str) -> bool:
+    try:
+        lookup(values, path)
+    except (KeyError, TypeError):
+        return False
+    return True
+
+
+@jsii.implements(IValidation)
+class _NoUnfilledSlots:
+    """At synth: the component's objects as cdk8s writes them (JSON patches applied) hold no slot marker."""
+
+    def __init__(self, component: Component):
+        self.component = component
+
+    def validate(self) -> list[str]:
+        out = []
+        for child in self.component.node.children:
+            if isinstance(child, cdk8s.ApiObject):
+                found = sorted(set(MARKER.findall(json.dumps(child.to_json(), ensure_ascii=False))))
+                if found:
+                    out.append(f"{child.kind} {child.name} would be written with unfilled value slots "
+                               f"{', '.join(f'⟦{p}⟧' for p in found)}: pass values= to "
+                               f"{type(self.component).__name__} (gpuop.api.default_values()), or add it to a "
+                               "gpuop.api.GpuStack, which fills them from the profile")
+        return out
 
 
 def emit(scope: Construct, body: dict) -> cdk8s.ApiObject:

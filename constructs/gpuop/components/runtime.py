@@ -14,13 +14,18 @@ components because components/base.py holds gpuop's first `import cdk8s` (any co
 Node); stack/ and the `cdk8s synth` app go through it too. Where upstream jsii fails
 with a bare FileNotFoundError from `subprocess.Popen` (and an AttributeError from its finalizer),
 gpuop stops with a UserError (exit 2) that says what to install. jsii's end-of-life warning for old
-Node releases is deliberately left on: it is the signal to upgrade.
+Node releases is deliberately left on: it is the signal to upgrade. jsii's Python runtime prints each
+line Node writes to stderr that is not one of its JSON messages as a bytes repr (`b'!!  Node 20 is
+end-of-life ...\n'`); gpuop's sink writes those lines as text, so the notice reads as Node wrote it.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from gpuop.errors import Issue, UserError
@@ -56,10 +61,37 @@ def find_node(env: dict[str, str] | None = None, projects: list[Path] | None = N
     return os.path.abspath(found)
 
 
+def stderr_sink(reader) -> None:
+    """jsii's stderr reader (jsii._kernel.providers.process.stderr_sink) with plain lines written as text:
+    Node's console output comes as JSON {"stderr"|"stdout": base64}, anything else (the end-of-life notice,
+    a crash) is Node's own text."""
+    for line in iter(reader.readline, b""):
+        try:
+            console = json.loads(line)
+        except ValueError:
+            console = None
+        if isinstance(console, dict) and ("stderr" in console or "stdout" in console):
+            if console.get("stderr") is not None:
+                sys.stderr.buffer.write(base64.b64decode(console["stderr"]))
+                sys.stderr.flush()
+            if console.get("stdout") is not None:
+                sys.stdout.buffer.write(base64.b64decode(console["stdout"]))
+                sys.stdout.flush()
+        else:
+            sys.stderr.write(line.decode("utf-8", "replace"))
+            sys.stderr.flush()
+
+
 def start_cdk8s():
     """Pick the Node (see the module docstring), then import cdk8s, which starts it; return the module."""
     node = find_node()
     os.environ["JSII_NODE"] = node          # jsii reads it at start; spawned workers inherit it
+    try:                                    # before the import starts the kernel: its thread reads this name
+        from jsii._kernel.providers import process as jsii_process
+
+        jsii_process.stderr_sink = stderr_sink
+    except (ImportError, AttributeError):   # another jsii layout: its own sink stays
+        pass
     try:
         import cdk8s
     except OSError as exc:                  # exists but cannot run (wrong architecture, no permission)

@@ -14,13 +14,13 @@ NVML nvml.h (nvmlDeviceGetGpuInstancePossiblePlacements_v2: overlapping memory s
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import combinations
 from typing import Mapping
 
 from gpuop import catalog
+from gpuop.catalog.names import did_you_mean
 from gpuop.catalog.mig import NAME, MigCatalog, MigFamily, MigProfile, load_mig  # noqa: F401 (re-exported)
 
 def attributes(name: str) -> frozenset[str]:
@@ -91,8 +91,8 @@ def check_layout(gpu_model: str, layout: Mapping[str, int], *, gpus: Mapping | N
     gpus = catalog.load().gpus if gpus is None else gpus
     gpu = gpus.get(gpu_model)
     if gpu is None:
-        close = difflib.get_close_matches(gpu_model, list(gpus), n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        hint = did_you_mean(gpu_model, gpus, limit=3, cutoff=0.5)
+        hint = f"; {hint}" if hint else ""
         return Result(gpu_model, None, (), problems=(Problem("unknown-gpu", f"{gpu_model!r} is not a GPU "
                       f"model of the catalog{hint} (list: gpuop mig gpus)"),))
     if not gpu.migCapable:

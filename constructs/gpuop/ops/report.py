@@ -13,6 +13,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
+from gpuop.catalog import versions as version_order
 from gpuop.mig import geometry, picture
 from gpuop.ops.capacity import fleet_total
 
@@ -42,7 +43,7 @@ def _driver(plan, pool) -> str:
     if not plan.driver_variants:
         return "preinstalled"
     versions = sorted({v.version for v in plan.driver_variants
-                       if not v.pool_terms or pool.node_selector in v.pool_terms})
+                       if not v.pool_terms or pool.node_selector in v.pool_terms}, key=version_order.key)
     return ", ".join(versions) or "preinstalled"
 
 

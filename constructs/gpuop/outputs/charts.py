@@ -17,6 +17,7 @@ import hashlib
 import io
 import tarfile
 
+from gpuop.catalog import versions
 from gpuop.kube.yamlio import dump_plain
 
 ORDER = {"Chart.yaml": 0, "values.yaml": 1, "values.schema.json": 2}
@@ -95,10 +96,6 @@ def entries_from(archives: dict, index: dict | None = None, made: dict | None = 
     return out
 
 
-def _semver_key(version: str) -> tuple:
-    return tuple(int(x) for x in version.split("-")[0].split("."))
-
-
 def index_yaml(entries: dict[str, list[dict]]) -> str:
     """entries: chart name -> [{version, appVersion, kubeVersion, description, digest, file}]."""
     doc = {"apiVersion": "v1", "entries": {}}
@@ -107,6 +104,6 @@ def index_yaml(entries: dict[str, list[dict]]) -> str:
             {"apiVersion": "v2", "name": name, "version": e["version"], "appVersion": e["appVersion"],
              "kubeVersion": e["kubeVersion"], "description": e["description"], "type": "application",
              "digest": e["digest"], "urls": [e["file"]]}
-            for e in sorted(entries[name], key=lambda e: _semver_key(e["version"]), reverse=True)]
+            for e in sorted(entries[name], key=lambda e: versions.key(e["version"]), reverse=True)]
     return "# Helm repository index of gpuop's packaged charts (`helm repo add NAME URL-of-this-folder`).\n" \
         + dump_plain(doc)

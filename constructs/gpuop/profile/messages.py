@@ -6,12 +6,12 @@ the error is about. Used for profiles (validate stage) and for the settings file
 from __future__ import annotations
 
 import datetime
-import difflib
 import re
 import typing
 
 from pydantic import BaseModel, ValidationError
 
+from gpuop.catalog.names import did_you_mean
 from gpuop.errors import Issue
 from gpuop.profile.models import ClusterProfile
 
@@ -145,8 +145,8 @@ def _message(err: dict, root: type[BaseModel] = ClusterProfile, loc: tuple | Non
         names = list(owner.model_fields) if owner else []
         if loc[:-1] == () and root is ClusterProfile:
             names.append("extends")
-        close = difflib.get_close_matches(str(loc[-1]), names, n=1, cutoff=0.6) if loc else []
-        hint = f" (did you mean {close[0]}?)" if close else ""
+        hint = did_you_mean(str(loc[-1]), names, limit=1, loose=False) if loc else ""
+        hint = f" ({hint})" if hint else ""
         return f"unknown field{hint}; allowed: {', '.join(names) or 'see schemas/profile.schema.json'}"
     if kind == "missing":
         what = _expected(info, model)

@@ -6,10 +6,10 @@ suggestions (case, prefix, spelling) and the full list of allowed ones.
 
 from __future__ import annotations
 
-import difflib
 import re
 
 from gpuop import catalog as catalog_mod
+from gpuop.catalog.names import did_you_mean
 from gpuop.errors import Issue
 from gpuop.profile.load import LoadedProfile
 
@@ -17,14 +17,8 @@ from gpuop.profile.load import LoadedProfile
 def _one_of(value: str, allowed, what: str, plural: str | None = None) -> str:
     """`value` is not one of `allowed`: suggest close names (case, prefix, spelling) and list them all."""
     allowed = list(allowed)
-    low = value.lower()
-    close = [a for a in allowed if a.lower() == low]
-    close += [a for a in allowed if low and a.lower().startswith(low) and a not in close]
-    close += [a for a in allowed if low and low in a.lower() and a not in close]
-    lowered = {a.lower(): a for a in allowed}
-    close += [lowered[c] for c in difflib.get_close_matches(low, list(lowered), n=3, cutoff=0.6)
-              if lowered[c] not in close]
-    hint = f" (did you mean {', '.join(close[:4])}?)" if close else ""
+    hint = did_you_mean(value, allowed, limit=4)
+    hint = f" ({hint})" if hint else ""
     return f"{value!r} is not a known {what}{hint}; allowed: {', '.join(allowed)}"
 
 

@@ -27,13 +27,10 @@ from __future__ import annotations
 import datetime
 import os
 
+from gpuop.catalog import versions
 from gpuop.errors import Issue
 from gpuop.plan.drivers import DEFAULT_RUNTIME
 from gpuop.validate.rules import Context, run
-
-
-def version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split(".") if p.isdigit())
 
 
 def _effective(at, version, loc, default, cat, warnings):
@@ -85,7 +82,7 @@ def check_pool_driver_fits_gpu(ctx: Context) -> list[Issue]:
                              f"{gpu.architecture}: {', '.join(fits)}"))
         else:
             floor = getattr(gpu, "minDriverVersion", None)
-            if isinstance(floor, str) and version_key(effective) < version_key(floor):
+            if isinstance(floor, str) and versions.older(effective, floor):
                 errors.append(at(where, f"{pool.gpu} needs driver {floor} or newer, but the driver is {effective} "
                                  f"({source}); allowed: a driver >= {floor}"))
         if d.kernelModuleType == "proprietary" and getattr(gpu, "openKernelModulesRequired", False):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 
 from gpuop.catalog import dra as dra_catalog
+from gpuop.catalog import versions
 from gpuop.mig import geometry
 from gpuop.plan import dra as dra_plan
 from gpuop.plan.drivers import full_version
@@ -53,10 +54,6 @@ class Ctx:
     @property
     def version(self):
         return self.dra.version(self.spec.dra.version if self.spec.dra else None)
-
-
-def _minor(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", v))
 
 
 def _kube(ctx: Ctx) -> str | None:
@@ -97,8 +94,8 @@ def check_kubernetes(ctx: Ctx):
     kube, version = _kube(ctx), ctx.version
     if kube is None or version is None:
         return
-    floor = max(ctx.dra.apiVersionSince, version.kubernetesMin, key=_minor)
-    if _minor(kube) < _minor(floor):
+    floor = versions.newest(ctx.dra.apiVersionSince, version.kubernetesMin)
+    if versions.older(kube, floor):
         where = ("spec", "platform", "version")
         shown = f"Kubernetes {kube}" + (f" (OpenShift {ctx.spec.platform.version})" if ctx.spec.platform.type ==
                                         "openshift" else "")
@@ -122,11 +119,11 @@ def check_driver_floor(ctx: Ctx):
         pool_v = p.driver.version if p.driver and p.driver.version else None
         where = ("spec", "nodePools", i, "driver", "version") if pool_v else ("spec", "driver", "version")
         full = full_version(pool_v or ctx.spec.driver.version, default, ctx.cat)
-        if _minor(full) < _minor(version.driverMin):
+        if versions.older(full, version.driverMin):
             ctx.error(where, f"pool {p.name!r} (allocation: dra) gets GPU driver {full}, but DRA driver "
                       f"{version.version} needs >= {version.driverMin} for GPU allocation "
                       f"(docs/prerequisites.md; {SOURCE})")
-        elif ctx.spec.dra.computeDomains.enabled and _minor(full) < _minor(version.computeDomainDriverMin):
+        elif ctx.spec.dra.computeDomains.enabled and versions.older(full, version.computeDomainDriverMin):
             ctx.error(where, f"pool {p.name!r} gets GPU driver {full}, but ComputeDomains need >= "
                       f"{version.computeDomainDriverMin} (IMEXDaemonsWithDNSNames; docs/prerequisites.md; {SOURCE})")
 
@@ -148,7 +145,7 @@ def check_gates(ctx: Ctx):
         if gate is None:
             ctx.error(where, f"{name!r} is not a feature gate of the DRA driver; allowed: "
                       f"{', '.join(ctx.dra.featureGates)} ({SOURCE}, pkg/featuregates/featuregates.go)")
-        elif version is not None and _minor(gate.since) > _minor(version.version):
+        elif version is not None and versions.older(version.version, gate.since):
             ctx.error(where, f"{name} exists since DRA driver {gate.since}, not in {version.version} ({SOURCE})")
     gates = ctx.gates
     for ex in ctx.dra.exclusions:
@@ -164,7 +161,7 @@ def check_gates(ctx: Ctx):
             where = ("spec", "dra", "featureGates", dep.needs if dep.needs in set_ else dep.gate)
             ctx.error(where, f"feature gate {dep.gate} needs {dep.needs} on ({dep.source})")
     kube = _kube(ctx)
-    if gates.get("DynamicMIG") and kube and _minor(kube) < (1, 36):
+    if gates.get("DynamicMIG") and kube and versions.older(kube, "1.36"):
         ctx.warn(("spec", "dra", "featureGates", "DynamicMIG"), f"DynamicMIG on Kubernetes {kube} needs the "
                  "Kubernetes feature gate DRAPartitionableDevices on kube-apiserver and kube-scheduler (on by "
                  "default from 1.36); gpuop cannot see the control plane's gates (docs/guides/gpu-allocation/mig.md)")
@@ -172,7 +169,7 @@ def check_gates(ctx: Ctx):
 
 def check_extended_resources(ctx: Ctx):
     kube = _kube(ctx)
-    if ctx.spec.dra.extendedResources and kube and _minor(kube) < _minor(ctx.dra.extendedResourceSince):
+    if ctx.spec.dra.extendedResources and kube and versions.older(kube, ctx.dra.extendedResourceSince):
         ctx.error(("spec", "dra", "extendedResources"), f"extendedResourceName (KEP 5004) needs Kubernetes >= "
                   f"{ctx.dra.extendedResourceSince} with the DRAExtendedResource gate on kube-apiserver, "
                   f"kube-scheduler, kube-controller-manager and kubelet; this cluster is Kubernetes {kube} "

@@ -12,18 +12,13 @@ needs no code (catalog/known_issues.py lists the keys).
 
 from __future__ import annotations
 
-import re
-
 from gpuop.catalog import dra as dra_catalog
 from gpuop.catalog import known_issues as known_catalog
+from gpuop.catalog import versions
 from gpuop.errors import Issue
 from gpuop.plan import dra as dra_plan
 from gpuop.plan.drivers import full_version
 from gpuop.validate.rules import Context, run
-
-
-def _minor(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", v))
 
 
 def _drivers(ctx: Context) -> set[str]:
@@ -92,7 +87,7 @@ def _matches(when, ctx: Context) -> bool:
         return False
     if when.kubernetesFrom:
         kube = _kubernetes(ctx)
-        if kube is None or _minor(kube) < _minor(when.kubernetesFrom):
+        if kube is None or versions.older(kube, when.kubernetesFrom):
             return False
     if any(not getattr(spec, c).enabled for c in when.enabled):
         return False

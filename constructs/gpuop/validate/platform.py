@@ -24,6 +24,7 @@ tests/test_platform_variants.py give each one a profile that breaks it):
 
 from __future__ import annotations
 
+from gpuop.catalog import versions
 from gpuop.plan.drivers import driver_variants, pool_settings, pools_overlap, rhcos_minor, version_resolver
 from gpuop.plan.operator import operator_sidecars
 from gpuop.validate.rules import Context, run
@@ -55,7 +56,6 @@ def check_openshift(ctx: Context) -> list:
                          "feature.node.kubernetes.io/system-os_release.OSTREE_VERSION`), e.g. "
                          "[\"419.96.202507091512-0\"]"))
     known = {e.tag.removeprefix("rhcos") for e in release.matrix.os.values() if e.platform == "openshift"}
-    cluster = tuple(int(x) for x in spec.platform.version.split("."))
     seen: dict[str, int] = {}
     for j, build in enumerate(builds):
         where = ("spec", "driver", "rhcosVersions", j)
@@ -66,7 +66,7 @@ def check_openshift(ctx: Context) -> list:
         if minor not in known:
             errors.append(at(where, f"{build} is an RHCOS {minor} build, outside stack release {release.name}'s "
                              f"support matrix; allowed: builds of RHCOS {', '.join(sorted(known))}"))
-        elif spec.platform.version in release.matrix.openshift and tuple(int(x) for x in minor.split(".")) > cluster:
+        elif spec.platform.version in release.matrix.openshift and versions.older(spec.platform.version, minor):
             errors.append(at(where, f"{build} is an RHCOS {minor} build, newer than the cluster (OpenShift "
                              f"{spec.platform.version}); allowed: builds of OpenShift {spec.platform.version} or "
                              "older (nodes not yet updated)"))
