@@ -155,8 +155,9 @@ def chart_values(spec, plan: StackPlan, cat, groups: list[DriverGroup]) -> dict:
     pc = plan.pool_configs
     # derived rows
     v["nfd"] = {"enabled": plan.nfd.mode == "deploy"}
-    if not pc.per_pool_strategy:         # pools that disagree: no cluster strategy, each config has its own
-        v["mig"] = {"strategy": plan.mig_strategy}
+    # pools that disagree: an empty strategy (the chart then leaves it out; omitted, the chart's default is
+    # single), and each pool's device-plugin config carries its own flags.migStrategy
+    v["mig"] = {"strategy": "" if pc.per_pool_strategy else plan.mig_strategy}
     crd = uses_driver_crd(spec, groups)
     d = v["driver"]
     d["enabled"] = bool(groups)
@@ -221,6 +222,8 @@ def driver_spec(values: dict, g: DriverGroup, images: dict | None = None) -> dic
         del spec["upgradePolicy"]["drain"]["podSelector"]
     if d.get("imagePullSecrets"):
         spec["imagePullSecrets"] = d["imagePullSecrets"]
+    if d.get("manager"):                 # the chart's `manager: toYaml .Values.driver.manager` (the mirror)
+        spec["manager"] = dict(d["manager"])
     if d.get("resources"):
         spec["resources"] = d["resources"]
     if g.node_selector:
