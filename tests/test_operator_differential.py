@@ -98,8 +98,16 @@ ALLOWED = (
             "stack its per-pool fallback"),
 )
 # DaemonSets only the operator creates, allowed when they run on no node of the profile
-OPERATOR_ONLY = {"nvidia-device-plugin-mps-control-daemon": "the operator always creates the MPS control daemon; "
-                 "it runs only on nodes labelled nvidia.com/mps.capable=true, which no pool without MPS sharing has"}
+OPERATOR_ONLY = {
+    "nvidia-device-plugin-mps-control-daemon": (False, "the operator always creates the MPS control daemon; it runs "
+                                                "only on nodes labelled nvidia.com/mps.capable=true, which no pool "
+                                                "without MPS sharing has"),
+    # (may run on nodes, reason)
+    "nvidia-mig-manager": (True, "no pool has a MIG layout: gpuop's stack runs no MIG manager, the operator runs its "
+                           "own on every MIG-capable node while migManager.enabled (the chart's default, kept so that "
+                           "adopting a running operator changes nothing; it applies the node's nvidia.com/mig.config, "
+                           "all-disabled unless labelled); spec.migManager.enabled: false turns it off"),
+}
 
 
 @dataclass
@@ -172,7 +180,7 @@ def unexplained(case: Case) -> list[str]:
         problems.append(f"{case.name}: {name}: only in gpuop's stack")
     for name in sorted(set(case.theirs) - set(case.ours)):
         placed = od.node_view(case.theirs[name], case.nodes)["placement"]
-        if name not in OPERATOR_ONLY or placed:
+        if name not in OPERATOR_ONLY or placed and not OPERATOR_ONLY[name][0]:
             problems.append(f"{case.name}: {name}: only from the operator (runs on {placed})")
     for name in sorted(set(case.ours) & set(case.theirs)):
         for path, a, b in od.differences(case.ours[name], case.theirs[name], case.nodes):

@@ -411,8 +411,9 @@ def _rows() -> tuple[Row, ...]:
     rows.append(_pull_secrets_row())
     for key in SWITCHABLE:
         default = False if key in ("dcgm", "nodeStatusExporter") else True
-        why = ("export: true only with a pool's MIG layout, as gpuop's stack runs the MIG manager (chart_values "
-               "writes the plan's decision)" if key == "migManager" else "")
+        why = ("the operator runs its MIG manager on every MIG-capable node while enabled (gpuop's stack only for "
+               "pools with a MIG layout): kept as written, so adopting a running operator changes nothing"
+               if key == "migManager" else "")
         rows.append(field_row(f"{key}.enabled", f"{key}.enabled", default, inv=_bool_inv, why=why))
     for key in RESOURCES:
         rows.append(field_row(f"{key}.resources", f"{key}.resources", None,

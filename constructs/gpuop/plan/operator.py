@@ -166,9 +166,6 @@ def chart_values(spec, plan: StackPlan, cat, groups: list[DriverGroup]) -> dict:
     if pc.plugin_configs:
         v["devicePlugin"]["config"] = {"create": True, "name": chartmap.PLUGIN_CONFIG_MAP, "default": "default",
                                        "data": {k: text for k, text in pc.plugin_configs}}
-    # the MIG manager runs where gpuop's stack runs it: with a pool's MIG layout (plan/pools.py). Without one
-    # the operator's would still start on every MIG-capable node and apply all-disabled to its GPUs.
-    v["migManager"]["enabled"] = pc.mig_manager
     v["migManager"]["config"] = ({"create": True, "name": chartmap.MIG_CONFIG_MAP, "default": "all-disabled",
                                   "data": {"config.yaml": pc.mig_parted}} if pc.mig_manager else
                                  {"default": "all-disabled"})     # migManager.config.default: CRD default (drift)
