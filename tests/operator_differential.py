@@ -134,6 +134,23 @@ def paired(ours: dict[str, dict], theirs: dict[str, dict]) -> tuple[dict, dict]:
     return key(ours), key(theirs)
 
 
+def olm_daemonsets(plan, node_facts: dict, work: Path) -> dict[str, dict]:
+    """install: olm: the ClusterPolicy gpuop writes itself (outputs/operator.py cluster_policy_spec), defaulted as
+    the API server would, through NVIDIA's controller code."""
+    schema = nvidia_chart._schema(str(CHART / "crds"), "ClusterPolicy")
+    cp = nvidia_chart.crd_defaults({"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
+                                    "metadata": {"name": operator_out.OLM_CLUSTER_POLICY},
+                                    "spec": operator_out.cluster_policy_spec(plan.operator.values)}, schema)
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "cp.yaml").write_text(yaml.safe_dump(cp))
+    (work / "facts.json").write_text(json.dumps(node_facts))
+    proc = subprocess.run([str(RENDER), "clusterpolicy", str(work / "cp.yaml"), str(work / "facts.json"),
+                           str(work / "out")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return {d["metadata"]["name"]: d for d in (yaml.safe_load(f.read_text())
+                                               for f in sorted((work / "out").glob("DaemonSet_*.yaml")))}
+
+
 # ---------------------------------------------------------------------------------------- what a node sees
 
 def _env(c: dict) -> dict:

@@ -117,6 +117,7 @@ class Case:
     ours: dict
     theirs: dict
     nodes: dict
+    olm: dict | None = None          # install: olm: what gpuop's own ClusterPolicy makes the operator deploy
 
 
 def operator_profiles(tmp: Path) -> list[Path]:
@@ -166,9 +167,11 @@ def cases(tmp_path_factory) -> list[Case]:
         (plan,), _ = plan_all([path])
         profile = validate(load_profile(path)).profile
         (stack_plan,), _ = plan_all([stack_variant(path, tmp)])
-        theirs, _, nodes = od.operator_daemonsets(plan, od.facts(profile, plan, cat), tmp / plan.name)
+        facts = od.facts(profile, plan, cat)
+        theirs, _, nodes = od.operator_daemonsets(plan, facts, tmp / plan.name)
+        olm = od.olm_daemonsets(plan, facts, tmp / plan.name / "olm") if plan.operator.install == "olm" else None
         ours, theirs = od.paired(od.stack_daemonsets(stack_plan), theirs)
-        return Case(plan.name, profile.spec, ours, theirs, nodes)
+        return Case(plan.name, profile.spec, ours, theirs, nodes, olm and od.paired(olm, {})[0])
 
     with ThreadPoolExecutor(max_workers=2) as pool:      # the renderer runs while the next profile is planned
         return list(pool.map(one, operator_profiles(tmp)))
@@ -194,6 +197,18 @@ def test_operator_mode_deploys_what_the_static_stack_deploys(cases):
     assert len(cases) >= 15
     problems = [p for c in cases for p in unexplained(c)]
     assert problems == []
+
+
+@pytest.mark.slow
+def test_the_olm_cluster_policy_deploys_what_nvidias_chart_deploys(cases):
+    """With OLM gpuop writes the ClusterPolicy itself: NVIDIA's code makes of it exactly the DaemonSets it makes
+    of the ClusterPolicy NVIDIA's chart renders from the same values."""
+    olm = [c for c in cases if c.olm is not None]
+    assert {c.spec.platform.type for c in olm} == {"openshift"}
+    for c in olm:
+        assert set(c.olm) == set(c.theirs), c.name
+        for name in c.olm:
+            assert od.differences(c.olm[name], c.theirs[name], c.nodes) == [], (c.name, name)
 
 
 @pytest.mark.slow
