@@ -27,6 +27,7 @@ TOLERATION = st.fixed_dictionaries({"key": LABEL, "operator": st.just("Exists"),
 # one strategy per profile path of the table: a new row without one fails test_every_row_has_a_strategy
 STRATEGIES = {
     "platform.type": st.sampled_from(["kubernetes", "openshift"]),
+    "platform.distribution": st.sampled_from([None, "k3s", "rke2", "microk8s"]),
     "images.registry": st.one_of(st.none(), st.from_regex(r"\A[a-z][a-z0-9]{0,7}\.example\.com(/[a-z0-9]{1,6}){0,2}\Z")),
     "images.pullPolicy": st.sampled_from(["Always", "IfNotPresent", "Never"]),
     "images.pullSecrets": st.one_of(st.none(), st.lists(LABEL, min_size=1, max_size=3, unique=True)),
@@ -63,7 +64,7 @@ STRATEGIES = {
     "dcgmExporter.serviceMonitor.additionalLabels": st.dictionaries(LABEL, LABEL, max_size=2),
 }
 EXAMPLES = {       # a non-default value per profile path, for the per-row test
-    "platform.type": "openshift", "images.registry": "registry.example.com/nvidia", "images.pullPolicy": "Always",
+    "platform.type": "openshift", "platform.distribution": "rke2", "images.registry": "registry.example.com/nvidia", "images.pullPolicy": "Always",
     "images.pullSecrets": ["regcred"], **{f"{k}.version": "v9.9.9" for k in cm.VERSIONED},
     **{f"{k}.enabled": k in ("dcgm", "nodeStatusExporter") for k in cm.SWITCHABLE},
     **{f"{k}.resources": {"limits": {"cpu": "1"}} for k in cm.RESOURCES},
@@ -225,6 +226,8 @@ def test_compiled_values_read_back_as_the_profiles_settings(path):
             want = True if values["driver"]["nvidiaDriverCRD"]["enabled"] else None
         if r.profile == "images.registry" and want == rel.registry:
             want = None
+        if r.profile == "platform.distribution" and want not in cm.RUNTIME_ENV_DISTRIBUTIONS:
+            want = None                  # managed images: their driver / toolkit switches say it
         if want == r.default or want in ([], {}):
             want = None
         assert cm.get_path(profile, r.profile) == want, r.profile
