@@ -139,6 +139,7 @@ def test_each_row_at_its_default_reads_back_as_omitted(row):
     assert lost == []
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.fixed_dictionaries({}, optional=STRATEGIES))
 def test_round_trip_profile_values_profile(setting):
