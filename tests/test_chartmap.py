@@ -27,7 +27,6 @@ TOLERATION = st.fixed_dictionaries({"key": LABEL, "operator": st.just("Exists"),
 # one strategy per profile path of the table: a new row without one fails test_every_row_has_a_strategy
 STRATEGIES = {
     "platform.type": st.sampled_from(["kubernetes", "openshift"]),
-    "platform.distribution": st.sampled_from([None, "k3s", "rke2", "microk8s"]),
     "images.registry": st.one_of(st.none(), st.from_regex(r"\A[a-z][a-z0-9]{0,7}\.example\.com(/[a-z0-9]{1,6}){0,2}\Z")),
     "images.pullPolicy": st.sampled_from(["Always", "IfNotPresent", "Never"]),
     "images.pullSecrets": st.one_of(st.none(), st.lists(LABEL, min_size=1, max_size=3, unique=True)),
@@ -64,7 +63,7 @@ STRATEGIES = {
     "dcgmExporter.serviceMonitor.additionalLabels": st.dictionaries(LABEL, LABEL, max_size=2),
 }
 EXAMPLES = {       # a non-default value per profile path, for the per-row test
-    "platform.type": "openshift", "platform.distribution": "rke2", "images.registry": "registry.example.com/nvidia", "images.pullPolicy": "Always",
+    "platform.type": "openshift", "images.registry": "registry.example.com/nvidia", "images.pullPolicy": "Always",
     "images.pullSecrets": ["regcred"], **{f"{k}.version": "v9.9.9" for k in cm.VERSIONED},
     **{f"{k}.enabled": k in ("dcgm", "nodeStatusExporter") for k in cm.SWITCHABLE},
     **{f"{k}.resources": {"limits": {"cpu": "1"}} for k in cm.RESOURCES},
@@ -80,6 +79,8 @@ EXAMPLES = {       # a non-default value per profile path, for the per-row test
     "driver.upgradePolicy.podSelector": "app!=critical", "dcgmExporter.serviceMonitor.interval": "30s",
     "dcgmExporter.serviceMonitor.honorLabels": True, "dcgmExporter.serviceMonitor.additionalLabels": {"release": "prom"},
 }
+STRATEGIES["platform.distribution"] = st.sampled_from([None, "k3s", "rke2", "microk8s"])
+EXAMPLES["platform.distribution"] = "rke2"
 PROFILE_ROWS = [r for r in cm.ROWS if r.profile]
 
 
