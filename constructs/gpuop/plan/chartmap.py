@@ -40,6 +40,11 @@ Public API (stable: the importer and `gpuop import --check` call it):
 - `policy_paths(values_path: str) -> tuple[str, ...]`  (ClusterPolicy spec paths a value path renders to)
 - `get_path(tree, dotted, default)`, `set_path(tree, dotted, value)`, `leaves(tree)`  (dotted paths; a key
   holding dots is not used by any row)
+- `distribution_env(distribution: str | None) -> list[dict]` (toolkit.env of k3s / RKE2 / MicroK8s,
+  `RUNTIME_ENV_DISTRIBUTIONS`), `parse_metrics(csv: str) -> list[dict]` (dcgm-metrics.csv -> profile metrics)
+- `Unexpressible(reason, value=None, paths=())`: what an inverse raises; constants `DEFAULT_VERSION`,
+  `COMPONENTS` (values key -> (profile section, release component)), `PLUGIN_CONFIG_MAP`, `MIG_CONFIG_MAP`,
+  `DCGM_METRICS_MAP` (the ConfigMap names gpuop writes)
 """
 
 from __future__ import annotations
