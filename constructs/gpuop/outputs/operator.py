@@ -10,9 +10,12 @@ What dist/<cluster>/ holds in operator mode (`apply`, called by cluster.build_cl
   from the operator catalog), then the ClusterPolicy `gpu-cluster-policy` (the CSV's alm-examples name), the
   NVIDIADriver CRs, the ConfigMaps and the NodeFeatureRule, with a kustomization.yaml.
 - `argocd/application.yaml` and `flux/*.yaml` deliver those, replacing the stack's GitOps objects: nothing
-  deploys gpuop's own chart in operator mode (two controllers for one DaemonSet would fight). `chart/`,
-  `manifests/` and `overlay/` are still written as a review preview of the operands gpuop would render, and
-  `params/cluster.json` and `flux-overlay/` are left out so the fleet ApplicationSet skips the cluster.
+  deploys gpuop's own chart in operator mode (two controllers for one DaemonSet would fight). The operands
+  gpuop would render are written for review only, under `preview/` (`preview/chart/`, `preview/manifests/`,
+  `preview/overlay/`), which no Argo CD, Flux or Kustomize object gpuop writes points at, so `kubectl apply -k
+  dist/<cluster>/overlay` or a GitOps tool pointed at the usual folders finds no second stack to run beside the
+  operator's; `params/cluster.json` and `flux-overlay/` are left out so the fleet ApplicationSet skips the
+  cluster.
   DRA pools keep the standalone DRA driver chart's Application / HelmRelease (outputs/dra.py) beside the
   operator: NVIDIA's supported path, with the device plugin kept off DRA planes by gpuop's per-pool
   `nvidia.com/gpu.deploy.device-plugin=false` label (in the NodeFeatureRule below).
@@ -47,6 +50,8 @@ SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 HELM_CLUSTER_POLICY = "cluster-policy"          # NVIDIA's chart templates/clusterpolicy.yaml
 OLM_CLUSTER_POLICY = "gpu-cluster-policy"       # the CSV's alm-examples
 KUBELET_ROOT = "/var/lib/kubelet"
+PREVIEW = "preview"                             # dist/<cluster>/preview/: the operands gpuop would render
+PREVIEWED = ("chart", "manifests", "overlay")   # moved there, whole
 DRIFT = (                                       # (group, kind, JSON pointers) the API server defaults
     ("nvidia.com", "ClusterPolicy", ("/spec/cdi/default", "/spec/cdi/nriPluginEnabled")),
 )
@@ -117,6 +122,7 @@ def cluster_policy_spec(values: dict) -> dict:
     driver = {"enabled": d["enabled"], "useNvidiaDriverCRD": d["nvidiaDriverCRD"]["enabled"]}
     if not driver["useNvidiaDriverCRD"]:          # NVIDIADriver CRD mode: the CRs carry the driver (as the chart)
         driver.update({"kernelModuleType": d["kernelModuleType"], "usePrecompiled": d["usePrecompiled"], **_image(d)})
+    driver["manager"] = dict(d["manager"])        # the chart renders it in both modes
     driver["upgradePolicy"] = {"autoUpgrade": up["autoUpgrade"], "maxParallelUpgrades": up["maxParallelUpgrades"],
                                "maxUnavailable": "25%", "waitForCompletion": {"timeoutSeconds": 0},
                                "podDeletion": dict(up["gpuPodDeletion"]), "drain": drain}
@@ -124,14 +130,14 @@ def cluster_policy_spec(values: dict) -> dict:
         "operator": operator,
         "hostPaths": {"rootFS": "/", "driverInstallDir": "/run/nvidia/driver", "kubeletRootDir": KUBELET_ROOT},
         "daemonsets": {**values["daemonsets"], "updateStrategy": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "1"}},
-        "mig": dict(values["mig"]),
+        "mig": {k: v for k, v in values["mig"].items() if v},    # "": each pool's plugin config carries its own
         "psa": {"enabled": False},
         "cdi": {"enabled": values["cdi"]["enabled"], "default": False, "nriPluginEnabled": False},
         "driver": driver,
         "toolkit": {"enabled": values["toolkit"]["enabled"], **_image(values["toolkit"]), "installDir": "/usr/local/nvidia"},
         "validator": _image(values["validator"]),
-        "gds": {"enabled": values["gds"]["enabled"]},
-        "gdrcopy": {"enabled": values["gdrcopy"]["enabled"]},
+        "gds": {"enabled": values["gds"]["enabled"], **_image(values["gds"])},
+        "gdrcopy": {"enabled": values["gdrcopy"]["enabled"], **_image(values["gdrcopy"])},
     }
     dp = {"enabled": values["devicePlugin"]["enabled"], **_image(values["devicePlugin"])}
     if "config" in values["devicePlugin"]:
@@ -147,6 +153,8 @@ def cluster_policy_spec(values: dict) -> dict:
             spec["dcgmExporter"][key] = True
     if "config" in ex:
         spec["dcgmExporter"]["config"] = {"name": ex["config"]["name"]}
+    if ex.get("podLabelAllowlistRegex"):
+        spec["dcgmExporter"]["podLabelAllowlistRegex"] = list(ex["podLabelAllowlistRegex"])
     mm = values["migManager"]
     spec["migManager"] = {"enabled": mm["enabled"], **_image(mm),
                           "config": {k: mm["config"][k] for k in ("name", "default") if k in mm["config"]}}
@@ -324,7 +332,15 @@ def apply(files: dict, entry: dict, plan: StackPlan, gitops, c: str) -> tuple[di
     op = plan.operator
     dropped = (f"{c}/argocd/", f"{c}/flux/", f"{c}/flux-overlay/", f"{c}/params/")
     kept = (f"{c}/argocd/dra-", f"{c}/flux/dra-")     # the standalone DRA chart beside the ClusterPolicy (outputs/dra.py)
-    out = {p: t for p, t in files.items() if not p.startswith(dropped) or p.startswith(kept)}
+    out = {}
+    for p, t in files.items():
+        if p.startswith(dropped) and not p.startswith(kept):
+            continue
+        for folder in PREVIEWED:       # the operand preview: out of every folder GitOps or Kustomize applies
+            if p.startswith(f"{c}/{folder}/"):
+                p = f"{c}/{PREVIEW}/{p[len(c) + 1:]}"
+                break
+        out[p] = t
     if op.install == "olm" and f"{c}/flux/dra-helmrelease.yaml" in out:
         # its dependsOn names the stack's HelmRelease, which OLM mode has not: Flux retries until the driver is up
         release = load(out[f"{c}/flux/dra-helmrelease.yaml"])
@@ -344,6 +360,7 @@ def apply(files: dict, entry: dict, plan: StackPlan, gitops, c: str) -> tuple[di
         for name, obj in olm_flux(plan, gitops, git_path).items():
             out[f"{c}/flux/{name}"] = dump(obj)
     entry = {k: v for k, v in entry.items() if k != "fluxOverlay"}
+    entry.update({f: f"{c}/{PREVIEW}/{f}" for f in PREVIEWED})
     entry.update({"delivery": "operator", "operator": {"version": op.version, "install": op.install,
                                                        "path": base}})
     return out, entry
