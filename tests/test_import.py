@@ -191,18 +191,19 @@ def test_comments_nvidiadriver_fields_a_pool_cannot_carry(tmp_path):
     assert "# gpuop import: NVIDIADriver h100-595 labels: {team: ml} cannot be expressed per pool" in proc.stdout
 
 
-def test_a_field_of_the_wrong_shape_is_commented_not_fatal(tmp_path):
+def test_a_field_of_the_wrong_shape_is_a_located_error(tmp_path):
     src = tmp_path / "values.yaml"
-    src.write_text("driver: 5\nmig: {strategy: single}\n")
+    src.write_text("mig: {strategy: single}\ndriver: 5\n")
     proc = run_gpuop("import", str(src), "--chart-defaults", str(DEFAULT_VALUES), cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert "# gpuop import: driver: 5 cannot be expressed in a gpuop profile (chart default: " in proc.stdout
+    assert proc.returncode == 2, proc.stderr
+    assert "values.yaml:2:1: driver: must be a mapping, as in NVIDIA's chart (got a number)" in proc.stderr
+    assert proc.stdout == ""
 
 
 @pytest.mark.parametrize("content, message", [
-    (None, "cannot read: No such file or directory"),
-    ("driver: [unclosed\n", "not valid YAML: "),
-    ("- a\n- b\n", "expected operator chart values or Kubernetes objects (YAML mappings)"),
+    (None, "file not found"),
+    ("driver: [unclosed\n", "malformed YAML: "),
+    ("- a\n- b\n", "the document is a list; an operator input is a YAML mapping"),
 ])
 def test_refuses_unreadable_input_with_exit_2(tmp_path, content, message):
     src = tmp_path / "in.yaml"
@@ -210,7 +211,7 @@ def test_refuses_unreadable_input_with_exit_2(tmp_path, content, message):
         src.write_text(content)
     proc = run_gpuop("import", str(src), cwd=tmp_path)
     assert proc.returncode == 2
-    assert f"{src}" in proc.stderr and message in proc.stderr
+    assert proc.stderr.startswith("in.yaml") and message in proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout == ""
 
 

@@ -70,7 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--settings", type=Path, default=Path("gpuop.yaml"))
     im = sub.add_parser("import", help="an operator values.yaml or ClusterPolicy (+ NVIDIADriver CRs) -> a profile")
     im.add_argument("files", nargs="+", type=Path)
-    im.add_argument("-o", "--output", type=Path, default=None)
+    im.add_argument("-o", "--output", type=Path, default=None, help="the profile to write (inside the project; "
+                    "default: stdout); an existing file is kept unless --force")
+    im.add_argument("--force", action="store_true", help="replace the profile -o names if it exists")
     im.add_argument("--chart-defaults", type=Path, default=None, help="NVIDIA's chart values.yaml of the operator "
                     "version (`helm show values`): settings equal to it are not reported")
     ig = sub.add_parser("images", help="list every image the clusters use; `images resolve --registry URL` "
@@ -324,7 +326,7 @@ def cmd_schema(args) -> int:
 def cmd_import(args) -> int:
     from gpuop.ops.importer import run
 
-    text = run(args.files, args.output, chart_defaults=args.chart_defaults)
+    text = run(args.files, args.output, chart_defaults=args.chart_defaults, force=args.force)
     if args.output is None:
         sys.stdout.write(text)
     return 0

@@ -34,6 +34,7 @@ from __future__ import annotations
 import copy
 import io
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -42,6 +43,8 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from gpuop import catalog as catalog_mod
 from gpuop.errors import Issue, UserError
+from gpuop.ops import import_io
+from gpuop.ops.import_io import Doc, one_line
 
 NOTE = "gpuop import:"
 COMPONENTS = {      # chart values key -> (profile key, catalog component)
@@ -62,31 +65,9 @@ NORMALIZED = (      # values paths whose difference is a documented normalizatio
 
 # ------------------------------------------------------------------------------------------ reading
 
-def read_inputs(paths: list[Path]) -> list[tuple[str, dict]]:
-    """(file, document) of every YAML mapping in the files; unreadable input is a located UserError."""
-    docs, issues = [], []
-    for path in paths:
-        shown = str(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            issues.append(Issue(shown, 0, 0, "", f"cannot read: {getattr(exc, 'strerror', None) or exc}"))
-            continue
-        try:
-            found = [d for d in yaml.safe_load_all(text) if d is not None]
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            issues.append(Issue(shown, mark.line + 1 if mark else 0, mark.column + 1 if mark else 0, "",
-                                f"not valid YAML: {getattr(exc, 'problem', None) or exc}"))
-            continue
-        bad = [d for d in found if not isinstance(d, dict)]
-        if not found or bad:
-            issues.append(Issue(shown, 0, 0, "", "expected operator chart values or Kubernetes objects (YAML mappings)"))
-            continue
-        docs += [(shown, d) for d in found]
-    if issues:
-        raise UserError(issues)
-    return docs
+def read_inputs(paths: list[Path]) -> list[Doc]:
+    """Every YAML mapping of the input files, read within the input bounds (ops/import_io.py)."""
+    return import_io.read_inputs(paths)
 
 
 def values_from_policy(spec: dict) -> dict:
@@ -142,6 +123,7 @@ class Importer:
         self.defaults = defaults if defaults is not None else {}
         self.defaults_known = defaults is not None
         self.used: set[str] = set()
+        self.got: Inputs | None = None
         self.notes: dict[str, list[str]] = {}       # profile section -> comments
         self.unexpressed: list[str] = []            # values paths reported as not expressible
 
@@ -150,7 +132,9 @@ class Importer:
         return get(self.v, path, default)
 
     def note(self, section: str, text: str) -> None:
-        self.notes.setdefault(section, []).append(text)
+        # strings of the input reach the comment: one line, escaped (a \r or \n would end the comment and
+        # make the rest of the text profile fields)
+        self.notes.setdefault(section, []).append(one_line(text))
 
     # ---- pieces
 
@@ -284,6 +268,22 @@ class Importer:
             return data
         return (data or {}).get(item)
 
+    def embedded(self, key: str, item: str, text, what: str):
+        """A config text inside a ConfigMap or the chart values, parsed within the input bounds (located)."""
+        if not isinstance(text, str):
+            return None
+        name = get(self.v, f"{key}.config.name")
+        inline = get(self.v, f"{key}.config.data")
+        if not inline and name in self.cms and "_doc" in self.cms[name]:
+            doc, loc = self.cms[name]["_doc"], ("data", item)
+        elif self.got is not None:
+            doc, loc = _locate(self.got, (key, "config", "data", item))
+        else:
+            doc = None
+        if doc is None:
+            doc, loc = import_io.Doc("<input>", {}, {}), ()
+        return import_io.embedded(doc, loc, text, what)
+
     # ---- pools
 
     def gpu_of(self, filters) -> str | None:
@@ -320,15 +320,16 @@ class Importer:
             if spec.get("default") or not sel:
                 continue
             p = CommentedMap(name=_pool_name(cr["metadata"]["name"]), gpu=PLACEHOLDER_GPU, nodeSelector=dict(sel))
-            p.yaml_add_eol_comment(f"{NOTE} the NVIDIADriver does not name the GPU model; set it", "gpu")
+            _eol(p, f"{NOTE} the NVIDIADriver does not name the GPU model; set it", "gpu")
             if str(spec.get("version")) != cluster_driver:
                 p["driver"] = CommentedMap(version=str(spec.get("version")))
             pools.append(p)
         mig = self.config_data("migManager", "config.yaml")
         if isinstance(mig, str):
             try:
-                configs = (yaml.safe_load(mig) or {}).get("mig-configs") or {}
-            except yaml.YAMLError:
+                configs = (self.embedded("migManager", "config.yaml", mig, "the mig-parted config") or {}).get(
+                    "mig-configs") or {}
+            except AttributeError:
                 configs = {}
             for name, entries in configs.items():
                 entry = next((e for e in entries or [] if e.get("mig-enabled") and e.get("mig-devices")), None)
@@ -337,14 +338,14 @@ class Importer:
                 gpu = self.gpu_of(entry.get("device-filter"))
                 p = CommentedMap(name=_pool_name(name), gpu=gpu or PLACEHOLDER_GPU,
                                  mig=CommentedMap(strategy=strategy, layout=dict(entry["mig-devices"])))
-                p.yaml_add_eol_comment(f"{NOTE} nodes of this pool carried nvidia.com/mig.config={name}; add their "
+                _eol(p, f"{NOTE} nodes of this pool carried nvidia.com/mig.config={name}; add their "
                                        "nodeSelector" + ("" if gpu else "; the GPU model is a placeholder"), "name")
                 pools.append(p)
         plugin = self.config_data("devicePlugin")
         for key, text in sorted((plugin or {}).items()) if isinstance(plugin, dict) else []:
             try:
-                cfg = yaml.safe_load(text) or {}
-            except yaml.YAMLError:
+                cfg = self.embedded("devicePlugin", key, text, "a device-plugin config") or {}
+            except AttributeError:
                 continue
             sharing = cfg.get("sharing") or {}
             ts, mps = sharing.get("timeSlicing"), sharing.get("mps")
@@ -362,14 +363,14 @@ class Importer:
                 if body.get(flag) and not (kind == "mps" and flag == "failRequestsGreaterThanOne"):
                     section[flag] = True
             p = CommentedMap(name=_pool_name(key), gpu=PLACEHOLDER_GPU, sharing=CommentedMap({kind: section}))
-            p.yaml_add_eol_comment(f"{NOTE} nodes of this pool carried nvidia.com/device-plugin.config={key}; add "
+            _eol(p, f"{NOTE} nodes of this pool carried nvidia.com/device-plugin.config={key}; add "
                                    "their nodeSelector and GPU model", "name")
             pools.append(p)
         if not pools:
             p = CommentedMap(name="gpu", gpu=PLACEHOLDER_GPU)
             if strategy != "single":
                 p["mig"] = CommentedMap(strategy=strategy)
-            p.yaml_add_eol_comment(f"{NOTE} the operator's input names no GPU model; set it", "gpu")
+            _eol(p, f"{NOTE} the operator's input names no GPU model; set it", "gpu")
             pools.append(p)
         return pools
 
@@ -386,8 +387,8 @@ class Importer:
         else:
             spec["platform"] = CommentedMap(type="kubernetes", version=m.kubernetes[0])
             spec["os"] = "ubuntu24.04"
-        spec.yaml_add_eol_comment(f"{NOTE} the operator's input does not say; set your cluster's version", "platform")
-        spec.yaml_add_eol_comment(f"{NOTE} the operator's input does not say; set your nodes' OS", "os")
+        _eol(spec, f"{NOTE} the operator's input does not say; set your cluster's version", "platform")
+        _eol(spec, f"{NOTE} the operator's input does not say; set your nodes' OS", "os")
         delivery_op = CommentedMap()
         delivery_op["install"] = "olm" if openshift and self.policy else "helm"
         spec["delivery"] = CommentedMap(mode="operator", operator=delivery_op)
@@ -470,6 +471,10 @@ class Importer:
             self.unexpressed.append(path)
 
 
+def _eol(node: CommentedMap, text: str, key: str) -> None:
+    node.yaml_add_eol_comment(one_line(text), key)
+
+
 def _short(value) -> str:
     text = yaml.safe_dump(value, default_flow_style=True, width=10_000).strip()
     text = text[:-4].strip() if text.endswith("...") else text
@@ -481,25 +486,173 @@ def _pool_name(text: str) -> str:
     return name or "pool"
 
 
-def import_documents(docs: list[tuple[str, dict]], name: str = "imported",
+OBJECT_KINDS = ("ClusterPolicy", "NVIDIADriver", "ConfigMap")
+
+
+@dataclass
+class Inputs:
+    """The documents of an import, sorted by what they are to the operator."""
+    values: dict = field(default_factory=dict)       # chart values (a values file, or the ClusterPolicy's spec)
+    policy: Doc | None = None
+    value_docs: list = field(default_factory=list)
+    drivers: list = field(default_factory=list)      # NVIDIADriver objects (plain)
+    configmaps: dict = field(default_factory=dict)   # name -> ConfigMap (plain)
+    ignored: list = field(default_factory=list)      # "file: Kind/name" of objects that are no operator input
+    files: list = field(default_factory=list)
+
+
+def _kind_name(doc: Doc) -> tuple[str, str]:
+    kind = doc.data.get("kind")
+    meta = doc.data.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return (kind if isinstance(kind, str) else repr(kind)), (name if isinstance(name, str) else repr(name))
+
+
+def classify(docs: list[Doc], top_keys) -> Inputs:
+    """Sort the documents; every wrong shape is a located issue, and an input with no operator configuration
+    (no ClusterPolicy, NVIDIADriver or chart values) is refused rather than imported as a default profile."""
+    got = Inputs(files=sorted({d.file for d in docs}))
+    issues: list[Issue] = []
+    for doc in docs:
+        d = doc.data
+        if "kind" not in d and "apiVersion" not in d:          # chart values
+            known = [k for k in d if k in top_keys]
+            if not known:
+                issues.append(doc.issue((), "no key of NVIDIA's gpu-operator chart values (driver, toolkit, "
+                                        "devicePlugin, mig, ...) and no Kubernetes kind: not an operator input"))
+                continue
+            got.value_docs.append(doc)
+            got.values = _merge(got.values, d)
+            continue
+        kind = d.get("kind")
+        if not isinstance(kind, str):
+            issues.append(doc.issue(("kind",), "must be a string (the object's kind)"))
+            continue
+        if kind not in OBJECT_KINDS:
+            got.ignored.append(f"{doc.file}: {'/'.join(_kind_name(doc))}")
+            continue
+        meta = d.get("metadata")
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta.get("name"):
+            issues.append(doc.issue(("metadata", "name") if isinstance(meta, dict) else ("metadata",),
+                                    f"a {kind} needs metadata.name (a string)"))
+            continue
+        if kind == "ConfigMap":
+            data = d.get("data")
+            if data is not None and (not isinstance(data, dict) or
+                                     not all(isinstance(v, str) for v in data.values())):
+                issues.append(doc.issue(("data",), "must be a mapping of file names to strings (a ConfigMap's data)"))
+                continue
+            got.configmaps[meta["name"]] = {**d, "_doc": doc}
+            continue
+        spec = d.get("spec")
+        if not isinstance(spec, dict):
+            issues.append(doc.issue(("spec",), f"must be a mapping (a {kind}'s spec), got "
+                                    f"{'a list' if isinstance(spec, list) else 'no spec' if spec is None else 'a single value'}"))
+            continue
+        if kind == "ClusterPolicy":
+            if got.policy is not None:
+                issues.append(doc.issue(("metadata", "name"), f"a second ClusterPolicy (the first is in "
+                                        f"{got.policy.file}:{got.policy.where()[1]}); the operator reconciles one"))
+                continue
+            got.policy = doc
+        else:
+            got.drivers.append(d)
+    if got.policy is not None and got.value_docs:
+        first = got.value_docs[0]
+        issues.append(first.issue((), f"chart values and a ClusterPolicy ({got.policy.file}) in one import: give "
+                                  "one of them (the ClusterPolicy is what the chart rendered from the values)"))
+    if not issues and got.policy is None and not got.value_docs and not got.drivers:
+        found = "; found only " + ", ".join(i.split(": ", 1)[1] for i in got.ignored[:5]) if got.ignored else ""
+        found += (" ConfigMap(s) " + ", ".join(sorted(got.configmaps))[:200]) if got.configmaps else ""
+        for f in got.files:
+            issues.append(Issue(f, 1, 1, "", "holds no operator configuration: no ClusterPolicy, NVIDIADriver or "
+                                f"chart values{one_line(found)}; nothing to import"))
+    if issues:
+        raise UserError(issues)
+    if got.policy is not None:
+        got.values = values_from_policy(got.policy.data["spec"])
+    return got
+
+
+def _locate(got: Inputs, path: tuple) -> tuple[Doc | None, tuple]:
+    """The document and field path a values path was read from."""
+    if got.policy is not None:
+        src = path
+        for old, new in RENAMES.items():
+            if src[:len(new)] == new:
+                src = old + src[len(new):]
+        return got.policy, ("spec",) + src
+    for doc in reversed(got.value_docs):
+        node = doc.data
+        for part in path:
+            if not isinstance(node, dict) or part not in node:
+                break
+            node = node[part]
+        else:
+            return doc, path
+    return (got.value_docs[0] if got.value_docs else None), path
+
+
+RENAMES = {("driver", "useNvidiaDriverCRD"): ("driver", "nvidiaDriverCRD", "enabled"),
+           ("driver", "upgradePolicy", "podDeletion"): ("driver", "upgradePolicy", "gpuPodDeletion")}
+
+
+def _type_word(value) -> str:
+    return ("a mapping" if isinstance(value, dict) else "a list" if isinstance(value, list) else
+            "true/false" if isinstance(value, bool) else "a number" if isinstance(value, (int, float)) else
+            "null" if value is None else "a string")
+
+
+def shape_issues(got: Inputs, defaults: dict) -> list[Issue]:
+    """Values whose type is not the chart's (a mapping where the chart has a mapping, a list where a list, a
+    boolean where a boolean): NVIDIA's templates would fail on them or read them as something else."""
+    issues: list[Issue] = []
+
+    def walk(value, default, path):
+        if value is None or default is None:
+            return
+        wrong = None
+        if isinstance(default, dict):
+            if not isinstance(value, dict):
+                wrong = "a mapping"
+            else:
+                for k, v in value.items():
+                    if k in default:
+                        walk(v, default[k], path + (k,))
+        elif isinstance(default, list):
+            wrong = None if isinstance(value, list) else "a list"
+        elif isinstance(default, bool):
+            wrong = None if isinstance(value, bool) else "true or false"
+        elif isinstance(default, int):
+            wrong = None if isinstance(value, int) and not isinstance(value, bool) else "an integer"
+        elif isinstance(default, str) and isinstance(value, (dict, list)):
+            wrong = "a string"
+        if wrong:
+            doc, loc = _locate(got, path)
+            message = f"must be {wrong}, as in NVIDIA's chart (got {_type_word(value)})"
+            issues.append(doc.issue(loc, message) if doc else Issue(got.files[0], 0, 0, ".".join(path), message))
+
+    walk(got.values, defaults, ())
+    return issues
+
+
+def import_documents(docs: list[Doc], name: str = "imported",
                      defaults: dict | None = None) -> tuple[str, list[str]]:
     """Documents -> (profile text, values paths reported as not expressible)."""
+    text, unexpressed, _ = import_profile(docs, name, defaults)
+    return text, unexpressed
+
+
+def import_profile(docs: list[Doc], name: str = "imported", defaults: dict | None = None):
+    """Documents -> (profile text, values paths reported as not expressible, the profile's data)."""
     cat = catalog_mod.load()
-    values: dict = {}
-    drivers, cms, policy, ignored = [], {}, False, []
-    for shown, d in docs:
-        kind = d.get("kind")
-        if kind == "ClusterPolicy":
-            values = values_from_policy(d.get("spec") or {})
-            policy = True
-        elif kind == "NVIDIADriver":
-            drivers.append(d)
-        elif kind == "ConfigMap":
-            cms[(d.get("metadata") or {}).get("name")] = d
-        elif kind is None and "apiVersion" not in d:
-            values = _merge(values, d)
-        else:
-            ignored.append(f"{shown}: {kind}/{(d.get('metadata') or {}).get('name')}")
+    known = chart_defaults()
+    got = classify(docs, set(known or {}) | set(defaults or {}) or TOP_KEYS)
+    issues = shape_issues(got, defaults if defaults is not None else known or {})
+    if issues:
+        raise UserError(issues)
+    values = got.values
+    drivers, cms = got.drivers, {k: v for k, v in got.configmaps.items()}
     default_cr = next((d.get("spec") or {} for d in drivers if (d.get("spec") or {}).get("default")), None)
     if isinstance(default_cr, dict) and isinstance(values.get("driver", {}), dict):   # NVIDIADriver CRD mode:
         drv = values.setdefault("driver", {})                # the default CR, not the ClusterPolicy, has the driver
@@ -507,24 +660,49 @@ def import_documents(docs: list[tuple[str, dict]], name: str = "imported",
                   "imagePullSecrets"):
             if k in default_cr:
                 drv.setdefault(k, default_cr[k])
-    imp = Importer(values, drivers, cms, policy, cat, defaults)
+    imp = Importer(values, drivers, cms, got.policy is not None, cat, defaults if defaults is not None else known)
+    imp.got = got
     try:
         doc = imp.profile(name)
+    except UserError:
+        raise
     except (TypeError, AttributeError, ValueError, KeyError) as exc:   # a field of the wrong shape: unreadable
-        files = ", ".join(sorted({s for s, _ in docs}))
-        raise UserError(Issue(files, 0, 0, "", f"cannot read as operator values or ClusterPolicy: a field has the "
-                              f"wrong shape ({type(exc).__name__}: {exc})")) from None
-    if ignored:
-        doc["spec"].yaml_set_comment_before_after_key(
-            "delivery", before="\n".join(f"{NOTE} ignored {i} (not an operator input)" for i in ignored), indent=2)
+        raise UserError(Issue(got.files[0], 1, 1, "", f"cannot read as operator values or ClusterPolicy: a field "
+                              f"has the wrong shape ({type(exc).__name__}: {one_line(exc)})")) from None
+    if got.ignored:
+        doc["spec"].yaml_set_comment_before_after_key("delivery", before="\n".join(
+            f"{NOTE} ignored {one_line(i)} (not an operator input)" for i in got.ignored), indent=2)
+    import_io.plain_or_quoted(doc)
     out = io.StringIO()
     y = YAML()
     y.indent(mapping=2, sequence=4, offset=2)
     y.width = 120
-    out.write("# Imported by `gpuop import` from " + ", ".join(sorted({s for s, _ in docs})) + ".\n"
+    out.write("# Imported by `gpuop import` from " + one_line(", ".join(got.files)) + ".\n"
               "# Lines starting with 'gpuop import:' name settings gpuop cannot express and placeholders to set.\n")
     y.dump(doc, out)
-    return out.getvalue(), sorted(set(imp.unexpressed))
+    return out.getvalue(), sorted(set(imp.unexpressed)), _plainify(doc)
+
+
+def _plainify(node):
+    if isinstance(node, dict):
+        return {str(k): _plainify(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plainify(v) for v in node]
+    if isinstance(node, str):
+        return str(node)
+    return node
+
+
+TOP_KEYS = frozenset({"platform", "nfd", "psa", "cdi", "sandboxWorkloads", "hostPaths", "daemonsets", "validator",
+                      "operator", "mig", "driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd",
+                      "migManager", "nodeStatusExporter", "gds", "gdrcopy", "vgpuManager", "vgpuDeviceManager",
+                      "vfioManager", "sandboxDevicePlugin", "kataSandboxDevicePlugin", "ccManager",
+                      "node-feature-discovery", "clusterPolicy", "gpuCluster", "kataManager"})
+
+
+def chart_defaults() -> dict | None:
+    """NVIDIA's chart defaults of the operator version, from gpuop's catalog (None when not known)."""
+    return None
 
 
 def _merge(a: dict, b: dict) -> dict:
@@ -534,13 +712,17 @@ def _merge(a: dict, b: dict) -> dict:
     return out
 
 
-def run(paths: list[Path], output: Path | None, name: str | None = None, chart_defaults: Path | None = None) -> str:
+def run(paths: list[Path], output: Path | None, name: str | None = None, chart_defaults: Path | None = None,
+        force: bool = False) -> str:
     docs = read_inputs(paths)
     defaults = None
     if chart_defaults is not None:
-        found = read_inputs([chart_defaults])
-        defaults = found[0][1] if found else {}
+        found = import_io.read_file(chart_defaults)
+        if len(found) != 1 or "kind" in found[0].data:
+            raise UserError(Issue(found[0].file if found else str(chart_defaults), 1, 1, "",
+                                  "--chart-defaults is NVIDIA's chart values.yaml: one YAML mapping"))
+        defaults = found[0].data
     text, _ = import_documents(docs, name or _pool_name(paths[0].stem) or "imported", defaults)
     if output is not None:
-        output.write_text(text)
+        import_io.write_profile(output, text, force=force)
     return text
