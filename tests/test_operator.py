@@ -33,7 +33,7 @@ metadata: {name: ocp-operator}
 spec:
   platform: {type: openshift, version: "4.19"}
   os: rhcos4.19
-  driver: {version: "580", rhcosVersions: ["419.96.202507091512-0"]}
+  driver: {version: "580"}            # no rhcosVersions: the operator finds each node's Driver Toolkit itself
   delivery: {mode: operator, operator: {installPlanApproval: Automatic}}
   nodePools:
     - name: train
@@ -167,6 +167,11 @@ def test_registry_mirror_pull_secrets_and_version_override_reach_every_operand(o
     assert spec["driver"]["repository"] == "registry.example.com/nvidia"
     assert spec["driver"]["useNvidiaDriverCRD"] is False
     assert spec["dcgmExporter"]["config"] == {"name": "dcgm-exporter-metrics"}
+    images = {k: spec[k]["repository"] for k in ("validator", "devicePlugin", "dcgm", "dcgmExporter", "gfd",
+                                                  "migManager", "nodeStatusExporter", "gds", "gdrcopy")}
+    images["driver.manager"] = spec["driver"]["manager"]["repository"]
+    assert all(r.startswith("registry.example.com/nvidia") for r in images.values()), images
+    assert values["operator"]["repository"] == "registry.example.com/nvidia"
 
 
 def test_one_nvidiadriver_per_driver_default_without_selector(keep):
@@ -351,17 +356,60 @@ def test_refuses_overlapping_nvidiadriver_selectors(tmp_path):
                     "pools of each driver a label the others do not have")]
 
 
-def test_refuses_a_default_nvidiadriver_with_a_node_selector(tmp_path):
+def test_refuses_operand_placement_the_cluster_policy_cannot_carry(tmp_path):
     got = issues_of(tmp_path, """\
       delivery: {mode: operator, operator: {nvidiaDriverCRD: true}}
-      daemonsets: {nodeSelector: {gpu: "yes"}}
+      daemonsets:
+        nodeSelector: {gpu: "yes"}
+        nodeAffinity: [{key: tier, operator: In, values: [gpu]}]
       nodePools:
         - {name: a, gpu: L40S}
     """)
-    assert got == [("spec.daemonsets.nodeSelector",
-                    "the default NVIDIADriver would get this nodeSelector, and the NVIDIADriver CRD refuses it: "
-                    "'default NVIDIADriver must not use nodeSelector' (nvidia.com_nvidiadrivers.yaml CEL rule); "
-                    "remove spec.daemonsets.nodeSelector or give every pool its own driver version")]
+    assert [p for p, _ in got] == ["spec.daemonsets.nodeSelector", "spec.daemonsets.nodeAffinity"]
+    assert got[0][1] == ("spec.daemonsets.nodeSelector cannot be passed to NVIDIA's operator: the ClusterPolicy has "
+                         "no nodeSelector or affinity for its operands (nvidia.com_clusterpolicies.yaml "
+                         "spec.daemonsets), it runs them on every GPU node; keep the operands off nodes with the "
+                         "label nvidia.com/gpu.deploy.operands=false on them, then remove "
+                         "spec.daemonsets.nodeSelector, or use spec.delivery.mode: stack")
+
+
+def test_the_cluster_policy_crd_has_no_operand_placement():
+    crd = load(GPU_CRDS[0].read_text())
+    ds = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["daemonsets"]
+    assert not {"nodeSelector", "affinity", "nodeAffinity"} & set(ds["properties"])
+
+
+def test_refuses_settings_the_operator_has_no_field_for(tmp_path):
+    got = issues_of(tmp_path, """\
+      delivery: {mode: operator}
+      driver: {upgradePolicy: {gpuPodDeletion: false}}
+      nodeStatusExporter: {enabled: true, serviceMonitor: {enabled: false}}
+      nodePools:
+        - {name: a, gpu: L40S}
+    """)
+    assert [p for p, _ in got] == ["spec.driver.upgradePolicy.gpuPodDeletion", "spec.nodeStatusExporter.serviceMonitor"]
+    assert "ENABLE_GPU_POD_EVICTION=true" in got[0][1] and "0600_service_monitor.yaml" in got[1][1]
+
+
+@pytest.mark.parametrize("distribution, ok", [("eks", True), ("aks", True), ("generic", True), ("k3s", False),
+                                              ("gke", False)])
+def test_operator_mode_on_managed_images_nvidias_chart_serves(tmp_path, distribution, ok):
+    body = f"""\
+      delivery: {{mode: operator}}
+      driver: {{enabled: false}}
+      toolkit: {{enabled: {str(distribution not in ("eks", "aks")).lower()}}}
+      nodePools:
+        - {{name: a, gpu: L40S}}
+    """
+    base = BASE.replace("  os: ubuntu24.04\n", "") + f"  platform: {{type: kubernetes, version: \"1.33\", distribution: {distribution}}}\n"
+    base = base.replace('  platform: {type: kubernetes, version: "1.33"}\n', "", 1)
+    path = write_profile(tmp_path, "rules", base + textwrap.indent(textwrap.dedent(body), "  "))
+    if ok:
+        validate(load_profile(path))
+        return
+    with pytest.raises(UserError) as err:
+        validate(load_profile(path))
+    assert [i.path for i in err.value.issues] == ["spec.platform.distribution"]
 
 
 def test_refuses_gds_and_gdrcopy_with_precompiled_drivers(tmp_path):
@@ -508,3 +556,42 @@ def test_mig_layout_rules_apply_in_operator_mode(tmp_path):
 def test_keep_operator_profile_compiles():
     valid = validate(load_profile(REPO / "profiles" / "keep-operator.yaml"))
     assert valid.profile.spec.delivery.mode == "operator"
+
+
+def _values_of(tmp_path, body: str) -> dict:
+    from gpuop.pipeline.run import plan_all
+    path = write_profile(tmp_path, "vals", BASE + textwrap.indent(textwrap.dedent(body), "  "))
+    plans, _ = plan_all([path])
+    return operator_out.chart_values(plans[0])
+
+
+def test_pools_with_different_mig_strategies_leave_the_cluster_strategy_out(tmp_path):
+    values = _values_of(tmp_path, """\
+      delivery: {mode: operator}
+      dcgmExporter: {podLabels: true, podLabelAllowlist: ["^app$"]}
+      nodePools:
+        - {name: a, gpu: H100-SXM5-80GB, nodeSelector: {p: a}, mig: {strategy: mixed, layout: {"3g.40gb": 2}}}
+        - {name: b, gpu: A100-SXM4-40GB, nodeSelector: {p: b}, mig: {strategy: none}}
+    """)
+    assert values["mig"] == {"strategy": ""}               # left out, the chart's default would be single
+    spec = one(render_nvidia(values), "ClusterPolicy")["spec"]
+    assert spec["mig"] is None                              # no MIG_STRATEGY env: the pools' configs decide
+    configs = {k: load(v)["flags"]["migStrategy"] for k, v in values["devicePlugin"]["config"]["data"].items()}
+    assert configs["default"] == "none" and "mixed" in configs.values()
+    assert spec["dcgmExporter"]["podLabelAllowlistRegex"] == ["^app$"]
+
+
+def test_every_nvidiadriver_pulls_the_driver_manager_through_the_mirror(tmp_path):
+    values = _values_of(tmp_path, """\
+      delivery: {mode: operator}
+      images: {registry: registry.example.com/nvidia}
+      driver: {version: "580.173.02"}
+      nodePools:
+        - {name: a, gpu: L40S, nodeSelector: {p: a}, driver: {version: "595.91.07"}}
+        - {name: b, gpu: L40S, nodeSelector: {p: b}}
+    """)
+    objs = render_nvidia(values)
+    drivers = [o for o in objs if o["kind"] == "NVIDIADriver"]
+    assert len(drivers) == 2
+    for d in drivers:
+        assert d["spec"]["manager"]["repository"] == "registry.example.com/nvidia/cloud-native", d["metadata"]["name"]

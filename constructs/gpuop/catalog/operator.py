@@ -6,6 +6,7 @@ Read-only facts; the rules that use them are in validate/operator.py, the object
 
 from __future__ import annotations
 
+import copy
 from functools import lru_cache
 from pathlib import Path
 
@@ -51,3 +52,24 @@ class OperatorCatalog(_Frozen):
 @lru_cache(maxsize=1)
 def load() -> OperatorCatalog:
     return OperatorCatalog.model_validate(yaml.safe_load(DATA.read_text()))
+
+
+CHART_DEFAULTS = Path(__file__).parent / "data" / "operator-chart"
+
+
+@lru_cache(maxsize=4)
+def _chart_defaults(version: str) -> dict | None:
+    path = CHART_DEFAULTS / f"{version}.yaml"
+    if not path.is_file():
+        return None
+    values = yaml.safe_load(path.read_text())
+    for key in ("validator", "operator", "nodeStatusExporter"):   # `version` unset: the chart's appVersion
+        values.setdefault(key, {}).setdefault("version", version)
+    return values
+
+
+def chart_defaults(version: str) -> dict | None:
+    """NVIDIA's gpu-operator chart default values of `version` (data/operator-chart/<version>.yaml), with the
+    chart's appVersion where the chart renders it for an unset version; None when gpuop has no copy."""
+    values = _chart_defaults(version)
+    return copy.deepcopy(values) if values is not None else None

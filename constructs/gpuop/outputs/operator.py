@@ -117,6 +117,7 @@ def cluster_policy_spec(values: dict) -> dict:
     driver = {"enabled": d["enabled"], "useNvidiaDriverCRD": d["nvidiaDriverCRD"]["enabled"]}
     if not driver["useNvidiaDriverCRD"]:          # NVIDIADriver CRD mode: the CRs carry the driver (as the chart)
         driver.update({"kernelModuleType": d["kernelModuleType"], "usePrecompiled": d["usePrecompiled"], **_image(d)})
+    driver["manager"] = dict(d["manager"])        # the chart renders it in both modes
     driver["upgradePolicy"] = {"autoUpgrade": up["autoUpgrade"], "maxParallelUpgrades": up["maxParallelUpgrades"],
                                "maxUnavailable": "25%", "waitForCompletion": {"timeoutSeconds": 0},
                                "podDeletion": dict(up["gpuPodDeletion"]), "drain": drain}
@@ -124,14 +125,14 @@ def cluster_policy_spec(values: dict) -> dict:
         "operator": operator,
         "hostPaths": {"rootFS": "/", "driverInstallDir": "/run/nvidia/driver", "kubeletRootDir": KUBELET_ROOT},
         "daemonsets": {**values["daemonsets"], "updateStrategy": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "1"}},
-        "mig": dict(values["mig"]),
+        "mig": {k: v for k, v in values["mig"].items() if v},    # "": each pool's plugin config carries its own
         "psa": {"enabled": False},
         "cdi": {"enabled": values["cdi"]["enabled"], "default": False, "nriPluginEnabled": False},
         "driver": driver,
         "toolkit": {"enabled": values["toolkit"]["enabled"], **_image(values["toolkit"]), "installDir": "/usr/local/nvidia"},
         "validator": _image(values["validator"]),
-        "gds": {"enabled": values["gds"]["enabled"]},
-        "gdrcopy": {"enabled": values["gdrcopy"]["enabled"]},
+        "gds": {"enabled": values["gds"]["enabled"], **_image(values["gds"])},
+        "gdrcopy": {"enabled": values["gdrcopy"]["enabled"], **_image(values["gdrcopy"])},
     }
     dp = {"enabled": values["devicePlugin"]["enabled"], **_image(values["devicePlugin"])}
     if "config" in values["devicePlugin"]:
@@ -147,6 +148,8 @@ def cluster_policy_spec(values: dict) -> dict:
             spec["dcgmExporter"][key] = True
     if "config" in ex:
         spec["dcgmExporter"]["config"] = {"name": ex["config"]["name"]}
+    if ex.get("podLabelAllowlistRegex"):
+        spec["dcgmExporter"]["podLabelAllowlistRegex"] = list(ex["podLabelAllowlistRegex"])
     mm = values["migManager"]
     spec["migManager"] = {"enabled": mm["enabled"], **_image(mm),
                           "config": {k: mm["config"][k] for k in ("name", "default") if k in mm["config"]}}

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from gpuop.catalog import distributions
 from gpuop.catalog import operator as operator_catalog
+from gpuop.plan import chartmap
 from gpuop.plan.drivers import Sidecars, pool_settings, version_resolver
 
 if TYPE_CHECKING:
@@ -33,9 +34,9 @@ if TYPE_CHECKING:
 
 DEFAULT_INSTALL = {"kubernetes": "helm", "openshift": "olm"}
 DEFAULT_CR = "default"
-PLUGIN_CONFIG_MAP = "device-plugin-config"        # the names gpuop's stack gives the same ConfigMaps
-MIG_CONFIG_MAP = "custom-mig-parted-config"
-DCGM_METRICS_MAP = "dcgm-exporter-metrics"
+PLUGIN_CONFIG_MAP = chartmap.PLUGIN_CONFIG_MAP      # the names gpuop's stack gives the same ConfigMaps
+MIG_CONFIG_MAP = chartmap.MIG_CONFIG_MAP
+DCGM_METRICS_MAP = chartmap.DCGM_METRICS_MAP
 
 
 def _canon(obj) -> str:
@@ -134,91 +135,49 @@ def driver_groups(spec, cat) -> list[DriverGroup]:
     return out
 
 
-def _repo(registry: str, image) -> tuple[str, str]:
-    """Catalog image path `k8s/container-toolkit` under a registry -> the chart's (repository, image)."""
-    head, _, name = image.path.rpartition("/")
-    return (f"{registry}/{head}" if head else registry), name
-
-
-def _component(plan: StackPlan, key: str, registry: str, enabled: bool | None, settings=None) -> dict:
-    out: dict = {} if enabled is None else {"enabled": enabled}
-    repo, name = _repo(registry, plan.image(key))
-    out.update({"repository": repo, "image": name, "version": plan.image(key).tag,
-                "imagePullPolicy": plan.values["imagePullPolicy"]})
-    secrets = plan.values["imagePullSecrets"]
-    if secrets:
-        out["imagePullSecrets"] = [s["name"] for s in secrets]
-    res = getattr(settings, "resources", None) if settings is not None else None
-    if res is not None:
-        out["resources"] = res.model_dump(exclude_none=True)
-    return out
+def _release_images(plan: StackPlan) -> chartmap.ReleaseImages:
+    """The images the plan resolved (release defaults, version overrides) in the table's shape."""
+    base = chartmap.release_images(plan.operator_version, plan.release)
+    images = dict(base.images)
+    images.update({k: (img.path, img.tag) for k, img in plan.images})
+    return chartmap.ReleaseImages(base.operator_version, base.registry, images, base.extras)
 
 
 def chart_values(spec, plan: StackPlan, cat, groups: list[DriverGroup]) -> dict:
+    """NVIDIA's chart values: every row of the mapping table (plan/chartmap.py), then its derived rows from the
+    resolved plan (driver versions and CRs, MIG strategy, per-pool configs, NFD, sidecar images)."""
     op = spec.delivery.operator
     registry = plan.values["imageRegistry"]
-    openshift = plan.platform == "openshift"
+    rel = _release_images(plan)
+    settings = spec.model_dump(mode="json")
+    settings["images"]["registry"] = registry
+    v = chartmap.profile_to_values(settings, rel)
     pc = plan.pool_configs
-    v: dict = {
-        "platform": {"openshift": openshift},
-        "nfd": {"enabled": plan.nfd.mode == "deploy"},
-        "cdi": {"enabled": True},                             # gpuop's stack always runs CDI, as upstream's default
-        "operator": {"runtimeClass": "nvidia"},
-        "daemonsets": {"priorityClassName": plan.values["priorityClassName"],
-                       "tolerations": plan.values["tolerations"]},
-        "mig": {"strategy": plan.mig_strategy},
-    }
-    if openshift:
-        v["operator"]["use_ocp_driver_toolkit"] = True
-    up = spec.driver.upgradePolicy
-    driver_enabled = bool(groups)
-    driver = _component(plan, "driver", registry, driver_enabled, spec.driver)
-    driver["version"] = op.driverDigest or (groups[0].version if groups else plan.image("driver").tag.split("-")[0])
+    # derived rows
+    v["nfd"] = {"enabled": plan.nfd.mode == "deploy"}
+    # pools that disagree: an empty strategy (the chart then leaves it out; omitted, the chart's default is
+    # single), and each pool's device-plugin config carries its own flags.migStrategy
+    v["mig"] = {"strategy": "" if pc.per_pool_strategy else plan.mig_strategy}
     crd = uses_driver_crd(spec, groups)
-    driver.update({
-        "kernelModuleType": spec.driver.kernelModuleType,
-        "usePrecompiled": spec.driver.precompiled,
-        "nvidiaDriverCRD": {"enabled": crd, "deployDefaultCR": crd and any(g.default for g in groups)},
-        "upgradePolicy": {
-            "autoUpgrade": up.autoUpgrade, "maxParallelUpgrades": up.maxParallelUpgrades,
-            "gpuPodDeletion": {"force": up.force, "timeoutSeconds": up.timeoutSeconds,
-                               "deleteEmptyDir": up.deleteEmptyDir},
-            "drain": {"enable": up.drain, "force": up.force, "podSelector": up.podSelector,
-                      "timeoutSeconds": up.timeoutSeconds, "deleteEmptyDir": up.deleteEmptyDir}},
-    })
-    v["driver"] = driver
-    v["toolkit"] = _component(plan, "toolkit", registry, spec.toolkit.enabled, spec.toolkit)
-    dp = _component(plan, "devicePlugin", registry, spec.devicePlugin.enabled, spec.devicePlugin)
+    d = v["driver"]
+    d["enabled"] = bool(groups)
+    d["version"] = op.driverDigest or (groups[0].version if groups else plan.image("driver").tag.split("-")[0])
+    d["nvidiaDriverCRD"] = {"enabled": crd, "deployDefaultCR": crd and any(g.default for g in groups)}
     if pc.plugin_configs:
-        dp["config"] = {"create": True, "name": PLUGIN_CONFIG_MAP, "default": "default",
-                        "data": {k: text for k, text in pc.plugin_configs}}
-    v["devicePlugin"] = dp
-    mm = _component(plan, "migManager", registry, spec.migManager.enabled, spec.migManager)
-    mm["config"] = ({"create": True, "name": MIG_CONFIG_MAP, "default": "all-disabled",
-                     "data": {"config.yaml": pc.mig_parted}} if pc.mig_manager else
-                    {"default": "all-disabled"})                 # migManager.config.default: CRD default (drift)
-    v["migManager"] = mm
-    v["dcgm"] = _component(plan, "dcgm", registry, spec.dcgm.enabled, spec.dcgm)
-    dx = spec.dcgmExporter
-    ex = _component(plan, "dcgmExporter", registry, dx.enabled, dx)
+        v["devicePlugin"]["config"] = {"create": True, "name": chartmap.PLUGIN_CONFIG_MAP, "default": "default",
+                                       "data": {k: text for k, text in pc.plugin_configs}}
+    v["migManager"]["config"] = ({"create": True, "name": chartmap.MIG_CONFIG_MAP, "default": "all-disabled",
+                                  "data": {"config.yaml": pc.mig_parted}} if pc.mig_manager else
+                                 {"default": "all-disabled"})     # migManager.config.default: CRD default (drift)
     sm = plan.dcgm_exporter.service_monitor if plan.dcgm_exporter else None
-    ex["serviceMonitor"] = ({"enabled": True, "interval": sm.interval, "honorLabels": sm.honor_labels,
-                             "additionalLabels": dict(sm.labels)} if sm else {"enabled": False})
-    ex["enablePodLabels"] = dx.podLabels
-    ex["enablePodUID"] = dx.podUID
-    if dx.metrics:
-        ex["config"] = {"create": True, "name": DCGM_METRICS_MAP,
-                        "data": "".join(f"{m.field}, {m.type}, {m.help}\n" for m in dx.metrics)}
-    v["dcgmExporter"] = ex
-    v["gfd"] = _component(plan, "gfd", registry, spec.gfd.enabled, spec.gfd)
-    nse = _component(plan, "nodeStatusExporter", registry, spec.nodeStatusExporter.enabled, spec.nodeStatusExporter)
-    v["nodeStatusExporter"] = nse
-    val = _component(plan, "validator", registry, None, spec.validator)
-    v["validator"] = val
-    v["gds"] = {"enabled": op.gds}
-    v["gdrcopy"] = {"enabled": op.gdrcopy}
-    v["clusterPolicy"] = {"deployCR": op.clusterPolicy}
-    v["gpuCluster"] = {"deployCR": op.gpuCluster}
+    v["dcgmExporter"].setdefault("serviceMonitor", {})["enabled"] = sm is not None
+    if sm is None:
+        v["dcgmExporter"]["serviceMonitor"] = {"enabled": False}
+    for key, image in sidecar_images(registry, plan.release).items():
+        v.setdefault(key, {}).update(image)
+    v["operator"]["repository"] = rel.repository("validator", registry)     # the operator's own image
+    if plan.values["imagePullSecrets"]:
+        v["operator"]["imagePullSecrets"] = [s["name"] for s in plan.values["imagePullSecrets"]]
     return v
 
 
@@ -263,6 +222,8 @@ def driver_spec(values: dict, g: DriverGroup, images: dict | None = None) -> dic
         del spec["upgradePolicy"]["drain"]["podSelector"]
     if d.get("imagePullSecrets"):
         spec["imagePullSecrets"] = d["imagePullSecrets"]
+    if d.get("manager"):                 # the chart's `manager: toYaml .Values.driver.manager` (the mirror)
+        spec["manager"] = dict(d["manager"])
     if d.get("resources"):
         spec["resources"] = d["resources"]
     if g.node_selector:

@@ -251,7 +251,7 @@ def check_driver_sidecars(ctx: Context) -> list:
 
 # Issue 16's fields that gpuop renders in its own stack but does not (yet) translate into the Operator's
 # inputs: in operator mode they would be dropped silently, so they are refused.
-STACK_ONLY = (("spec", "platform", "distribution"), ("spec", "platform", "containerdMajor"), ("spec", "proxy"),
+STACK_ONLY = (("spec", "platform", "containerdMajor"), ("spec", "proxy"),
               ("spec", "hostPaths"), ("spec", "daemonsets", "labels"), ("spec", "daemonsets", "annotations"),
               ("spec", "images", "digestLock"), ("spec", "driver", "env"), ("spec", "driver", "args"),
               ("spec", "driver", "repoConfig"), ("spec", "driver", "certConfig"), ("spec", "driver", "rdma"),

@@ -6,8 +6,11 @@ operator itself only reports these as a "not ready" state long after the merge:
 
 - overlapping NVIDIADriver selectors -- NVIDIA/gpu-operator controllers/nvidiadriver_controller.go refuses
   NVIDIADriver CRs whose nodeSelectors select the same node ("conflicting" CRs stay not ready);
-- a default NVIDIADriver with a nodeSelector -- the NVIDIADriver CRD's CEL rule "default NVIDIADriver must
-  not use nodeSelector" (nvidia.com_nvidiadrivers.yaml);
+- settings the operator has no field for, refused instead of dropped: spec.daemonsets.nodeSelector /
+  nodeAffinity (the ClusterPolicy's spec.daemonsets has neither: NVIDIA's operands would also run on the nodes
+  the profile excludes), upgradePolicy.gpuPodDeletion: false (fixed in the driver asset), a
+  nodeStatusExporter ServiceMonitor (the operator writes its own); what the chart cannot express is listed
+  by plan/chartmap.py UNEXPRESSED;
 - GDS / GDRCopy with precompiled drivers, and a driver digest with precompiled drivers -- NOTES.md §1
   ("Precompiled ... Not with GDS, GDRCopy or DTK"; the precompiled tag `<branch>-<kernel>-<os>` is
   computed per kernel, object_controls.go resolveDriverTag, so one digest cannot name it); GDS without the
@@ -61,13 +64,65 @@ def overlapping_driver_selectors(at, spec, groups) -> list:
     return out
 
 
-def default_driver_with_selector(at, spec, groups) -> list:
-    if spec.daemonsets.nodeSelector and any(g.default for g in groups):
-        return [at(("spec", "daemonsets", "nodeSelector"),
-                   "the default NVIDIADriver would get this nodeSelector, and the NVIDIADriver CRD refuses it: "
-                   "'default NVIDIADriver must not use nodeSelector' (nvidia.com_nvidiadrivers.yaml CEL rule); "
-                   "remove spec.daemonsets.nodeSelector or give every pool its own driver version")]
-    return []
+def operand_placement(at, spec) -> list:
+    """The ClusterPolicy (v26.7) has no nodeSelector or affinity for its operands (spec.daemonsets has labels,
+    annotations, tolerations, priorityClassName, update strategy only: nvidia.com_clusterpolicies.yaml): the
+    operator runs them on every node it labels nvidia.com/gpu.present=true. Dropping the profile's placement
+    would put NVIDIA's operands, the driver included, on the nodes the profile excludes."""
+    out = []
+    for key, written in (("nodeSelector", spec.daemonsets.nodeSelector), ("nodeAffinity", spec.daemonsets.nodeAffinity)):
+        if written:
+            out.append(at(("spec", "daemonsets", key),
+                          f"spec.daemonsets.{key} cannot be passed to NVIDIA's operator: the ClusterPolicy has no "
+                          "nodeSelector or affinity for its operands (nvidia.com_clusterpolicies.yaml "
+                          "spec.daemonsets), it runs them on every GPU node; keep the operands off nodes with the "
+                          "label nvidia.com/gpu.deploy.operands=false on them, then remove spec.daemonsets."
+                          f"{key}, or use spec.delivery.mode: stack"))
+    return out
+
+
+OPERATOR_DISTRIBUTIONS = ("generic", "eks", "aks")
+
+
+def distribution_fit(at, spec) -> list:
+    """Managed images that bring the driver and the toolkit (EKS, AKS; second-copy makes the profile turn both
+    off) need nothing but driver.enabled / toolkit.enabled false, which the values carry. The others keep the
+    container runtime or the driver elsewhere, which NVIDIA's chart takes as toolkit.env / hostPaths values
+    gpuop does not write in operator mode: refused rather than deployed with the wrong paths."""
+    d = spec.platform.distribution
+    if d is None or d in OPERATOR_DISTRIBUTIONS:
+        return []
+    what = ("Google's driver under /home/kubernetes/bin/nvidia (hostPaths.driverInstallDir, toolkit.installDir)"
+            if d == "gke" else "its own containerd config and socket (toolkit.env CONTAINERD_CONFIG / CONTAINERD_SOCKET)")
+    return [at(("spec", "platform", "distribution"),
+               f"{d} keeps {what}, which gpuop does not pass to NVIDIA's operator; allowed in operator mode: "
+               f"{', '.join(OPERATOR_DISTRIBUTIONS)} (or use spec.delivery.mode: stack)")]
+
+
+def gpu_pod_deletion_off(at, spec) -> list:
+    """ENABLE_GPU_POD_EVICTION is fixed to true in the operator's driver asset (assets/state-driver
+    0500_daemonset.yaml k8s-driver-manager env); neither the ClusterPolicy nor the NVIDIADriver CRD has a
+    setting for it."""
+    if spec.driver.upgradePolicy.gpuPodDeletion:
+        return []
+    return [at(("spec", "driver", "upgradePolicy", "gpuPodDeletion"),
+               "gpuPodDeletion: false cannot be passed to NVIDIA's operator: its driver manager always deletes GPU "
+               "pods before a driver reload (ENABLE_GPU_POD_EVICTION=true in assets/state-driver/0500_daemonset.yaml, "
+               "no ClusterPolicy or NVIDIADriver field); remove it or use spec.delivery.mode: stack")]
+
+
+def node_status_exporter_monitor(at, loaded) -> list:
+    """The operator creates the node status exporter's ServiceMonitor itself whenever the Prometheus Operator's
+    CRD exists (assets/state-node-status-exporter/0600_service_monitor.yaml); the chart has no setting for it."""
+    node = loaded.data.get("spec", {}) if isinstance(loaded.data, dict) else {}
+    written = isinstance(node.get("nodeStatusExporter"), dict) and "serviceMonitor" in node["nodeStatusExporter"]
+    if not written:
+        return []
+    return [at(("spec", "nodeStatusExporter", "serviceMonitor"),
+               "spec.nodeStatusExporter.serviceMonitor cannot be passed to NVIDIA's operator: it creates that "
+               "ServiceMonitor itself, with its own settings, whenever the Prometheus Operator's CRD exists "
+               "(assets/state-node-status-exporter/0600_service_monitor.yaml; the chart has no value for it); "
+               "remove it or use spec.delivery.mode: stack")]
 
 
 def _sidecar_levels(spec) -> list[tuple[tuple, list[str], object]]:
@@ -234,7 +289,10 @@ def check(loaded, profile, cat) -> tuple[list, list]:
     errors: list = []
     if uses_driver_crd(spec, groups):
         errors += overlapping_driver_selectors(at, spec, groups)
-        errors += default_driver_with_selector(at, spec, groups)
+    errors += operand_placement(at, spec)
+    errors += distribution_fit(at, spec)
+    errors += gpu_pod_deletion_off(at, spec)
+    errors += node_status_exporter_monitor(at, loaded)
     errors += gds_with_precompiled(at, spec)
     errors += gds_without_open_modules(at, spec, release)
     errors += pool_sidecars_without_driver(at, spec)

@@ -49,7 +49,7 @@ def check_openshift(ctx: Context) -> list:
     if not _driver_on(spec):
         return errors
     builds = spec.driver.rhcosVersions
-    if not builds:
+    if not builds and spec.delivery.mode != "operator":   # the operator finds each node's Driver Toolkit itself
         errors.append(at(("spec", "driver", "rhcosVersions"), "OpenShift builds the driver with the Driver Toolkit "
                          "of each RHCOS build: list the GPU nodes' builds (`oc get nodes -L "
                          "feature.node.kubernetes.io/system-os_release.OSTREE_VERSION`), e.g. "

@@ -1,0 +1,605 @@
+"""The one mapping between a gpuop profile and NVIDIA's gpu-operator chart (operator mode), read both ways.
+
+Every row names a profile path (below `spec`), the chart value paths it decides, the ClusterPolicy spec paths
+NVIDIA's chart renders those to (templates/clusterpolicy.yaml), the transform profile -> values and its
+inverse values -> profile. Export (plan/operator.py `chart_values`) and import (ops/importer.py) both read
+this table, so the two directions cannot drift.
+
+Semantics of defaults:
+- a profile path left out means the profile's own default (the field description in profile/models.py);
+  export writes the value that default means, explicitly, so an operand does not change when NVIDIA changes
+  a chart default;
+- a chart value path left out of the values means the chart's default of that operator version
+  (catalog/data/operator-chart/<version>.yaml): the inverse reads values merged over those defaults
+  (`effective`), so an import needs no copy of NVIDIA's values.yaml;
+- the inverse leaves a profile path out when its value is the profile's default.
+
+Kinds of rows:
+- `field`: one profile setting <-> one or more chart values (`to_values` / `to_profile`);
+- `image`: the images (`images.registry` <-> every component's `repository`; `<component>.version` <->
+  `<component>.version`; the image names are the release's);
+- `fixed`: a chart value gpuop always writes with one value (the profile has no setting for it); the inverse
+  reports any other value as not expressible;
+- `derived`: values computed from the resolved plan (driver versions and NVIDIADriver CRs, MIG strategy,
+  per-pool device-plugin / MIG configs, NFD): export computes them in plan/operator.py; the inverse is the
+  importer's pool reconstruction, which reads the same value paths (`DERIVED_PATHS`).
+Everything else in the chart's values is listed by `UNEXPRESSED` (value path prefix, why), or -- a leaf under
+no row nor prefix -- reported by `values_to_profile` as not expressible when it differs from the chart default.
+
+Public API (stable: the importer and `gpuop import --check` call it):
+- `ROWS: tuple[Row, ...]`, `UNEXPRESSED: tuple[tuple[str, str], ...]`, `DERIVED_PATHS: tuple[str, ...]`
+- `chart_defaults(version: str = DEFAULT_VERSION) -> dict`  (a copy; KeyError-free: {} when unknown)
+- `effective(values: dict, version: str = DEFAULT_VERSION) -> dict`  (values merged over the chart defaults)
+- `release_images(version: str = DEFAULT_VERSION, release: str | None = None) -> ReleaseImages`  (what the inverse compares against)
+- `profile_to_values(settings: dict, images: ReleaseImages) -> dict`  (every row but `derived`; `settings` is
+  the profile's `spec` as a plain dict, e.g. `spec.model_dump()`, missing keys meaning the defaults)
+- `values_to_profile(values: dict, version: str = DEFAULT_VERSION) -> tuple[dict, list[tuple[str, str]]]`
+  (a nested profile `spec` fragment with every non-default setting the rows cover -- no nodePools, which the
+  importer builds from the derived paths -- and (values path, reason) for each value the profile cannot
+  express)
+- `policy_paths(values_path: str) -> tuple[str, ...]`  (ClusterPolicy spec paths a value path renders to)
+- `get_path(tree, dotted, default)`, `set_path(tree, dotted, value)`, `leaves(tree)`  (dotted paths; a key
+  holding dots is not used by any row)
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Callable
+
+from gpuop import catalog as catalog_mod
+from gpuop.catalog import operator as operator_catalog
+
+DEFAULT_VERSION = "v26.7.0"
+UPSTREAM_TOLERATIONS = ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},)
+MISSING = object()
+
+# values key -> (profile section or None, release component): every operand image the chart names.
+COMPONENTS = {
+    "driver": ("driver", "driver"), "driver.manager": (None, "driverManager"), "toolkit": ("toolkit", "toolkit"),
+    "devicePlugin": ("devicePlugin", "devicePlugin"), "dcgm": ("dcgm", "dcgm"),
+    "dcgmExporter": ("dcgmExporter", "dcgmExporter"), "gfd": ("gfd", "gfd"), "migManager": ("migManager", "migManager"),
+    "nodeStatusExporter": ("nodeStatusExporter", "nodeStatusExporter"), "validator": ("validator", "validator"),
+}
+# components whose ClusterPolicy section takes imagePullSecrets (templates/clusterpolicy.yaml; driver.manager
+# pulls with the driver's)
+PULL_SECRETS = ("driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager",
+                "nodeStatusExporter", "validator")
+SWITCHABLE = ("toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager", "nodeStatusExporter")
+RESOURCES = ("driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager",
+             "nodeStatusExporter", "validator")
+VERSIONED = ("toolkit", "devicePlugin", "gfd", "dcgm", "dcgmExporter", "validator", "nodeStatusExporter", "migManager")
+
+
+class Unexpressible(Exception):
+    """Raised by an inverse: the values hold something the profile has no way to say. `value`: the profile value
+    the inverse still gives (the closest one), `paths`: the values paths at fault (default: those that differ from
+    the chart default, or all of the row's)."""
+
+    def __init__(self, reason: str, value=None, paths: tuple[str, ...] = ()):
+        super().__init__(reason)
+        self.reason, self.value, self.paths = reason, value, tuple(paths)
+
+
+# ------------------------------------------------------------------------------------------ dotted paths
+
+def get_path(tree, dotted: str, default=None):
+    node = tree
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def set_path(tree: dict, dotted: str, value) -> None:
+    parts = dotted.split(".")
+    node = tree
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+
+
+def leaves(tree, prefix: str = ""):
+    """(dotted path, value) of every leaf; an empty mapping is a leaf."""
+    if isinstance(tree, dict) and tree:
+        for k, v in tree.items():
+            yield from leaves(v, f"{prefix}.{k}" if prefix else str(k))
+    else:
+        yield prefix, tree
+
+
+def _merge(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ release facts
+
+@dataclass(frozen=True)
+class ReleaseImages:
+    """The stack release an operator version ships: its registry and each component's (path, tag)."""
+    operator_version: str
+    registry: str
+    images: dict                     # component -> (catalog path e.g. "k8s/container-toolkit", tag)
+    extras: dict = field(default_factory=dict)   # gds / gdrcopy -> (path, version)
+
+    def repository(self, component: str, registry: str) -> str:
+        head = self.images[component][0].rpartition("/")[0]
+        return f"{registry}/{head}" if head else registry
+
+    def name(self, component: str) -> str:
+        return self.images[component][0].rpartition("/")[2]
+
+    def tag(self, component: str) -> str:
+        return self.images[component][1]
+
+
+@lru_cache(maxsize=16)
+def release_images(version: str = DEFAULT_VERSION, release: str | None = None) -> ReleaseImages:
+    """The stack release `release`, or the one whose operator is `version` (the newest release when none is)."""
+    from gpuop.catalog import distributions
+    cat = catalog_mod.load()
+    rel = (cat.release(release) if release else None) or next(
+        (r for r in cat.releases if r.operatorVersion == version), None) or cat.release(None)
+    extras = distributions.driver_extras().get(rel.name)
+    return ReleaseImages(
+        operator_version=rel.operatorVersion, registry=rel.registry,
+        images={k: (c.image, c.version) for k, c in rel.components.items()},
+        extras={k: (getattr(extras, k).image, getattr(extras, k).version) for k in ("gds", "gdrcopy")} if extras else {})
+
+
+def chart_defaults(version: str = DEFAULT_VERSION) -> dict:
+    return operator_catalog.chart_defaults(version) or {}
+
+
+def effective(values: dict, version: str = DEFAULT_VERSION) -> dict:
+    return _merge(chart_defaults(version), values or {})
+
+
+# ------------------------------------------------------------------------------------------ rows
+
+@dataclass(frozen=True)
+class Row:
+    profile: str                          # path below spec ("" for fixed / derived rows)
+    values: tuple[str, ...]               # chart value paths the row decides
+    policy: tuple[str, ...]               # ClusterPolicy spec paths the chart renders them to
+    default: Any = None                   # the profile's value when the path is left out
+    to_values: Callable | None = None     # (profile value, ReleaseImages) -> tuple of values, one per path
+    to_profile: Callable | None = None    # (tuple of effective values, ReleaseImages) -> profile value
+    kind: str = "field"                   # field | image | fixed | derived
+    why: str = ""
+
+
+def _same(*paths):
+    """One profile value written to every path; the inverse needs them all equal."""
+    def fwd(v, _):
+        return tuple(copy.deepcopy(v) for _ in paths)
+
+    def inv(vals, _):
+        first = vals[0]
+        if any(v != first for v in vals[1:]):
+            raise Unexpressible(f"{', '.join(paths)} differ ({', '.join(repr(v) for v in vals)}); the profile has "
+                                "one setting for all of them")
+        return copy.deepcopy(first)
+    return fwd, inv
+
+
+def field_row(profile: str, values: str | tuple, default=None, policy=None, fwd=None, inv=None, why="") -> Row:
+    paths = (values,) if isinstance(values, str) else tuple(values)
+    f, i = _same(*paths)
+    return Row(profile, paths, tuple(policy) if policy is not None else paths, default,
+               fwd or f, inv or i, "field", why)
+
+
+def fixed_row(path: str, value, why: str, policy=None) -> Row:
+    def fwd(_, __):
+        return (copy.deepcopy(value),)
+
+    def inv(vals, _):
+        if vals[0] != value:
+            raise Unexpressible(f"gpuop always sets {path}: {value!r} ({why})")
+        return None
+    return Row("", (path,), (policy or path,), None, fwd, inv, "fixed", why)
+
+
+def derived_row(paths: tuple[str, ...], why: str, policy=None) -> Row:
+    return Row("", paths, tuple(policy) if policy is not None else paths, None, None, None, "derived", why)
+
+
+def _registry_rows() -> list[Row]:
+    keys = tuple(COMPONENTS)
+    paths = tuple(f"{k}.repository" for k in keys)
+
+    def fwd(registry, rel: ReleaseImages):
+        reg = registry or rel.registry
+        return tuple(rel.repository(COMPONENTS[k][1], reg) for k in keys)
+
+    def inv(vals, rel: ReleaseImages):
+        regs = []
+        for k, repo in zip(keys, vals):
+            head = rel.images[COMPONENTS[k][1]][0].rpartition("/")[0]
+            suffix = f"/{head}" if head else ""
+            regs.append(repo[: -len(suffix)] if suffix and isinstance(repo, str) and repo.endswith(suffix)
+                        else repo if not suffix else None)
+        known = [r for r in regs if r]
+        if not known:
+            raise Unexpressible("no component repository is the release's image path under one registry")
+        common = Counter(known).most_common(1)[0][0]
+        odd = [(f"{k}.repository", v) for k, v, r in zip(keys, vals, regs) if r != common]
+        if odd:
+            raise Unexpressible("; ".join(f"{p} {v!r}" for p, v in odd) + f" not under the common registry {common!r} "
+                                "(spec.images.registry names one registry for every image)",
+                                common if common != rel.registry else None, tuple(p for p, _ in odd))
+        return common if common != rel.registry else None
+    rows = [Row("images.registry", paths, paths, None, fwd, inv, "image",
+                "one registry (a mirror) for every operand image, driver manager included")]
+    for k in keys:
+        comp = COMPONENTS[k][1]
+        rows.append(Row("", (f"{k}.image",), (f"{k}.image",), None,
+                        (lambda _, rel, c=comp: (rel.name(c),)),
+                        (lambda vals, rel, c=comp, p=f"{k}.image": _fixed_name(vals[0], rel.name(c), p)),
+                        "image", "the release's image name"))
+    return rows
+
+
+def _fixed_name(value, want, path):
+    if value != want:
+        raise Unexpressible(f"{path} {value!r} is not the release's image {want!r}")
+    return None
+
+
+def _version_row(key: str) -> Row:
+    def fwd(v, rel):
+        return (v or rel.tag(key),)
+
+    def inv(vals, rel):
+        v = vals[0]
+        if v in (None, ""):
+            return None
+        return None if str(v) == rel.tag(key) else str(v)
+    return Row(f"{key}.version", (f"{key}.version",), (f"{key}.version",), None, fwd, inv, "image",
+               "omitted: the release's version")
+
+
+def _manager_version_row() -> Row:
+    def fwd(_, rel):
+        return (rel.tag("driverManager"),)
+
+    def inv(vals, rel):
+        if str(vals[0]) != rel.tag("driverManager"):
+            raise Unexpressible(f"driver.manager.version {vals[0]!r} is not the release's "
+                                f"{rel.tag('driverManager')!r} (gpuop pins the release's driver manager)")
+        return None
+    return Row("", ("driver.manager.version",), ("driver.manager.version",), None, fwd, inv, "image",
+               "the release's k8s-driver-manager")
+
+
+def _pull_secrets_row() -> Row:
+    paths = tuple(f"{k}.imagePullSecrets" for k in PULL_SECRETS)
+    fwd_all, inv_all = _same(*paths)
+
+    def fwd(v, rel):
+        return fwd_all(list(v) if v else None, rel)
+
+    def inv(vals, rel):
+        out = inv_all(tuple(list(x or []) for x in vals), rel)
+        return out or None
+    return Row("images.pullSecrets", paths, paths, None, fwd, inv, "field",
+               "every component pulls with the same secrets")
+
+
+def _tolerations_row() -> Row:
+    def fwd(v, _):
+        return (copy.deepcopy(v) if v is not None else [dict(t) for t in UPSTREAM_TOLERATIONS],)
+
+    def inv(vals, _):
+        v = vals[0]
+        return None if v is None or list(v) == [dict(t) for t in UPSTREAM_TOLERATIONS] else copy.deepcopy(v)
+    return Row("daemonsets.tolerations", ("daemonsets.tolerations",), ("daemonsets.tolerations",), None, fwd, inv,
+               "field", "omitted: the operator's nvidia.com/gpu toleration")
+
+
+def _upgrade_rows() -> list[Row]:
+    up = "driver.upgradePolicy"
+    return [
+        field_row("driver.upgradePolicy.autoUpgrade", f"{up}.autoUpgrade", True),
+        field_row("driver.upgradePolicy.maxParallelUpgrades", f"{up}.maxParallelUpgrades", 1),
+        field_row("driver.upgradePolicy.drain", f"{up}.drain.enable", False),
+        field_row("driver.upgradePolicy.force", (f"{up}.drain.force", f"{up}.gpuPodDeletion.force"), False,
+                  policy=(f"{up}.drain.force", f"{up}.podDeletion.force")),
+        field_row("driver.upgradePolicy.timeoutSeconds", (f"{up}.drain.timeoutSeconds",
+                                                          f"{up}.gpuPodDeletion.timeoutSeconds"), 0,
+                  policy=(f"{up}.drain.timeoutSeconds", f"{up}.podDeletion.timeoutSeconds")),
+        field_row("driver.upgradePolicy.deleteEmptyDir", (f"{up}.drain.deleteEmptyDir",
+                                                          f"{up}.gpuPodDeletion.deleteEmptyDir"), False,
+                  policy=(f"{up}.drain.deleteEmptyDir", f"{up}.podDeletion.deleteEmptyDir")),
+        field_row("driver.upgradePolicy.podSelector", f"{up}.drain.podSelector", ""),
+    ]
+
+
+def _service_monitor_rows() -> list[Row]:
+    sm = "dcgmExporter.serviceMonitor"
+    return [
+        # enabled: the profile's "omitted" depends on the platform (true on OpenShift); the plan resolves it
+        derived_row((f"{sm}.enabled",), "the profile's dcgmExporter.serviceMonitor.enabled, omitted: true on "
+                    "OpenShift, false elsewhere (plan/build.py); the importer writes it whenever it differs"),
+        field_row(f"{sm}.interval", f"{sm}.interval", "15s"),
+        field_row(f"{sm}.honorLabels", f"{sm}.honorLabels", False),
+        field_row(f"{sm}.additionalLabels", f"{sm}.additionalLabels", {},
+                  inv=lambda vals, _: dict(vals[0] or {})),
+    ]
+
+
+def _allowlist_row() -> Row:
+    def fwd(v, _):
+        return (list(v or []) or None,)
+
+    def inv(vals, _):
+        return list(vals[0] or [])
+    return Row("dcgmExporter.podLabelAllowlist", ("dcgmExporter.podLabelAllowlistRegex",),
+               ("dcgmExporter.podLabelAllowlistRegex",), [], fwd, inv, "field",
+               "omitted: every pod label (the key is left out of the values, as the chart's default)")
+
+
+def _metrics_row() -> Row:
+    paths = ("dcgmExporter.config.create", "dcgmExporter.config.name", "dcgmExporter.config.data")
+
+    def fwd(metrics, _):
+        if not metrics:
+            return (None, None, None)
+        return (True, DCGM_METRICS_MAP, "".join(f"{m['field']}, {m['type']}, {m['help']}\n" for m in metrics))
+
+    def inv(vals, _):
+        create, name, data = vals
+        if not data:
+            if name:
+                raise Unexpressible(f"dcgmExporter.config.name {name!r}: the metrics live in that ConfigMap; give "
+                                    "its dcgm-metrics.csv to the import (or its content as dcgmExporter.metrics)")
+            return []
+        return parse_metrics(data)
+    return Row("dcgmExporter.metrics", paths, ("dcgmExporter.config.name",), [], fwd, inv, "field",
+               "the metrics CSV in a ConfigMap the chart renders (config.create)")
+
+
+def parse_metrics(csv: str) -> list[dict]:
+    out = []
+    for line in str(csv).splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        parts = [p.strip() for p in line.split(",", 2)]
+        if len(parts) != 3:
+            raise Unexpressible(f"dcgm-metrics.csv line {line!r} is not 'field, type, help'")
+        out.append({"field": parts[0], "type": parts[1], "help": parts[2]})
+    return out
+
+
+PLUGIN_CONFIG_MAP = "device-plugin-config"        # the names gpuop's stack gives the same ConfigMaps
+MIG_CONFIG_MAP = "custom-mig-parted-config"
+DCGM_METRICS_MAP = "dcgm-exporter-metrics"
+
+
+def _bool_inv(vals, _):
+    return bool(vals[0])
+
+
+def _platform_row() -> Row:
+    def fwd(t, _):
+        return (t == "openshift", t == "openshift")
+
+    def inv(vals, _):
+        if bool(vals[0]) != bool(vals[1]):
+            raise Unexpressible("operator.use_ocp_driver_toolkit differs from platform.openshift; gpuop uses the "
+                                "Driver Toolkit exactly on OpenShift")
+        return "openshift" if vals[0] else "kubernetes"
+    return Row("platform.type", ("platform.openshift", "operator.use_ocp_driver_toolkit"),
+               ("operator.use_ocp_driver_toolkit",), "kubernetes", fwd, inv, "field",
+               "OpenShift: the operator builds the driver with the Driver Toolkit per RHCOS build")
+
+
+def _rows() -> tuple[Row, ...]:
+    rows: list[Row] = [_platform_row()]
+    rows += _registry_rows()
+    rows += [_version_row(k) for k in VERSIONED]
+    rows.append(_manager_version_row())
+    rows.append(field_row("images.pullPolicy", tuple(f"{k}.imagePullPolicy" for k in COMPONENTS), "IfNotPresent"))
+    rows.append(_pull_secrets_row())
+    for key in SWITCHABLE:
+        default = False if key in ("dcgm", "nodeStatusExporter") else True
+        rows.append(field_row(f"{key}.enabled", f"{key}.enabled", default, inv=_bool_inv))
+    for key in RESOURCES:
+        rows.append(field_row(f"{key}.resources", f"{key}.resources", None,
+                              fwd=lambda v, _: (copy.deepcopy(v) if v else None,),
+                              inv=lambda vals, _: copy.deepcopy(vals[0]) or None))
+    rows += [
+        field_row("driver.kernelModuleType", "driver.kernelModuleType", "auto"),
+        field_row("driver.precompiled", "driver.usePrecompiled", False, inv=_bool_inv),
+        field_row("delivery.operator.nvidiaDriverCRD", "driver.nvidiaDriverCRD.enabled", None,
+                  policy=("driver.useNvidiaDriverCRD",), fwd=lambda v, _: (v,),
+                  inv=lambda vals, _: True if vals[0] else None,
+                  why="omitted: the plan decides (true when pools need NVIDIADriver CRs of their own, "
+                      "plan/operator.py uses_driver_crd; chart_values writes the resolved value); false reads "
+                      "back as omitted (one driver: the plan resolves false)"),
+        field_row("delivery.operator.gds", "gds.enabled", False, inv=_bool_inv),
+        field_row("delivery.operator.gdrcopy", "gdrcopy.enabled", False, inv=_bool_inv),
+        field_row("delivery.operator.clusterPolicy", "clusterPolicy.deployCR", True, policy=(), inv=_bool_inv),
+        field_row("delivery.operator.gpuCluster", "gpuCluster.deployCR", False, policy=(), inv=_bool_inv),
+        field_row("daemonsets.priorityClassName", "daemonsets.priorityClassName", "system-node-critical"),
+        _tolerations_row(),
+        field_row("dcgmExporter.podLabels", "dcgmExporter.enablePodLabels", False, inv=_bool_inv),
+        field_row("dcgmExporter.podUID", "dcgmExporter.enablePodUID", False, inv=_bool_inv),
+        _allowlist_row(),
+        _metrics_row(),
+    ]
+    rows += _upgrade_rows()
+    rows += _service_monitor_rows()
+    rows += [
+        fixed_row("cdi.enabled", True, "gpuop's stack always runs CDI, as the operator's default"),
+        fixed_row("operator.runtimeClass", "nvidia", "the RuntimeClass gpuop's stack creates"),
+        derived_row(("nfd.enabled",), "spec.nfd.mode (omitted: deploy, existing on OpenShift); export from the plan"),
+        derived_row(("mig.strategy",), "one strategy when every MIG pool shares it, else left empty: each pool's "
+                    "device-plugin config carries flags.migStrategy"),
+        derived_row(("driver.enabled", "driver.version", "driver.nvidiaDriverCRD.deployDefaultCR"),
+                    "the driver of the default NVIDIADriver / ClusterPolicy (spec.driver.version, "
+                    "delivery.operator.driverDigest, pools' drivers)"),
+        derived_row(("devicePlugin.config.create", "devicePlugin.config.name", "devicePlugin.config.default",
+                     "devicePlugin.config.data"), "per-pool device-plugin configs (plan/pools.py), labelled per "
+                    "pool by gpuop's NodeFeatureRule", policy=("devicePlugin.config.name", "devicePlugin.config.default")),
+        derived_row(("migManager.config.create", "migManager.config.name", "migManager.config.default",
+                     "migManager.config.data"), "per-pool MIG layouts in one mig-parted config (plan/pools.py)",
+                    policy=("migManager.config.name", "migManager.config.default")),
+        derived_row(("gds.repository", "gds.image", "gds.version", "gdrcopy.repository", "gdrcopy.image",
+                     "gdrcopy.version"), "the release's GDS / GDRCopy sidecar images under spec.images.registry"),
+        derived_row(("operator.repository", "operator.imagePullSecrets"),
+                    "the operator's own image under spec.images.registry, pulled with spec.images.pullSecrets"),
+        derived_row(("hostPaths.kubeletRootDir",), "written as the CRD default /var/lib/kubelet "
+                    "(outputs/operator.py drift table)"),
+        derived_row(("extraObjects",), "gpuop's per-pool NVIDIADriver CRs and NodeFeatureRule"),
+    ]
+    return tuple(rows)
+
+
+ROWS: tuple[Row, ...] = _rows()
+DERIVED_PATHS: tuple[str, ...] = tuple(p for r in ROWS if r.kind == "derived" for p in r.values)
+
+# Chart value prefixes the profile cannot express, with the reason (what the inverse reports when a value there
+# differs from the chart default).
+UNEXPRESSED: tuple[tuple[str, str], ...] = (
+    ("operator", "the operator Deployment's own settings (gpuop installs NVIDIA's chart and leaves them at "
+                 "its defaults)"),
+    ("node-feature-discovery", "the NFD subchart's settings (gpuop leaves them at NVIDIA's chart defaults)"),
+    ("nfd.nodefeaturerules", "NVIDIA's own NodeFeatureRules (gpuop writes its per-pool rule instead)"),
+    ("psa", "pod security admission labels by the operator"),
+    ("cdi.nriPluginEnabled", "the NRI plugin"), ("cdi.default", "CDI as the default runtime mode"),
+    ("sandboxWorkloads", "sandboxed (VM) workloads"), ("hostPaths", "host paths (spec.hostPaths: stack mode only)"),
+    ("daemonsets.labels", "operand labels (spec.daemonsets.labels: stack mode only)"),
+    ("daemonsets.annotations", "operand annotations (spec.daemonsets.annotations: stack mode only)"),
+    ("daemonsets.updateStrategy", "the operands' update strategy"),
+    ("daemonsets.rollingUpdate", "the operands' rolling update"),
+    ("driver.env", "driver env (spec.driver.env: stack mode only)"),
+    ("driver.manager.env", "driver manager env"),
+    ("driver.repoConfig", "driver repo config (spec.driver.repoConfig: stack mode only)"),
+    ("driver.certConfig", "driver cert config (spec.driver.certConfig: stack mode only)"),
+    ("driver.licensingConfig", "vGPU licensing"), ("driver.virtualTopology", "vGPU topology"),
+    ("driver.kernelModuleConfig", "kernel module parameters"), ("driver.secretEnv", "driver secret env"),
+    ("driver.rdma", "GPUDirect RDMA of the ClusterPolicy (per pool: spec.nodePools[].driver.rdma)"),
+    ("driver.startupProbe", "the driver's startup probe"), ("driver.livenessProbe", "the driver's liveness probe"),
+    ("driver.readinessProbe", "the driver's readiness probe"),
+    ("driver.upgradePolicy.maxUnavailable", "maxUnavailable of driver upgrades"),
+    ("driver.upgradePolicy.waitForCompletion", "waiting for jobs before a driver upgrade"),
+    ("driver.nvidiaDriverCRD.driverType", "the default NVIDIADriver's driver type"),
+    ("driver.nvidiaDriverCRD.nodeSelector", "the default NVIDIADriver's nodeSelector"),
+    ("driver.hostNetwork", "host network"), ("toolkit.hostNetwork", "host network"),
+    ("devicePlugin.hostNetwork", "host network"), ("dcgm.hostNetwork", "host network"),
+    ("dcgmExporter.hostNetwork", "host network"), ("gfd.hostNetwork", "host network"),
+    ("migManager.hostNetwork", "host network"), ("validator.hostNetwork", "host network"),
+    ("toolkit.env", "toolkit env (spec.toolkit.env: stack mode only)"),
+    ("toolkit.installDir", "the toolkit's install directory"),
+    ("devicePlugin.env", "device plugin env (spec.devicePlugin.env: stack mode only)"),
+    ("devicePlugin.args", "device plugin args (spec.devicePlugin.args: stack mode only)"),
+    ("devicePlugin.mps", "the MPS root"), ("dcgm.env", "DCGM env"), ("dcgm.args", "DCGM args"),
+    ("dcgmExporter.env", "DCGM exporter env"), ("dcgmExporter.annotations", "DCGM exporter pod annotations"),
+    ("dcgmExporter.hostPID", "DCGM exporter host PID"), ("dcgmExporter.service", "the exporter Service"),
+    ("dcgmExporter.serviceMonitor.scrapeTimeout", "the ServiceMonitor scrape timeout"),
+    ("dcgmExporter.serviceMonitor.relabelings", "the ServiceMonitor relabelings"),
+    ("dcgmExporter.hpcJobMapping", "HPC job mapping"),
+    ("gfd.env", "GFD env"), ("migManager.env", "MIG manager env"), ("migManager.gpuClientsConfig", "GPU clients"),
+    ("validator.env", "validator env"), ("validator.args", "validator args"), ("validator.plugin", "validator env"),
+    ("validator.driver", "validator env"), ("validator.toolkit", "validator env"), ("validator.cuda", "validator env"),
+    ("nodeStatusExporter.env", "node status exporter env"), ("gds.imagePullSecrets", "GDS pull secrets"),
+    ("gdrcopy.imagePullSecrets", "GDRCopy pull secrets"), ("gds.imagePullPolicy", "GDS pull policy"),
+    ("gdrcopy.imagePullPolicy", "GDRCopy pull policy"), ("gds.args", "GDS args"), ("gds.env", "GDS env"),
+    ("gdrcopy.args", "GDRCopy args"), ("gdrcopy.env", "GDRCopy env"),
+    ("vgpuManager", "vGPU"), ("vgpuDeviceManager", "vGPU"), ("vfioManager", "VM passthrough"),
+    ("kataManager", "Kata"), ("sandboxDevicePlugin", "sandboxed workloads"),
+    ("kataSandboxDevicePlugin", "Kata"), ("ccManager", "confidential computing"),
+    ("draDriver", "NVIDIA's DRA driver through the operator (gpuop installs the DRA driver chart beside it)"),
+    ("gpuCluster", "the GPUCluster CR's settings"), ("nodeStatusExporter.serviceMonitor",
+                                                      "the node status exporter's ServiceMonitor"),
+)
+
+
+def policy_paths(values_path: str) -> tuple[str, ...]:
+    for r in ROWS:
+        if values_path in r.values:
+            i = r.values.index(values_path)
+            return (r.policy[i],) if len(r.policy) == len(r.values) else r.policy
+    return ()
+
+
+def _covered(path: str) -> tuple[str, str] | None:
+    """(kind, reason) for a values path: a row's, a derived row's, or an UNEXPRESSED prefix."""
+    for r in ROWS:
+        for p in r.values:
+            if path == p or path.startswith(p + "."):
+                return r.kind, r.why
+    for prefix, why in UNEXPRESSED:
+        if path == prefix or path.startswith(prefix + "."):
+            return "unexpressed", why
+    return None
+
+
+# ------------------------------------------------------------------------------------------ both directions
+
+def _profile_get(settings: dict, dotted: str, default):
+    v = get_path(settings, dotted, MISSING)
+    return default if v is MISSING else v
+
+
+def profile_to_values(settings: dict, images: ReleaseImages) -> dict:
+    """Every non-derived row, from the profile `spec` as a plain dict: the chart values it decides. A value None
+    means 'leave the key out' (the chart's default)."""
+    out: dict = {}
+    for r in ROWS:
+        if r.kind == "derived":
+            continue
+        value = _profile_get(settings, r.profile, r.default) if r.profile else None
+        for path, v in zip(r.values, r.to_values(value, images)):
+            if v is not None:
+                set_path(out, path, v)
+    return out
+
+
+def values_to_profile(values: dict, version: str = DEFAULT_VERSION) -> tuple[dict, list[tuple[str, str]]]:
+    """Chart values (or a ClusterPolicy spec already in the chart's value shape) -> (profile spec fragment,
+    [(values path, reason)] the profile cannot express). Absent values are the chart defaults of `version`."""
+    rel = release_images(version)
+    eff = _merge(operator_catalog._chart_defaults(version) or {}, values or {})   # read only here
+    defaults = operator_catalog._chart_defaults(version) or {}     # read only here
+    profile: dict = {}
+    lost: list[tuple[str, str]] = []
+    for r in ROWS:
+        if r.kind == "derived" or r.to_profile is None:
+            continue
+        vals = tuple(get_path(eff, p) for p in r.values)
+        try:
+            value = r.to_profile(vals, rel)
+        except Unexpressible as exc:
+            paths = exc.paths or tuple(p for p, v in zip(r.values, vals) if get_path(defaults, p, MISSING) != v) \
+                or r.values
+            lost += [(p, exc.reason) for p in paths]
+            value = exc.value
+        if r.profile and value is not None and value != r.default:
+            set_path(profile, r.profile, value)
+    for path, value in leaves(values or {}):
+        if not path:
+            continue
+        kind = _covered(path)
+        if kind is not None and kind[0] != "unexpressed":
+            continue
+        default = get_path(defaults, path, MISSING)
+        if default == value or (value in ({}, [], "", None) and default in (MISSING, {}, [], "", None)):
+            continue
+        lost.append((path, kind[1] if kind else "no profile setting"))
+    seen: set = set()
+    out = []
+    for item in lost:
+        if item[0] not in seen:
+            seen.add(item[0])
+            out.append(item)
+    return profile, sorted(out)

@@ -1,0 +1,108 @@
+"""NVIDIA's gpu-operator chart rendered with given values, as the API server would store its CRs.
+
+`render(values, chart, namespace) -> Rendered`: Helm 4's own engine (helm-python-sdk) renders NVIDIA's chart
+(a folder: the chart's source tree, e.g. `helm pull nvidia/gpu-operator --version v26.7.0 --untar`), then
+every ClusterPolicy / NVIDIADriver gets the structural defaults of its CRD (the chart's own `crds/`): the
+`default:` of every absent property of the openAPIV3Schema, recursively through objects and array items, as
+the API server applies them on create. What `gpuop import --check` and the operator-mode tests compare.
+
+`crd_defaults(obj, schema)` is the defaulting alone (for CRs from elsewhere, e.g. a live export).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+CHART_ENV = "GPUOP_NVIDIA_CHART"
+KINDS = {"ClusterPolicy": "nvidia.com_clusterpolicies.yaml", "NVIDIADriver": "nvidia.com_nvidiadrivers.yaml",
+         "GPUCluster": "nvidia.com_gpuclusters.yaml"}
+
+
+def default_chart() -> Path | None:
+    """$GPUOP_NVIDIA_CHART, else the reference copy beside a development checkout (../shared/refs)."""
+    env = os.environ.get(CHART_ENV)
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parents[3].parent / "shared" / "refs" / "gpu-operator" / "chart"
+    return here if here.is_dir() else None
+
+
+@dataclass
+class Rendered:
+    objects: list[dict] = field(default_factory=list)          # every object, CRs defaulted
+
+    def of_kind(self, kind: str) -> list[dict]:
+        return [o for o in self.objects if o.get("kind") == kind]
+
+    @property
+    def cluster_policy(self) -> dict | None:
+        found = self.of_kind("ClusterPolicy")
+        return found[0] if found else None
+
+    @property
+    def drivers(self) -> list[dict]:
+        return self.of_kind("NVIDIADriver")
+
+    @property
+    def configmaps(self) -> dict[str, dict]:
+        return {o["metadata"]["name"]: o for o in self.of_kind("ConfigMap")}
+
+
+@lru_cache(maxsize=8)
+def _schema(crds: str, kind: str) -> dict:
+    doc = yaml.safe_load((Path(crds) / KINDS[kind]).read_text())
+    return doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+
+def crd_defaults(obj, schema: dict):
+    """`obj` with the structural defaults of `schema` filled in (a new object; `obj` is left alone)."""
+    obj = copy.deepcopy(obj)
+    _fill(obj, schema)
+    return obj
+
+
+def _fill(obj, schema: dict) -> None:
+    if isinstance(obj, dict):
+        for key, sub in (schema.get("properties") or {}).items():
+            if key not in obj and "default" in sub:
+                obj[key] = copy.deepcopy(sub["default"])
+            if key in obj:
+                _fill(obj[key], sub)
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            for key, value in obj.items():
+                if key not in (schema.get("properties") or {}):
+                    _fill(value, extra)
+    elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
+        for item in obj:
+            _fill(item, schema["items"])
+
+
+def render(values: dict, chart: Path | None = None, namespace: str = "gpu-operator",
+           release: str = "gpu-operator") -> Rendered:
+    import helm_python as helm                 # only where a chart is rendered
+
+    chart = chart or default_chart()
+    if chart is None:
+        raise FileNotFoundError(f"NVIDIA's gpu-operator chart: set {CHART_ENV} to its folder")
+    c = helm.Chart.load(str(chart))
+    try:
+        out = c.render(values, name=release, namespace=namespace)
+    finally:
+        c.close()
+    objs = []
+    crds = str(Path(chart) / "crds")
+    for path in sorted(out):
+        for o in yaml.safe_load_all(out[path]):
+            if not isinstance(o, dict):
+                continue
+            if o.get("kind") in KINDS and (Path(crds) / KINDS[o["kind"]]).is_file():
+                o = crd_defaults(o, _schema(crds, o["kind"]))
+            objs.append(o)
+    return Rendered(objs)

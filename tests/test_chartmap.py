@@ -1,0 +1,196 @@
+"""The mapping table profile <-> NVIDIA's chart values (plan/chartmap.py), read both ways: every row's
+transform and inverse agree (a property test over every setting the rows cover), absent values mean the
+chart defaults of the operator version (gpuop's copy of NVIDIA's values.yaml), and what the profile cannot
+express is reported, never dropped."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from gpuop.catalog import operator as operator_catalog
+from gpuop.plan import chartmap as cm
+
+from conftest import REFS
+
+REL = cm.release_images()
+LABEL = st.from_regex(r"\A[a-z][a-z0-9]{0,6}\Z")
+RESOURCES = st.one_of(st.none(), st.fixed_dictionaries({}, optional={
+    "limits": st.fixed_dictionaries({"cpu": st.sampled_from(["100m", "1"]), "memory": st.sampled_from(["64Mi", "1Gi"])}),
+    "requests": st.fixed_dictionaries({"cpu": st.sampled_from(["50m", "2"])})}).filter(bool))
+TOLERATION = st.fixed_dictionaries({"key": LABEL, "operator": st.just("Exists"), "effect": st.sampled_from(
+    ["NoSchedule", "NoExecute"])})
+
+# one strategy per profile path of the table: a new row without one fails test_every_row_has_a_strategy
+STRATEGIES = {
+    "platform.type": st.sampled_from(["kubernetes", "openshift"]),
+    "images.registry": st.one_of(st.none(), st.from_regex(r"\A[a-z][a-z0-9]{0,7}\.example\.com(/[a-z0-9]{1,6}){0,2}\Z")),
+    "images.pullPolicy": st.sampled_from(["Always", "IfNotPresent", "Never"]),
+    "images.pullSecrets": st.one_of(st.none(), st.lists(LABEL, min_size=1, max_size=3, unique=True)),
+    **{f"{k}.version": st.one_of(st.none(), st.from_regex(r"\Av[0-9]\.[0-9]{1,2}\.[0-9]-rc[0-9]\Z"))
+       for k in cm.VERSIONED},
+    **{f"{k}.enabled": st.booleans() for k in cm.SWITCHABLE},
+    **{f"{k}.resources": RESOURCES for k in cm.RESOURCES},
+    "driver.kernelModuleType": st.sampled_from(["auto", "open", "proprietary"]),
+    "driver.precompiled": st.booleans(),
+    "delivery.operator.nvidiaDriverCRD": st.sampled_from([None, True]),
+    "delivery.operator.gds": st.booleans(),
+    "delivery.operator.gdrcopy": st.booleans(),
+    "delivery.operator.clusterPolicy": st.booleans(),
+    "delivery.operator.gpuCluster": st.booleans(),
+    "daemonsets.priorityClassName": st.sampled_from(["system-node-critical", "system-cluster-critical", "gpu-high"]),
+    "daemonsets.tolerations": st.one_of(st.none(), st.lists(TOLERATION, min_size=1, max_size=2)),
+    "dcgmExporter.podLabels": st.booleans(),
+    "dcgmExporter.podUID": st.booleans(),
+    "dcgmExporter.podLabelAllowlist": st.lists(st.sampled_from(["^app$", "^team$", r"^kueue\.x-k8s\.io/.*$"]),
+                                               max_size=3, unique=True),
+    "dcgmExporter.metrics": st.lists(st.fixed_dictionaries({
+        "field": st.sampled_from(["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_SM_CLOCK"]),
+        "type": st.sampled_from(["gauge", "counter"]), "help": st.sampled_from(["GPU utilization", "FB used"])}),
+        max_size=3),
+    "driver.upgradePolicy.autoUpgrade": st.booleans(),
+    "driver.upgradePolicy.maxParallelUpgrades": st.integers(0, 64),
+    "driver.upgradePolicy.drain": st.booleans(),
+    "driver.upgradePolicy.force": st.booleans(),
+    "driver.upgradePolicy.timeoutSeconds": st.integers(0, 3600),
+    "driver.upgradePolicy.deleteEmptyDir": st.booleans(),
+    "driver.upgradePolicy.podSelector": st.sampled_from(["", "app!=critical", "tier=batch"]),
+    "dcgmExporter.serviceMonitor.interval": st.sampled_from(["15s", "30s", "1m"]),
+    "dcgmExporter.serviceMonitor.honorLabels": st.booleans(),
+    "dcgmExporter.serviceMonitor.additionalLabels": st.dictionaries(LABEL, LABEL, max_size=2),
+}
+EXAMPLES = {       # a non-default value per profile path, for the per-row test
+    "platform.type": "openshift", "images.registry": "registry.example.com/nvidia", "images.pullPolicy": "Always",
+    "images.pullSecrets": ["regcred"], **{f"{k}.version": "v9.9.9" for k in cm.VERSIONED},
+    **{f"{k}.enabled": k in ("dcgm", "nodeStatusExporter") for k in cm.SWITCHABLE},
+    **{f"{k}.resources": {"limits": {"cpu": "1"}} for k in cm.RESOURCES},
+    "driver.kernelModuleType": "open", "driver.precompiled": True, "delivery.operator.nvidiaDriverCRD": True,
+    "delivery.operator.gds": True, "delivery.operator.gdrcopy": True, "delivery.operator.clusterPolicy": False,
+    "delivery.operator.gpuCluster": True, "daemonsets.priorityClassName": "gpu-high",
+    "daemonsets.tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    "dcgmExporter.podLabels": True, "dcgmExporter.podUID": True, "dcgmExporter.podLabelAllowlist": ["^app$"],
+    "dcgmExporter.metrics": [{"field": "DCGM_FI_DEV_GPU_UTIL", "type": "gauge", "help": "GPU utilization"}],
+    "driver.upgradePolicy.autoUpgrade": False, "driver.upgradePolicy.maxParallelUpgrades": 4,
+    "driver.upgradePolicy.drain": True, "driver.upgradePolicy.force": True,
+    "driver.upgradePolicy.timeoutSeconds": 600, "driver.upgradePolicy.deleteEmptyDir": True,
+    "driver.upgradePolicy.podSelector": "app!=critical", "dcgmExporter.serviceMonitor.interval": "30s",
+    "dcgmExporter.serviceMonitor.honorLabels": True, "dcgmExporter.serviceMonitor.additionalLabels": {"release": "prom"},
+}
+PROFILE_ROWS = [r for r in cm.ROWS if r.profile]
+
+
+def expected_profile(setting: dict) -> dict:
+    """What values_to_profile gives back for these settings: every value but the profile's defaults."""
+    rows = {r.profile: r for r in PROFILE_ROWS}
+    out: dict = {}
+    for path, value in setting.items():
+        r = rows[path]
+        if value is None or value == r.default or (r.profile.endswith(".version") and value == REL.tag(
+                r.profile.split(".")[0])):
+            continue
+        if r.profile == "driver.upgradePolicy.timeoutSeconds" or value != r.default:
+            cm.set_path(out, path, value)
+    return out
+
+
+def to_settings(flat: dict) -> dict:
+    out: dict = {}
+    for path, value in flat.items():
+        cm.set_path(out, path, copy.deepcopy(value))
+    return out
+
+
+def test_every_row_has_a_strategy_and_an_example():
+    assert sorted(r.profile for r in PROFILE_ROWS) == sorted(STRATEGIES) == sorted(EXAMPLES)
+
+
+def test_chart_defaults_are_nvidias_values_of_the_version():
+    ours = operator_catalog.chart_defaults("v26.7.0")
+    theirs = yaml.safe_load((REFS / "gpu-operator" / "chart" / "values.yaml").read_text())
+    for key in ("validator", "operator", "nodeStatusExporter"):
+        assert ours[key].pop("version") == "v26.7.0"           # the chart's appVersion
+    assert ours == theirs
+    assert operator_catalog.chart_defaults("v0.0.1") is None
+
+
+@pytest.mark.parametrize("row", PROFILE_ROWS, ids=lambda r: r.profile)
+def test_each_row_both_ways(row):
+    value = EXAMPLES[row.profile]
+    values = cm.profile_to_values(to_settings({row.profile: value}), REL)
+    written = tuple(cm.get_path(values, p) for p in row.values)
+    assert written == row.to_values(value, REL)
+    assert any(w is not None for w in written)
+    profile, lost = cm.values_to_profile(values)
+    assert cm.get_path(profile, row.profile) == value
+    assert lost == []
+
+
+@pytest.mark.parametrize("row", PROFILE_ROWS, ids=lambda r: r.profile)
+def test_each_row_at_its_default_reads_back_as_omitted(row):
+    if row.profile == "driver.upgradePolicy.timeoutSeconds":
+        pytest.skip("the profile's 0 (wait forever, the driver asset's) is not the chart's 300: written explicitly")
+    values = cm.profile_to_values({}, REL)
+    profile, lost = cm.values_to_profile(values)
+    assert cm.get_path(profile, row.profile, cm.MISSING) is cm.MISSING
+    assert lost == []
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.fixed_dictionaries({}, optional=STRATEGIES))
+def test_round_trip_profile_values_profile(setting):
+    values = cm.profile_to_values(to_settings(setting), REL)
+    profile, lost = cm.values_to_profile(values)
+    assert lost == []
+    want = expected_profile(setting)
+    if "driver.upgradePolicy.timeoutSeconds" not in setting:
+        want.setdefault("driver", {}).setdefault("upgradePolicy", {})["timeoutSeconds"] = 0
+        profile.setdefault("driver", {}).setdefault("upgradePolicy", {}).setdefault("timeoutSeconds", 0)
+    assert profile == want
+
+
+def test_absent_values_are_the_chart_defaults():
+    profile, lost = cm.values_to_profile({})
+    assert lost == []
+    # the chart's drain / pod deletion timeout (300) is not the profile's default (0): it reads back explicitly
+    assert profile == {"driver": {"upgradePolicy": {"timeoutSeconds": 300}}}
+
+
+def test_a_mirror_that_misses_one_image_is_reported_at_that_image():
+    values = cm.profile_to_values({"images": {"registry": "registry.example.com/nvidia"}}, REL)
+    values["driver"]["manager"]["repository"] = "nvcr.io/nvidia/cloud-native"
+    profile, lost = cm.values_to_profile(values)
+    assert profile["images"]["registry"] == "registry.example.com/nvidia"
+    assert [p for p, _ in lost] == ["driver.manager.repository"]
+    del values["driver"]["manager"]                  # absent: the chart's default, nvcr.io -- still a difference
+    _, lost = cm.values_to_profile(values)
+    assert [p for p, _ in lost] == ["driver.manager.repository"]
+
+
+def test_unexpressible_values_are_listed_with_a_reason():
+    values = {"driver": {"upgradePolicy": {"drain": {"force": True}, "gpuPodDeletion": {"force": False}},
+                         "licensingConfig": {"secretName": "lic"}},
+              "cdi": {"enabled": False}, "toolkit": {"env": [{"name": "A", "value": "b"}]},
+              "brandNew": {"x": 1}}
+    _, lost = cm.values_to_profile(values)
+    paths = dict(lost)
+    assert set(paths) == {"driver.upgradePolicy.drain.force",     # the one that is not the chart default
+                          "driver.licensingConfig.secretName", "cdi.enabled", "toolkit.env", "brandNew.x"}
+    assert "one setting for all of them" in paths["driver.upgradePolicy.drain.force"]
+    assert paths["brandNew.x"] == "no profile setting"
+
+
+def test_derived_paths_are_left_to_the_importer():
+    values = {"mig": {"strategy": "mixed"}, "devicePlugin": {"config": {"name": "time-slicing-config",
+                                                                          "default": "any"}}}
+    profile, lost = cm.values_to_profile(values)
+    assert lost == [] and "mig" not in profile
+    assert "mig.strategy" in cm.DERIVED_PATHS and "devicePlugin.config.default" in cm.DERIVED_PATHS
+
+
+def test_policy_paths_name_the_cluster_policy_fields():
+    assert cm.policy_paths("driver.upgradePolicy.gpuPodDeletion.force") == ("driver.upgradePolicy.podDeletion.force",)
+    assert cm.policy_paths("driver.nvidiaDriverCRD.enabled") == ("driver.useNvidiaDriverCRD",)
+    assert cm.policy_paths("dcgmExporter.podLabelAllowlistRegex") == ("dcgmExporter.podLabelAllowlistRegex",)
