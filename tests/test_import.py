@@ -113,7 +113,7 @@ def test_per_pool_nvidiadriver_cluster_policy_round_trip(tmp_path):
     assert set(ours) == {None, "p5.48xlarge"}
     assert differences(default["spec"], ours[None], excused) == []
     # gpuop writes the CR's priorityClassName and upgradePolicy explicitly (the chart's values for them)
-    extra = {"priorityClassName", "upgradePolicy", "imagePullPolicy"}
+    extra = {"priorityClassName", "upgradePolicy", "imagePullPolicy", "manager"}
     assert [d for d in differences(H100_DRIVER["spec"], ours["p5.48xlarge"], excused)
             if d[0].split(".")[0] not in extra] == []
 
@@ -168,11 +168,13 @@ def test_comments_every_setting_gpuop_cannot_express(tmp_path):
                    "hostPaths:\n  rootFS: /host\n")
     proc = run_gpuop("import", str(src), "--chart-defaults", str(DEFAULT_VALUES), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "# gpuop import: driver.rdma.enabled: true cannot be expressed in a gpuop profile (chart default: false)" \
+    assert ("# gpuop import: driver.rdma.enabled: true cannot be expressed in a gpuop profile: GPUDirect RDMA of the "
+            "ClusterPolicy (per pool: spec.nodePools[].driver.rdma) (chart default: false)") in proc.stdout
+    assert ("# gpuop import: hostPaths.rootFS: /host cannot be expressed in a gpuop profile: host paths "
+            "(spec.hostPaths: stack mode only) (chart default: /)") in proc.stdout
+    assert ("# gpuop import: cdi.enabled: false cannot be expressed in a gpuop profile: gpuop always sets "
+            "cdi.enabled: True (gpuop's stack always runs CDI, as the operator's default) (chart default: true)") \
         in proc.stdout
-    assert "# gpuop import: hostPaths.rootFS: /host cannot be expressed in a gpuop profile (chart default: /)" \
-        in proc.stdout
-    assert "# gpuop import: cdi.enabled: false -- gpuop always runs CDI (the operator's default)" in proc.stdout
     out = tmp_path / "profile.yaml"
     proc = run_gpuop("import", str(src), "--chart-defaults", str(DEFAULT_VALUES), "-o", str(out), cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout == ""
@@ -226,12 +228,12 @@ def test_imported_profile_compiles_with_gpuop_synth(tmp_path):
     assert (tmp_path / "dist" / "values" / "operator" / "values.yaml").is_file()   # named after the input file
 
 
-def test_without_chart_defaults_every_unmapped_setting_is_reported(tmp_path):
+def test_chart_defaults_are_known_without_chart_defaults(tmp_path):
     src = tmp_path / "values.yaml"
-    src.write_text("driver:\n  rdma:\n    enabled: false\n  version: 580.173.02\n")
+    src.write_text("driver:\n  rdma:\n    enabled: false\n  version: 580.95.05\nhostPaths:\n  rootFS: /host\n")
     proc = run_gpuop("import", str(src), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert ("# gpuop import: driver.rdma.enabled: false cannot be expressed in a gpuop profile (chart default: "
-            "unknown: pass --chart-defaults)") in proc.stdout
-    quiet = run_gpuop("import", str(src), "--chart-defaults", str(DEFAULT_VALUES), cwd=tmp_path)
-    assert "driver.rdma.enabled" not in quiet.stdout          # equal to NVIDIA's chart default
+    assert "driver.rdma.enabled" not in proc.stdout           # equal to NVIDIA's chart default (gpuop's catalog)
+    assert "hostPaths.rootFS: /host cannot be expressed in a gpuop profile" in proc.stdout
+    assert "(chart default: /)" in proc.stdout
+    assert proc.stdout.count("# gpuop import:") <= 4          # placeholders and the one setting, no chart defaults

@@ -45,6 +45,7 @@ from gpuop import catalog as catalog_mod
 from gpuop.errors import Issue, UserError
 from gpuop.ops import import_io
 from gpuop.ops.import_io import Doc, one_line
+from gpuop.plan import chartmap
 
 NOTE = "gpuop import:"
 COMPONENTS = {      # chart values key -> (profile key, catalog component)
@@ -111,187 +112,182 @@ def get(node, path: str, default=None):
 
 # ------------------------------------------------------------------------------------------ the mapping
 
+SECTIONS = ("platform", "os", "delivery", "images", "driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter",
+            "gfd", "migManager", "nodeStatusExporter", "validator", "daemonsets", "nfd", "nodePools")
+VALUE_SECTIONS = {k: (k if k in SECTIONS else "delivery") for k in chartmap.COMPONENTS}
+DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+GPUOP_CONFIG_NAMES = {"devicePlugin": (chartmap.PLUGIN_CONFIG_MAP, "default"),
+                      "migManager": (chartmap.MIG_CONFIG_MAP, "all-disabled")}
+
+
 class Importer:
-    def __init__(self, values: dict, drivers: list[dict], configmaps: dict[str, dict], policy: bool, cat,
-                 defaults: dict | None = None):
-        self.v = values
-        self.drivers = drivers
-        self.cms = configmaps
-        self.policy = policy
+    """Chart values (or a ClusterPolicy in their shape), NVIDIADriver CRs and ConfigMaps -> a profile, through
+    the mapping table (plan/chartmap.py): its inverse gives every setting a row covers; the derived rows (driver,
+    NFD, MIG strategy, per-pool configs) are rebuilt here from the same value paths."""
+
+    def __init__(self, got: Inputs, cat, defaults: dict | None = None, version: str = chartmap.DEFAULT_VERSION):
+        self.got = got
+        self.v = got.values
+        self.drivers = got.drivers
+        self.cms = got.configmaps
+        self.policy = got.policy is not None
         self.cat = cat
+        self.version = version
         self.release = cat.release(None)
-        self.defaults = defaults if defaults is not None else {}
-        self.defaults_known = defaults is not None
-        self.used: set[str] = set()
-        self.got: Inputs | None = None
+        self.user_defaults = defaults            # --chart-defaults: settings equal to it are not reported either
+        self.eff = chartmap.effective(self.v, version)
         self.notes: dict[str, list[str]] = {}       # profile section -> comments
         self.unexpressed: list[str] = []            # values paths reported as not expressible
-
-    def take(self, path: str, default=None):
-        self.used.add(path)
-        return get(self.v, path, default)
 
     def note(self, section: str, text: str) -> None:
         # strings of the input reach the comment: one line, escaped (a \r or \n would end the comment and
         # make the rest of the text profile fields)
         self.notes.setdefault(section, []).append(one_line(text))
 
-    # ---- pieces
+    def lose(self, path: str, text: str) -> None:
+        """A value the profile cannot express: commented at its section, listed as unexpressed."""
+        self.note(VALUE_SECTIONS.get(path.split(".")[0], "delivery"), text)
+        self.unexpressed.append(path)
 
-    def registry(self) -> str | None:
-        repo = self.take("driver.repository")
-        return repo if isinstance(repo, str) and repo else None
+    def eget(self, path: str, default=None):
+        return chartmap.get_path(self.eff, path, default)
 
-    def component(self, key: str, spec: CommentedMap, registry: str | None) -> None:
-        prof_key, cat_key = COMPONENTS[key]
-        section = spec.get(prof_key) or CommentedMap()
-        enabled = self.take(f"{key}.enabled")
-        if enabled is not None and key != "validator":
-            section["enabled"] = bool(enabled)
-        ref = self.release.components.get(cat_key)
-        version = self.take(f"{key}.version")
-        if ref is not None and version not in (None, "") and key != "driver":
-            if str(version) != ref.version and version != "main-latest":   # the chart source's appVersion
-                section["version"] = str(version)
-        repo, image = self.take(f"{key}.repository"), self.take(f"{key}.image")
-        if ref is not None and registry and repo and image:
-            head, _, name = ref.image.rpartition("/")
-            want = f"{registry}/{head}" if head else registry
-            if (repo, image) != (want, name):
-                self.note(prof_key, f"{key}.repository/image {repo}/{image} is not the release's image under the "
-                          f"registry {registry} ({want}/{name}); gpuop uses the latter")
-                self.unexpressed += [f"{key}.repository", f"{key}.image"]
-        res = self.take(f"{key}.resources")
-        if res:
-            section["resources"] = res
-        self.take(f"{key}.imagePullPolicy")
-        self.take(f"{key}.imagePullSecrets")
-        if section:
-            spec[prof_key] = section
-
-    def driver(self, spec: CommentedMap, delivery_op: CommentedMap) -> None:
-        d = spec.setdefault("driver", CommentedMap())
-        version = self.take("driver.version")
-        precompiled = self.take("driver.usePrecompiled")
-        if isinstance(version, str) and version.startswith("sha256:"):
-            delivery_op["driverDigest"] = version
-        elif version is not None and re.match(r"^\d{3}(\.\d+){0,2}$", str(version)) and self.cat.branch(str(version)):
-            d["version"] = str(version)
-        elif version is not None:
-            self.note("driver", f"driver.version {version!r} is not a driver version of gpuop's catalog; the "
-                      "release default is used")
-            self.unexpressed.append("driver.version")
-        if precompiled:
-            self.note("driver", "driver.usePrecompiled: true needs spec.driver.precompiled with the nodes' kernels "
-                      "(spec.driver.kernels), which the operator's input does not list; add both")
-            self.unexpressed.append("driver.usePrecompiled")
-        kmt = self.take("driver.kernelModuleType")
-        if kmt in ("open", "proprietary"):
-            d["kernelModuleType"] = kmt
-        crd = self.take("driver.nvidiaDriverCRD.enabled")
-        self.take("driver.nvidiaDriverCRD.deployDefaultCR")
-        if crd:
-            delivery_op["nvidiaDriverCRD"] = True
-        up = CommentedMap()
-        pol = "driver.upgradePolicy"
-        auto = self.take(f"{pol}.autoUpgrade")
-        if auto is False:
-            up["autoUpgrade"] = False
-        mpu = self.take(f"{pol}.maxParallelUpgrades")
-        if mpu is not None and mpu != 1:
-            up["maxParallelUpgrades"] = mpu
-        if self.take(f"{pol}.drain.enable"):
-            up["drain"] = True
-        forces = {self.take(f"{pol}.drain.force", False), self.take(f"{pol}.gpuPodDeletion.force", False)}
-        timeouts = {self.take(f"{pol}.drain.timeoutSeconds", 0), self.take(f"{pol}.gpuPodDeletion.timeoutSeconds", 0)}
-        empties = {self.take(f"{pol}.drain.deleteEmptyDir", False),
-                   self.take(f"{pol}.gpuPodDeletion.deleteEmptyDir", False)}
-        for name, vals, default in (("force", forces, False), ("timeoutSeconds", timeouts, 0),
-                                    ("deleteEmptyDir", empties, False)):
-            if len(vals) > 1:
-                chosen = max(vals)
-                self.note("driver", f"upgradePolicy drain.{name} and gpuPodDeletion.{name} differ; gpuop has one "
-                          f"{name} for both: {chosen}")
-                self.unexpressed += [f"{pol}.drain.{name}", f"{pol}.gpuPodDeletion.{name}"]
-                vals = {chosen}
-            val = vals.pop()
-            if val != default:
-                up[name] = val
-        sel = self.take(f"{pol}.drain.podSelector")
-        if sel:
-            up["podSelector"] = sel
-        if up:
-            d["upgradePolicy"] = up
-        enabled = self.take("driver.enabled")
-        if enabled is False:
-            d["enabled"] = False
-
-    def dcgm_exporter(self, spec: CommentedMap) -> None:
-        ex = spec.setdefault("dcgmExporter", CommentedMap())
-        sm = CommentedMap()
-        sm_enabled = self.take("dcgmExporter.serviceMonitor.enabled")
-        if sm_enabled is not None:
-            sm["enabled"] = bool(sm_enabled)
-        for k, default in (("interval", "15s"), ("honorLabels", False), ("additionalLabels", {})):
-            val = self.take(f"dcgmExporter.serviceMonitor.{k}")
-            if val is not None and val != default:
-                sm[k] = val
-        if sm:
-            ex["serviceMonitor"] = sm
-        for src, dst in (("enablePodLabels", "podLabels"), ("enablePodUID", "podUID")):
-            if self.take(f"dcgmExporter.{src}"):
-                ex[dst] = True
-        allow = self.take("dcgmExporter.podLabelAllowlistRegex")
-        if allow:
-            ex["podLabelAllowlist"] = list(allow)
-        csv = self.config_data("dcgmExporter", "dcgm-metrics.csv")
-        if isinstance(csv, str):
-            metrics = CommentedSeq()
-            for line in csv.splitlines():
-                parts = [p.strip() for p in line.split(",", 2)]
-                if len(parts) == 3 and not line.lstrip().startswith("#"):
-                    metrics.append(CommentedMap(field=parts[0], type=parts[1], help=parts[2]))
-            if metrics:
-                ex["metrics"] = metrics
-        if not ex:
-            del spec["dcgmExporter"]
+    # ---- config content referenced by name
 
     def config_data(self, key: str, item: str | None = None):
         """A component's config content: inline chart values (`config.data`) or the referenced ConfigMap."""
-        name = self.take(f"{key}.config.name")
-        self.take(f"{key}.config.create")
-        self.take(f"{key}.config.default")
-        data = self.take(f"{key}.config.data")
+        name = self.eget(f"{key}.config.name")
+        data = self.eget(f"{key}.config.data")
         if data in (None, {}, "") and name and name in self.cms:
             data = self.cms[name].get("data") or {}
         if item is None or isinstance(data, str):
             return data
-        return (data or {}).get(item)
+        return (data or {}).get(item) if isinstance(data, dict) else None
 
     def embedded(self, key: str, item: str, text, what: str):
         """A config text inside a ConfigMap or the chart values, parsed within the input bounds (located)."""
         if not isinstance(text, str):
             return None
-        name = get(self.v, f"{key}.config.name")
-        inline = get(self.v, f"{key}.config.data")
+        name = self.eget(f"{key}.config.name")
+        inline = self.eget(f"{key}.config.data")
         if not inline and name in self.cms and "_doc" in self.cms[name]:
             doc, loc = self.cms[name]["_doc"], ("data", item)
-        elif self.got is not None:
-            doc, loc = _locate(self.got, (key, "config", "data", item))
         else:
-            doc = None
+            doc, loc = _locate(self.got, (key, "config", "data", item))
         if doc is None:
             doc, loc = import_io.Doc("<input>", {}, {}), ()
         return import_io.embedded(doc, loc, text, what)
 
+    def table_values(self) -> dict:
+        """The values the table's inverse reads: the DCGM metrics CSV of a referenced ConfigMap inlined."""
+        v = copy.deepcopy(self.v)
+        name = self.eget("dcgmExporter.config.name")
+        csv = self.config_data("dcgmExporter", "dcgm-metrics.csv")
+        if name and isinstance(csv, str) and not self.eget("dcgmExporter.config.data"):
+            chartmap.set_path(v, "dcgmExporter.config.data", csv)
+            if name != chartmap.DCGM_METRICS_MAP:
+                self.lose("dcgmExporter.config.name", f"dcgmExporter.config.name {name!r}: gpuop names the metrics "
+                          f"ConfigMap {chartmap.DCGM_METRICS_MAP} (its content is imported as dcgmExporter.metrics)")
+        return v
+
+    # ---- the derived rows
+
+    def driver(self, spec: CommentedMap, op: CommentedMap) -> None:
+        d = spec.setdefault("driver", CommentedMap())
+        if self.eget("driver.enabled") is False:
+            d["enabled"] = False
+        version = self.eget("driver.version")
+        release_driver = self.release.components["driver"].version
+        if isinstance(version, str) and version.startswith("sha256:"):
+            op["driverDigest"] = version
+        elif version in (None, "") or str(version) == release_driver:
+            pass
+        elif re.match(r"^\d{3}(\.\d+){0,2}$", str(version)) and self.cat.branch(str(version)):
+            d["version"] = str(version)
+        else:
+            self.lose("driver.version", f"driver.version {version!r} is not a driver version of gpuop's catalog; "
+                      "the release default is used")
+        if self.eget("driver.usePrecompiled") and d.get("enabled") is not False:
+            d["kernels"] = CommentedSeq([PLACEHOLDER_KERNEL])
+            _eol(d, f"{NOTE} precompiled drivers: the operator's input does not list the nodes' kernels "
+                 "(`uname -r`); set them", "kernels")
+
+    def nfd(self, spec: CommentedMap, openshift: bool) -> None:
+        enabled = self.eget("nfd.enabled")
+        if enabled is not None and bool(enabled) != (not openshift):
+            spec["nfd"] = CommentedMap(mode="deploy" if enabled else "existing")
+
+    def service_monitor(self, spec: CommentedMap, openshift: bool) -> None:
+        enabled = self.eget("dcgmExporter.serviceMonitor.enabled")
+        if enabled is not None and bool(enabled) != openshift:
+            ex = spec.setdefault("dcgmExporter", CommentedMap())
+            sm = ex.setdefault("serviceMonitor", CommentedMap())
+            sm.insert(0, "enabled", bool(enabled))
+
+    def fixed_paths(self) -> None:
+        root = self.eget("hostPaths.kubeletRootDir")
+        if root not in (None, "", "/var/lib/kubelet"):
+            self.lose("hostPaths.kubeletRootDir", f"hostPaths.kubeletRootDir: {_short(root)} -- gpuop's operator "
+                      "values write the CRD default /var/lib/kubelet")
+        extra = self.eget("extraObjects")
+        if extra:
+            self.lose("extraObjects", f"extraObjects: {len(extra) if isinstance(extra, list) else 1} object(s) -- "
+                      "gpuop writes its own (per-pool NVIDIADriver CRs, NodeFeatureRule); add yours beside the profile")
+
+    def sidecar_images(self, frag: dict) -> None:
+        """GDS / GDRCopy / the operator's own image: gpuop's values take them from spec.images.registry."""
+        registry = chartmap.get_path(frag, "images.registry") or self.release.registry
+        want = {"gds.repository": f"{registry}/cloud-native", "gdrcopy.repository": f"{registry}/cloud-native",
+                "operator.repository": registry}
+        for path, repo in want.items():
+            have = self.eget(path)
+            if have not in (None, "", repo):
+                self.lose(path, f"{path} {have!r}: gpuop's operator values take this image from the registry of "
+                          f"every other image ({repo})")
+
+    def config_names(self, pools: list) -> None:
+        """The ConfigMap and default-config names the live cluster uses, where they are not gpuop's."""
+        for key, (name_want, default_want) in (*GPUOP_CONFIG_NAMES.items(),
+                                               ("dcgmExporter", (chartmap.DCGM_METRICS_MAP, None))):
+            if not self.config_data(key):
+                continue
+            name = self.eget(f"{key}.config.name")
+            if name and name != name_want and f"{key}.config.name" not in self.unexpressed:
+                self.lose(f"{key}.config.name", f"{key}.config.name {name!r}: gpuop's operator values name this "
+                          f"ConfigMap {name_want} (the chart creates it; delete {name!r} after the switch)")
+            if key != "devicePlugin":
+                continue
+            default = self.eget(f"{key}.config.default") or ""
+            if default != default_want:
+                self.lose(f"{key}.config.default", f"{key}.config.default {default!r}: gpuop's config for nodes "
+                          f"without a {DEVICE_PLUGIN_LABEL} label is {default_want!r}, and each pool's config is "
+                          "selected by gpuop's NodeFeatureRule")
+            self.lose(f"{key}.config.data", f"{key}.config data: gpuop names each pool's config after its content "
+                      "(a changed config changes the node label, which is what makes the plugin reload)")
+        if self.config_data("migManager", "config.yaml"):
+            self.lose("migManager.config.data", "migManager.config data: gpuop names each MIG config after its "
+                      "layout (the MIG manager acts on a label change) and keeps only the pools' layouts")
+
     # ---- pools
 
     def gpu_of(self, filters) -> str | None:
-        ids = {f.upper() for f in (filters if isinstance(filters, list) else [filters] if filters else [])}
+        ids = {str(f).upper() for f in (filters if isinstance(filters, list) else [filters] if filters else [])}
         for name, gpu in self.cat.gpus.items():
             if ids & {x.upper() for x in gpu.pciDeviceIds}:
                 return name
         return None
+
+    def mig_placeholder(self, layout: dict | None) -> str:
+        """A MIG-capable GPU model of the catalog that can hold `layout` (any MIG-capable one without a layout)."""
+        from gpuop.mig.geometry import check_layout
+
+        capable = [n for n, g in self.cat.gpus.items() if g.migCapable]
+        preferred = sorted(capable, key=lambda n: (n != PLACEHOLDER_MIG_GPU, capable.index(n)))
+        for name in preferred:
+            if not layout or not check_layout(name, layout).problems:
+                return name
+        return PLACEHOLDER_MIG_GPU
 
     CR_HANDLED = frozenset({"default", "repository", "image", "version", "kernelModuleType", "usePrecompiled",
                             "nodeSelector", "imagePullPolicy", "imagePullSecrets", "upgradePolicy", "manager",
@@ -300,10 +296,10 @@ class Importer:
     def driver_cr_notes(self, cr: dict) -> None:
         """NVIDIADriver fields a pool cannot carry (gpuop writes them from the cluster-wide settings)."""
         spec = cr.get("spec") or {}
-        name = (cr.get("metadata") or {}).get("name")
+        name = cr["metadata"]["name"]
         for key, value in spec.items():
             if key in self.CR_HANDLED or (key == "driverType" and value == "gpu") or (
-                    key == "tolerations" and value == (get(self.v, "daemonsets.tolerations") or UPSTREAM_TOLERATIONS)):
+                    key == "tolerations" and value == (self.eget("daemonsets.tolerations") or UPSTREAM_TOLERATIONS)):
                 continue
             self.note("driver", f"NVIDIADriver {name} {key}: {_short(value)} cannot be expressed per pool; gpuop "
                       "writes the cluster-wide setting")
@@ -312,7 +308,7 @@ class Importer:
     def pools(self, strategy: str) -> list[CommentedMap]:
         pools: list[CommentedMap] = []
         release_driver = self.release.components["driver"].version
-        cluster_driver = str(get(self.v, "driver.version") or release_driver)
+        cluster_driver = str(self.eget("driver.version") or release_driver)
         for cr in self.drivers:
             self.driver_cr_notes(cr)
             spec = cr.get("spec") or {}
@@ -321,63 +317,73 @@ class Importer:
                 continue
             p = CommentedMap(name=_pool_name(cr["metadata"]["name"]), gpu=PLACEHOLDER_GPU, nodeSelector=dict(sel))
             _eol(p, f"{NOTE} the NVIDIADriver does not name the GPU model; set it", "gpu")
-            if str(spec.get("version")) != cluster_driver:
+            if str(spec.get("version")) != cluster_driver and spec.get("version"):
                 p["driver"] = CommentedMap(version=str(spec.get("version")))
             pools.append(p)
         mig = self.config_data("migManager", "config.yaml")
+        mig_default = self.eget("migManager.config.default")
         if isinstance(mig, str):
-            try:
-                configs = (self.embedded("migManager", "config.yaml", mig, "the mig-parted config") or {}).get(
-                    "mig-configs") or {}
-            except AttributeError:
-                configs = {}
-            for name, entries in configs.items():
-                entry = next((e for e in entries or [] if e.get("mig-enabled") and e.get("mig-devices")), None)
+            configs = self.embedded("migManager", "config.yaml", mig, "the mig-parted config")
+            configs = configs.get("mig-configs") if isinstance(configs, dict) else None
+            for name, entries in (configs or {}).items() if isinstance(configs, dict) else []:
+                entries = entries if isinstance(entries, list) else []
+                entry = next((e for e in entries if isinstance(e, dict) and e.get("mig-enabled")
+                              and isinstance(e.get("mig-devices"), dict)), None)
                 if entry is None:
                     continue
+                layout = {str(k): v for k, v in entry["mig-devices"].items()}
                 gpu = self.gpu_of(entry.get("device-filter"))
-                p = CommentedMap(name=_pool_name(name), gpu=gpu or PLACEHOLDER_GPU,
-                                 mig=CommentedMap(strategy=strategy, layout=dict(entry["mig-devices"])))
-                _eol(p, f"{NOTE} nodes of this pool carried nvidia.com/mig.config={name}; add their "
-                                       "nodeSelector" + ("" if gpu else "; the GPU model is a placeholder"), "name")
+                p = CommentedMap(name=_pool_name(str(name)), gpu=gpu or self.mig_placeholder(layout),
+                                 mig=CommentedMap(strategy=strategy if strategy in ("single", "mixed") else "mixed",
+                                                  layout=layout))
+                who = (f"every GPU node without a {MIG_CONFIG_LABEL} label runs this config (migManager.config."
+                       f"default: {name})" if name == mig_default else
+                       f"nodes labelled {MIG_CONFIG_LABEL}={name} run this config")
+                _eol(p, f"{NOTE} {who}; add the pool's nodeSelector" + ("" if gpu else
+                     "; the GPU model is a placeholder that can hold the layout"), "name")
                 pools.append(p)
         plugin = self.config_data("devicePlugin")
-        for key, text in sorted((plugin or {}).items()) if isinstance(plugin, dict) else []:
-            try:
-                cfg = self.embedded("devicePlugin", key, text, "a device-plugin config") or {}
-            except AttributeError:
+        plugin_default = self.eget("devicePlugin.config.default")
+        for key, text in sorted(plugin.items()) if isinstance(plugin, dict) else []:
+            cfg = self.embedded("devicePlugin", key, text, "a device-plugin config")
+            sharing = (cfg.get("sharing") if isinstance(cfg, dict) else None) or {}
+            ts, mps = (sharing.get("timeSlicing"), sharing.get("mps")) if isinstance(sharing, dict) else (None, None)
+            if not (isinstance(ts, dict) or isinstance(mps, dict)):
                 continue
-            sharing = cfg.get("sharing") or {}
-            ts, mps = sharing.get("timeSlicing"), sharing.get("mps")
-            if not (ts or mps):
-                continue
-            kind, body = ("timeSlicing", ts) if ts else ("mps", mps)
-            res = body.get("resources") or []
+            kind, body = ("timeSlicing", ts) if isinstance(ts, dict) else ("mps", mps)
+            res = [r for r in body.get("resources") or [] if isinstance(r, dict)]
             reps = {r.get("replicas") for r in res}
             section = CommentedMap()
             if len(reps) == 1 and all(r.get("name") == "nvidia.com/gpu" for r in res) or kind == "mps":
                 section["replicas"] = reps.pop() if reps else 2
             else:
-                section["resources"] = [{"name": r["name"], "replicas": r["replicas"]} for r in res]
+                section["resources"] = [{"name": r.get("name"), "replicas": r.get("replicas")} for r in res]
             for flag in ("renameByDefault", "failRequestsGreaterThanOne"):
                 if body.get(flag) and not (kind == "mps" and flag == "failRequestsGreaterThanOne"):
                     section[flag] = True
-            p = CommentedMap(name=_pool_name(key), gpu=PLACEHOLDER_GPU, sharing=CommentedMap({kind: section}))
-            _eol(p, f"{NOTE} nodes of this pool carried nvidia.com/device-plugin.config={key}; add "
-                                   "their nodeSelector and GPU model", "name")
+            p = CommentedMap(name=_pool_name(str(key)), gpu=PLACEHOLDER_GPU, sharing=CommentedMap({kind: section}))
+            who = (f"every GPU node without a {DEVICE_PLUGIN_LABEL} label runs this config (devicePlugin.config."
+                   f"default: {key})" if key == plugin_default else
+                   f"nodes labelled {DEVICE_PLUGIN_LABEL}={key} run this config")
+            _eol(p, f"{NOTE} {who}; add the pool's nodeSelector and GPU model", "name")
             pools.append(p)
         if not pools:
-            p = CommentedMap(name="gpu", gpu=PLACEHOLDER_GPU)
-            if strategy != "single":
+            mig_pool = strategy == "mixed" or (strategy == "single" and self.v_has("mig.strategy"))
+            p = CommentedMap(name="gpu", gpu=self.mig_placeholder(None) if strategy == "mixed" else PLACEHOLDER_GPU)
+            if mig_pool and strategy != "single":
                 p["mig"] = CommentedMap(strategy=strategy)
             _eol(p, f"{NOTE} the operator's input names no GPU model; set it", "gpu")
             pools.append(p)
         return pools
 
+    def v_has(self, path: str) -> bool:
+        return chartmap.get_path(self.v, path, KeyError) is not KeyError
+
     # ---- the profile
 
     def profile(self, name: str) -> CommentedMap:
-        openshift = bool(self.take("platform.openshift"))
+        frag, lost = chartmap.values_to_profile(self.table_values(), self.version)
+        openshift = chartmap.get_path(frag, "platform.type") == "openshift"
         m = self.release.matrix
         spec = CommentedMap()
         if openshift:
@@ -389,59 +395,43 @@ class Importer:
             spec["os"] = "ubuntu24.04"
         _eol(spec, f"{NOTE} the operator's input does not say; set your cluster's version", "platform")
         _eol(spec, f"{NOTE} the operator's input does not say; set your nodes' OS", "os")
-        delivery_op = CommentedMap()
-        delivery_op["install"] = "olm" if openshift and self.policy else "helm"
-        spec["delivery"] = CommentedMap(mode="operator", operator=delivery_op)
-        registry = self.registry()
-        if registry and registry != self.release.registry:
-            spec["images"] = CommentedMap(registry=registry)
-        pull = self.take("driver.imagePullSecrets") or []
-        policy = self.take("driver.imagePullPolicy")
-        if pull or (policy and policy != "IfNotPresent"):
-            images = spec.setdefault("images", CommentedMap())
-            if pull:
-                images["pullSecrets"] = list(pull)
-            if policy and policy != "IfNotPresent":
-                images["pullPolicy"] = policy
-        self.driver(spec, delivery_op)
-        if not spec["driver"]:
-            del spec["driver"]
-        for key in COMPONENTS:
-            if key != "driver":
-                self.component(key, spec, registry)
-        self.dcgm_exporter(spec)
-        tol = self.take("daemonsets.tolerations")
-        prio = self.take("daemonsets.priorityClassName")
-        ds = CommentedMap()
-        if tol is not None and tol != UPSTREAM_TOLERATIONS:
-            ds["tolerations"] = tol
-        if prio and prio != "system-node-critical":
-            ds["priorityClassName"] = prio
-        if ds:
-            spec["daemonsets"] = ds
-        nfd = self.take("nfd.enabled")
-        if nfd is not None and bool(nfd) != (not openshift):
-            spec["nfd"] = CommentedMap(mode="deploy" if nfd else "existing")
-        for key in ("gds", "gdrcopy"):
-            if self.take(f"{key}.enabled"):
-                delivery_op[key] = True
-        if self.take("clusterPolicy.deployCR") is False:
-            delivery_op["clusterPolicy"] = False
-        if self.take("gpuCluster.deployCR"):
-            delivery_op["gpuCluster"] = True
-        for path in ("operator.runtimeClass", "operator.use_ocp_driver_toolkit", "cdi.enabled",
-                     "hostPaths.kubeletRootDir", "mig.strategy"):
-            self.used.add(path)
-        if get(self.v, "cdi.enabled") is False:
-            self.note("delivery", "cdi.enabled: false -- gpuop always runs CDI (the operator's default)")
-            self.unexpressed.append("cdi.enabled")
-        strategy = get(self.v, "mig.strategy") or "single"
-        spec["nodePools"] = CommentedSeq(self.pools(strategy))
-        if strategy != "single" and not any(p.get("mig", {}).get("layout") for p in spec["nodePools"]):
-            self.note("delivery", f"mig.strategy: {strategy} without a MIG layout -- gpuop derives the strategy from "
-                      "the pools' layouts (single when none)")
-            self.unexpressed.append("mig.strategy")
-        self.report_rest(spec)
+        op = CommentedMap()
+        op["install"] = "olm" if openshift and self.policy else "helm"
+        for k, v in (chartmap.get_path(frag, "delivery.operator") or {}).items():
+            op[k] = v
+        spec["delivery"] = CommentedMap(mode="operator", operator=op)
+        for section in SECTIONS:
+            if section in ("platform", "os", "delivery", "nodePools"):
+                continue
+            if isinstance(frag.get(section), dict) and frag[section]:
+                spec[section] = _commented(frag[section])
+        self.driver(spec, op)
+        if not spec.get("driver"):
+            spec.pop("driver", None)
+        self.service_monitor(spec, openshift)
+        self.nfd(spec, openshift)
+        self.fixed_paths()
+        self.sidecar_images(frag)
+        strategy = self.eget("mig.strategy") or ""
+        pools = self.pools(strategy or "mixed")
+        spec["nodePools"] = CommentedSeq(pools)
+        self.config_names(pools)
+        for path, why in lost:
+            value = chartmap.get_path(self.v, path, chartmap.get_path(self.eff, path))
+            if self.user_defaults is not None and chartmap.get_path(self.user_defaults, path, KeyError) == value:
+                continue
+            default = chartmap.get_path(chartmap.chart_defaults(self.version), path, KeyError)
+            shown = _short(default) if default is not KeyError else "none"
+            self.lose(path, f"{path}: {_short(value)} cannot be expressed in a gpuop profile: {why} "
+                      f"(chart default: {shown})")
+        ordered = CommentedMap()
+        for key in SECTIONS:
+            if key in spec:
+                ordered[key] = spec[key]
+        for key in ("platform", "os"):
+            if key in spec.ca.items:
+                ordered.ca.items[key] = spec.ca.items[key]
+        spec = ordered
         doc = CommentedMap(apiVersion="gpuop/v1alpha1", kind="ClusterProfile", metadata=CommentedMap(name=name),
                            spec=spec)
         for section, texts in self.notes.items():
@@ -449,26 +439,20 @@ class Importer:
             spec.yaml_set_comment_before_after_key(key, before="\n".join(f"{NOTE} {t}" for t in texts), indent=2)
         return doc
 
-    def report_rest(self, spec) -> None:
-        """Every leaf nothing mapped, that differs from NVIDIA's chart default: a comment, by section."""
-        for key, value in leaves(self.v):
-            if not key:                  # no values at all (only CRs were given)
-                continue
-            path = ".".join(key)
-            if path in self.used or any(path.startswith(u + ".") for u in self.used):
-                continue
-            default = get_t(self.defaults, key, KeyError)
-            if default == value or (value in ({}, [], "", None) and default in (KeyError, {}, [], "", None)):
-                continue
-            top = key[0]
-            section = COMPONENTS.get(top, (None,))[0] or "delivery"
-            if not self.defaults_known:
-                shown = "unknown: pass --chart-defaults"
-            else:
-                shown = _short(default) if default is not KeyError else "none"
-            self.note(section, f"{path}: {_short(value)} cannot be expressed in a gpuop profile (chart default: "
-                      f"{shown})")
-            self.unexpressed.append(path)
+
+PLACEHOLDER_MIG_GPU = "H100-SXM5-80GB"
+PLACEHOLDER_KERNEL = "6.8.0-60-generic"
+
+
+def _commented(node):
+    if isinstance(node, dict):
+        out = CommentedMap()
+        for k, v in node.items():
+            out[k] = _commented(v)
+        return out
+    if isinstance(node, list):
+        return CommentedSeq([_commented(v) for v in node])
+    return node
 
 
 def _eol(node: CommentedMap, text: str, key: str) -> None:
@@ -498,6 +482,7 @@ class Inputs:
     drivers: list = field(default_factory=list)      # NVIDIADriver objects (plain)
     configmaps: dict = field(default_factory=dict)   # name -> ConfigMap (plain)
     ignored: list = field(default_factory=list)      # "file: Kind/name" of objects that are no operator input
+    driver_docs: dict = field(default_factory=dict)  # NVIDIADriver name -> its document (positions)
     files: list = field(default_factory=list)
 
 
@@ -557,6 +542,7 @@ def classify(docs: list[Doc], top_keys) -> Inputs:
             got.policy = doc
         else:
             got.drivers.append(d)
+            got.driver_docs[meta["name"]] = doc
     if got.policy is not None and got.value_docs:
         first = got.value_docs[0]
         issues.append(first.issue((), f"chart values and a ClusterPolicy ({got.policy.file}) in one import: give "
@@ -645,33 +631,36 @@ def import_documents(docs: list[Doc], name: str = "imported",
 
 def import_profile(docs: list[Doc], name: str = "imported", defaults: dict | None = None):
     """Documents -> (profile text, values paths reported as not expressible, the profile's data)."""
+    r = import_all(docs, name, defaults)
+    return r.text, r.unexpressed, r.data
+
+
+@dataclass
+class Imported:
+    text: str
+    unexpressed: list
+    data: dict
+    inputs: Inputs
+
+
+def import_all(docs: list[Doc], name: str = "imported", defaults: dict | None = None) -> Imported:
     cat = catalog_mod.load()
-    known = chart_defaults()
-    got = classify(docs, set(known or {}) | set(defaults or {}) or TOP_KEYS)
-    issues = shape_issues(got, defaults if defaults is not None else known or {})
+    known = chartmap.chart_defaults()
+    got = classify(docs, set(known) | set(defaults or {}))
+    issues = shape_issues(got, known)
     if issues:
         raise UserError(issues)
-    values = got.values
-    drivers, cms = got.drivers, {k: v for k, v in got.configmaps.items()}
-    default_cr = next((d.get("spec") or {} for d in drivers if (d.get("spec") or {}).get("default")), None)
-    if isinstance(default_cr, dict) and isinstance(values.get("driver", {}), dict):   # NVIDIADriver CRD mode:
-        drv = values.setdefault("driver", {})                # the default CR, not the ClusterPolicy, has the driver
+    default_cr = next((d["spec"] for d in got.drivers if d["spec"].get("default")), None)
+    if default_cr is not None and isinstance(got.values.get("driver", {}), dict):   # NVIDIADriver CRD mode: the
+        drv = got.values.setdefault("driver", {})          # default CR, not the ClusterPolicy, has the driver
         for k in ("version", "repository", "image", "kernelModuleType", "usePrecompiled", "imagePullPolicy",
                   "imagePullSecrets"):
             if k in default_cr:
-                drv.setdefault(k, default_cr[k])
-    imp = Importer(values, drivers, cms, got.policy is not None, cat, defaults if defaults is not None else known)
-    imp.got = got
-    try:
-        doc = imp.profile(name)
-    except UserError:
-        raise
-    except (TypeError, AttributeError, ValueError, KeyError) as exc:   # a field of the wrong shape: unreadable
-        raise UserError(Issue(got.files[0], 1, 1, "", f"cannot read as operator values or ClusterPolicy: a field "
-                              f"has the wrong shape ({type(exc).__name__}: {one_line(exc)})")) from None
-    if got.ignored:
-        doc["spec"].yaml_set_comment_before_after_key("delivery", before="\n".join(
-            f"{NOTE} ignored {one_line(i)} (not an operator input)" for i in got.ignored), indent=2)
+                drv.setdefault(k, copy.deepcopy(default_cr[k]))
+    imp = Importer(got, cat, defaults)
+    for i in got.ignored:
+        imp.note("delivery", f"ignored {i} (not an operator input)")
+    doc = imp.profile(name)
     import_io.plain_or_quoted(doc)
     out = io.StringIO()
     y = YAML()
@@ -680,7 +669,7 @@ def import_profile(docs: list[Doc], name: str = "imported", defaults: dict | Non
     out.write("# Imported by `gpuop import` from " + one_line(", ".join(got.files)) + ".\n"
               "# Lines starting with 'gpuop import:' name settings gpuop cannot express and placeholders to set.\n")
     y.dump(doc, out)
-    return out.getvalue(), sorted(set(imp.unexpressed)), _plainify(doc)
+    return Imported(out.getvalue(), sorted(set(imp.unexpressed)), _plainify(doc), got)
 
 
 def _plainify(node):
@@ -693,18 +682,6 @@ def _plainify(node):
     return node
 
 
-TOP_KEYS = frozenset({"platform", "nfd", "psa", "cdi", "sandboxWorkloads", "hostPaths", "daemonsets", "validator",
-                      "operator", "mig", "driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd",
-                      "migManager", "nodeStatusExporter", "gds", "gdrcopy", "vgpuManager", "vgpuDeviceManager",
-                      "vfioManager", "sandboxDevicePlugin", "kataSandboxDevicePlugin", "ccManager",
-                      "node-feature-discovery", "clusterPolicy", "gpuCluster", "kataManager"})
-
-
-def chart_defaults() -> dict | None:
-    """NVIDIA's chart defaults of the operator version, from gpuop's catalog (None when not known)."""
-    return None
-
-
 def _merge(a: dict, b: dict) -> dict:
     out = dict(a)
     for k, v in b.items():
@@ -713,7 +690,9 @@ def _merge(a: dict, b: dict) -> dict:
 
 
 def run(paths: list[Path], output: Path | None, name: str | None = None, chart_defaults: Path | None = None,
-        force: bool = False) -> str:
+        force: bool = False, check: bool = False, chart: Path | None = None,
+        accept_unexpressed: bool = False) -> tuple[str, int]:
+    """(what to print on stdout, exit code): the profile, or with `check` the comparison (ops/import_check.py)."""
     docs = read_inputs(paths)
     defaults = None
     if chart_defaults is not None:
@@ -722,7 +701,24 @@ def run(paths: list[Path], output: Path | None, name: str | None = None, chart_d
             raise UserError(Issue(found[0].file if found else str(chart_defaults), 1, 1, "",
                                   "--chart-defaults is NVIDIA's chart values.yaml: one YAML mapping"))
         defaults = found[0].data
-    text, _ = import_documents(docs, name or _pool_name(paths[0].stem) or "imported", defaults)
+    stem = paths[0].name.split(".")[0]
+    result = import_all(docs, name or _pool_name(stem) or "imported", defaults)
+    out, code = result.text, 0
+    if check:
+        from gpuop.ops import import_check
+
+        if chart is not None and not (chart / "Chart.yaml").is_file():
+            raise UserError(Issue(str(chart), 0, 0, "", "--chart is the folder of NVIDIA's gpu-operator chart (with "
+                                  "Chart.yaml), e.g. from `helm pull nvidia/gpu-operator --version v26.7.0 --untar`"))
+        from gpuop.verify import nvidia_chart
+
+        if chart is None and nvidia_chart.default_chart() is None:
+            raise UserError(Issue("--check", 0, 0, "", f"needs NVIDIA's gpu-operator chart: pass --chart DIR or set "
+                                  f"{nvidia_chart.CHART_ENV}"))
+        diffs = import_check.check(result.inputs, result.text, result.unexpressed, _locate, chart)
+        out, code = import_check.report(diffs, accept_unexpressed)
     if output is not None:
-        import_io.write_profile(output, text, force=force)
-    return text
+        import_io.write_profile(output, result.text, force=force)
+        if not check:
+            out = ""
+    return out, code
