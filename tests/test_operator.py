@@ -250,6 +250,18 @@ def test_operator_mode_deploys_no_stack_objects(odist):
     assert appset.is_file()
 
 
+def test_the_operand_preview_is_outside_every_folder_gitops_or_kustomize_applies(odist):
+    index = {c["name"]: c for c in json.loads((odist / "index.json").read_text())["clusters"]}
+    for name in ("keep-operator", "ocp-operator", "mirror-operator"):
+        c = odist / name
+        assert not any((c / f).exists() for f in ("chart", "manifests", "overlay")), name
+        assert (c / "preview" / "manifests").is_dir() and (c / "preview" / "chart" / "Chart.yaml").is_file()
+        assert index[name]["manifests"] == f"{name}/preview/manifests"
+        applied = [f for d in ("argocd", "flux", "operator") for f in (c / d).rglob("*.yaml")]
+        assert applied and not [f for f in applied if "preview" in f.read_text()], name
+        assert "preview" not in (odist / "fleet" / "argocd" / "applicationset.yaml").read_text()
+
+
 def test_gpuop_validate_accepts_the_operator_output(odist):
     proc = run_gpuop("validate", "dist", cwd=odist.parent)
     assert proc.returncode == 0, proc.stderr

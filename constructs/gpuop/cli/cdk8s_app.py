@@ -1,7 +1,8 @@
 """The `cdk8s synth` entry point (cdk8s.yaml): the same stacks as `gpuop synth`, one Chart per cluster.
 
 Reads the bundled profiles (or GPUOP_PROFILES, a path list) through the same load/validate/plan
-stages and lets cdk8s write the rendered manifests to its output folder.
+stages and lets cdk8s write the rendered manifests to its output folder; operator-mode clusters (whose
+operands NVIDIA's operator deploys) go to its `preview/` subfolder, never beside the deployable ones.
 """
 
 from __future__ import annotations
@@ -28,9 +29,15 @@ def main() -> int:
     from gpuop.stack.chart import GpuStack
 
     app = cdk8s.App()
+    # operator mode: NVIDIA's operator deploys the operands; gpuop's are a review preview, written apart
+    # (<output>/preview/), as gpuop synth writes them to dist/<cluster>/preview/
+    operator = [p for p in plans if p.operator is not None]
+    preview = cdk8s.App(outdir=os.path.join(app.outdir, "preview")) if operator else None
     for plan in plans:
-        GpuStack(app, plan.name, plan, fill=True)
+        GpuStack(preview if plan.operator is not None else app, plan.name, plan, fill=True)
     app.synth()
+    if preview is not None:
+        preview.synth()
     return 0
 
 

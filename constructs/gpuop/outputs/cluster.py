@@ -61,7 +61,7 @@ class ClusterBuild:
 def package(build: ClusterBuild, chart_version: str) -> ClusterBuild:
     """The build with its chart archive for `chart_version` made (in the worker that built it, so fleets
     package on every core); assemble uses it when the version it assigns is the same."""
-    prefix = f"{build.name}/chart/"
+    prefix = f"{build.entry['chart']}/"           # dist/<cluster>/chart, preview/chart in operator mode
     chart = {p[len(prefix):]: t.replace(VERSION_PLACEHOLDER, chart_version) for p, t in build.files.items()
              if p.startswith(prefix)}
     tgz = f"{build.name}-{chart_version}.tgz"

@@ -10,9 +10,12 @@ What dist/<cluster>/ holds in operator mode (`apply`, called by cluster.build_cl
   from the operator catalog), then the ClusterPolicy `gpu-cluster-policy` (the CSV's alm-examples name), the
   NVIDIADriver CRs, the ConfigMaps and the NodeFeatureRule, with a kustomization.yaml.
 - `argocd/application.yaml` and `flux/*.yaml` deliver those, replacing the stack's GitOps objects: nothing
-  deploys gpuop's own chart in operator mode (two controllers for one DaemonSet would fight). `chart/`,
-  `manifests/` and `overlay/` are still written as a review preview of the operands gpuop would render, and
-  `params/cluster.json` and `flux-overlay/` are left out so the fleet ApplicationSet skips the cluster.
+  deploys gpuop's own chart in operator mode (two controllers for one DaemonSet would fight). The operands
+  gpuop would render are written for review only, under `preview/` (`preview/chart/`, `preview/manifests/`,
+  `preview/overlay/`), which no Argo CD, Flux or Kustomize object gpuop writes points at, so `kubectl apply -k
+  dist/<cluster>/overlay` or a GitOps tool pointed at the usual folders finds no second stack to run beside the
+  operator's; `params/cluster.json` and `flux-overlay/` are left out so the fleet ApplicationSet skips the
+  cluster.
   DRA pools keep the standalone DRA driver chart's Application / HelmRelease (outputs/dra.py) beside the
   operator: NVIDIA's supported path, with the device plugin kept off DRA planes by gpuop's per-pool
   `nvidia.com/gpu.deploy.device-plugin=false` label (in the NodeFeatureRule below).
@@ -47,6 +50,8 @@ SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 HELM_CLUSTER_POLICY = "cluster-policy"          # NVIDIA's chart templates/clusterpolicy.yaml
 OLM_CLUSTER_POLICY = "gpu-cluster-policy"       # the CSV's alm-examples
 KUBELET_ROOT = "/var/lib/kubelet"
+PREVIEW = "preview"                             # dist/<cluster>/preview/: the operands gpuop would render
+PREVIEWED = ("chart", "manifests", "overlay")   # moved there, whole
 DRIFT = (                                       # (group, kind, JSON pointers) the API server defaults
     ("nvidia.com", "ClusterPolicy", ("/spec/cdi/default", "/spec/cdi/nriPluginEnabled")),
 )
@@ -327,7 +332,15 @@ def apply(files: dict, entry: dict, plan: StackPlan, gitops, c: str) -> tuple[di
     op = plan.operator
     dropped = (f"{c}/argocd/", f"{c}/flux/", f"{c}/flux-overlay/", f"{c}/params/")
     kept = (f"{c}/argocd/dra-", f"{c}/flux/dra-")     # the standalone DRA chart beside the ClusterPolicy (outputs/dra.py)
-    out = {p: t for p, t in files.items() if not p.startswith(dropped) or p.startswith(kept)}
+    out = {}
+    for p, t in files.items():
+        if p.startswith(dropped) and not p.startswith(kept):
+            continue
+        for folder in PREVIEWED:       # the operand preview: out of every folder GitOps or Kustomize applies
+            if p.startswith(f"{c}/{folder}/"):
+                p = f"{c}/{PREVIEW}/{p[len(c) + 1:]}"
+                break
+        out[p] = t
     if op.install == "olm" and f"{c}/flux/dra-helmrelease.yaml" in out:
         # its dependsOn names the stack's HelmRelease, which OLM mode has not: Flux retries until the driver is up
         release = load(out[f"{c}/flux/dra-helmrelease.yaml"])
@@ -347,6 +360,7 @@ def apply(files: dict, entry: dict, plan: StackPlan, gitops, c: str) -> tuple[di
         for name, obj in olm_flux(plan, gitops, git_path).items():
             out[f"{c}/flux/{name}"] = dump(obj)
     entry = {k: v for k, v in entry.items() if k != "fluxOverlay"}
+    entry.update({f: f"{c}/{PREVIEW}/{f}" for f in PREVIEWED})
     entry.update({"delivery": "operator", "operator": {"version": op.version, "install": op.install,
                                                        "path": base}})
     return out, entry
