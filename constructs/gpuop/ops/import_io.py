@@ -288,12 +288,15 @@ def plain_or_quoted(value: Any) -> Any:
     return value
 
 
+_READER_12 = YAML(typ="safe", pure=True)
+
+
 def _plain_safe(s: str) -> bool:
     import yaml as pyyaml
 
     if not _SAFE_PLAIN.match(s):
         return False
     try:
-        return pyyaml.safe_load(s) == s and YAML(typ="safe", pure=True).load(s) == s
+        return pyyaml.safe_load(s) == s and _READER_12.load(s) == s
     except Exception:  # noqa: BLE001 - anything a reader does not take back as the string: quote it
         return False

@@ -74,6 +74,10 @@ def read_inputs(paths: list[Path]) -> list[Doc]:
 def values_from_policy(spec: dict) -> dict:
     """A ClusterPolicy spec in the chart's value shape (the inverse of templates/clusterpolicy.yaml's renames)."""
     v = copy.deepcopy(spec) if isinstance(spec, dict) else {}
+    op = v.get("operator")
+    if isinstance(op, dict) and isinstance(op.get("use_ocp_driver_toolkit"), bool):
+        # the ClusterPolicy has no platform.openshift: the chart renders it only as the Driver Toolkit switch
+        v.setdefault("platform", {"openshift": op["use_ocp_driver_toolkit"]})
     d = v.setdefault("driver", {})
     if not isinstance(d, dict):
         return v
@@ -214,7 +218,8 @@ class Importer:
                  "(`uname -r`); set them", "kernels")
 
     def nfd(self, spec: CommentedMap, openshift: bool) -> None:
-        enabled = self.eget("nfd.enabled")
+        # a ClusterPolicy has no nfd.enabled (NFD is the chart's subchart): the platform's default then
+        enabled = chartmap.get_path(self.v, "nfd.enabled") if self.policy else self.eget("nfd.enabled")
         if enabled is not None and bool(enabled) != (not openshift):
             spec["nfd"] = CommentedMap(mode="deploy" if enabled else "existing")
 
@@ -304,6 +309,13 @@ class Importer:
             self.note("driver", f"NVIDIADriver {name} {key}: {_short(value)} cannot be expressed per pool; gpuop "
                       "writes the cluster-wide setting")
             self.unexpressed.append(f"nvidiadriver.{name}.{key}")
+        if spec.get("default") or not spec.get("nodeSelector"):
+            return
+        for key in CR_WRITTEN:            # what gpuop writes in every CR, from the cluster-wide settings
+            if key not in spec:
+                self.note("driver", f"NVIDIADriver {name} has no {key}; gpuop writes the cluster-wide setting in "
+                          "every NVIDIADriver")
+                self.unexpressed.append(f"nvidiadriver.{name}.{key}")
 
     def pools(self, strategy: str) -> list[CommentedMap]:
         pools: list[CommentedMap] = []
@@ -441,6 +453,8 @@ class Importer:
 
 
 PLACEHOLDER_MIG_GPU = "H100-SXM5-80GB"
+CR_WRITTEN = ("kernelModuleType", "usePrecompiled", "imagePullPolicy", "upgradePolicy", "tolerations",
+              "priorityClassName", "manager")
 PLACEHOLDER_KERNEL = "6.8.0-60-generic"
 
 
