@@ -1,7 +1,7 @@
 """`gpuop import`: an operator values.yaml or ClusterPolicy (+ NVIDIADriver CRs, ConfigMaps) -> a profile in
 operator mode. Round trip: the imported profile compiles, and NVIDIA's chart rendered with its operator
 values yields a ClusterPolicy (and NVIDIADriver CRs) equal to the original's field by field, apart from the
-documented normalizations (ops/importer.py NORMALIZED) and the settings the importer commented as not
+normalizations below (NORMALIZED) and the settings the importer commented as not
 expressible."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpuop.kube.yamlio import dump, load
-from gpuop.ops.importer import NORMALIZED, import_documents, read_inputs
+from gpuop.ops.importer import import_documents, read_inputs
 from gpuop.outputs import operator as operator_out
 from gpuop.pipeline.run import plan_all
 from gpuop.validate.runner import validate
@@ -21,6 +21,13 @@ from gpuop.profile.load import load_profile
 from conftest import REFS, REPO, run_gpuop
 from test_operator import one, render_nvidia
 
+# values paths where gpuop's operator values differ by design: the ConfigMaps gpuop writes and the config names
+# inside them, the CRD default of kubeletRootDir written out, the chart's appVersion of this source tree
+NORMALIZED = ("devicePlugin.config.name", "devicePlugin.config.default", "devicePlugin.config.data",
+              "devicePlugin.config.create", "migManager.config.name", "migManager.config.data",
+              "migManager.config.create", "dcgmExporter.config.name", "dcgmExporter.config.data",
+              "dcgmExporter.config.create", "hostPaths.kubeletRootDir", "validator.version",
+              "nodeStatusExporter.version")
 DEFAULT_VALUES = REFS / "gpu-operator" / "values.yaml"
 RENAMES = {("driver", "useNvidiaDriverCRD"): ("driver", "nvidiaDriverCRD", "enabled"),
            ("driver", "upgradePolicy", "podDeletion"): ("driver", "upgradePolicy", "gpuPodDeletion")}

@@ -19,7 +19,6 @@ from gpuop.ops.import_io import Doc, one_line
 from gpuop.ops.importer import import_profile
 from gpuop.profile.models import ClusterProfile
 
-from conftest import run_gpuop
 
 EVIL = "evil.example.com/nvidia"
 CR_INJECTION = "x\r  images: {registry: evil.example.com/nvidia} #"

@@ -1,32 +1,33 @@
-"""`gpuop import FILE... [-o OUT]`: what a cluster runs today -> a profile in `delivery.mode: operator`.
+"""`gpuop import FILE... [-o OUT] [--check]`: what a cluster runs today -> a profile in `delivery.mode: operator`.
 
-Input (any mix, multi-document YAML allowed): a values.yaml of NVIDIA's gpu-operator chart, or a ClusterPolicy
-with its NVIDIADriver CRs and the ConfigMaps they reference (device-plugin config, mig-parted config, DCGM
-metrics). A ClusterPolicy is first turned into the chart's value shape (useNvidiaDriverCRD ->
-driver.nvidiaDriverCRD.enabled, upgradePolicy.podDeletion -> gpuPodDeletion), then every leaf is either
-- mapped to a profile field (the tables below), or
-- equal to NVIDIA's chart default (`--chart-defaults FILE`: the chart's values.yaml, e.g. from `helm show
-  values nvidia/gpu-operator --version v26.7.0`; gpuop does not ship a copy of NVIDIA's file): nothing to
-  say, since gpuop's operator output leaves that key at the chart's default too; without the file every
-  unmapped setting is reported, or
-- reported: a `# gpuop import:` comment in the profile at the section it belongs to, naming the setting and its
-  value, because gpuop cannot express it. The profile still compiles; the setting is lost until someone acts.
+Input (any mix, multi-document YAML and `kind: List` allowed, read within the profile loader's bounds:
+ops/import_io.py): a values.yaml of NVIDIA's gpu-operator chart, or a ClusterPolicy with its NVIDIADriver CRs
+and the ConfigMaps they reference (device-plugin config, mig-parted config, DCGM metrics). A ClusterPolicy is
+first turned into the chart's value shape (useNvidiaDriverCRD -> driver.nvidiaDriverCRD.enabled,
+upgradePolicy.podDeletion -> gpuPodDeletion, operator.use_ocp_driver_toolkit -> platform.openshift). Then the
+mapping table (plan/chartmap.py), which operator mode's export reads too, decides every setting:
+- a row's inverse gives the profile field (a value absent from the input is the chart default of the operator
+  version, gpuop's catalog data: no copy of NVIDIA's values.yaml is needed);
+- the derived rows (driver version and enablement, NFD, MIG strategy, per-pool configs, the ServiceMonitor
+  switch, sidecar images) are rebuilt here from the same value paths;
+- anything else that differs from the chart default is reported: a `# gpuop import:` comment at the section it
+  belongs to, naming the setting, its value and why the profile cannot express it (the table's reason).
+`--chart-defaults FILE` (another chart's values.yaml) additionally silences settings equal to that file.
 
 Node pools come from the NVIDIADriver CRs (one pool per non-default CR: its nodeSelector and driver version),
 the mig-parted config (one pool per named MIG config: layout from `mig-devices`, GPU model from the PCI ids of
-`device-filter`) and the device-plugin config (one pool per sharing config). Facts the operator's input does
-not hold -- the GPU model of a pool without a mig-parted entry, the platform version, the node OS -- get the
-placeholder named in the comment beside them.
+`device-filter`) and the device-plugin config (one pool per sharing config; the config `default:` names is
+the one of every node without a config label, and its comment says so). Facts the operator's input does not
+hold -- the GPU model of a pool without a mig-parted entry, the platform version, the node OS, the kernels of
+precompiled drivers -- get placeholders valid for the imported facts (a MIG pool's placeholder GPU can hold its
+layout), named in the comment beside them.
 
-Normalizations (the round trip profile -> operator output differs from the original only here, by design):
-- the names of the ConfigMaps gpuop writes (`device-plugin-config`, `custom-mig-parted-config`,
-  `dcgm-exporter-metrics`), the plugin config's default key (`default`) and the MIG/plugin config names
-  inside them (derived from the content, plan/pools.py), and their content (gpuop regenerates it);
-- `hostPaths.kubeletRootDir` written as its CRD default (/var/lib/kubelet);
-- `validator.version` and `nodeStatusExporter.version` pinned to the release's (the chart renders its
-  appVersion there, `main-latest` in the chart source of the reference data);
-- component versions equal to the stack release's are left to the release (same value).
-Exit codes: 0 with a profile, 2 only when an input cannot be read (missing, not YAML, not a mapping).
+Every string of the input that reaches a comment is escaped onto one line (import_io.one_line), and every
+string value that a YAML 1.1 or 1.2 reader would not read back as plain text is double-quoted.
+
+Exit codes: 0 with a profile; 2 for an input that cannot be read, has a value of the wrong shape (located), or
+holds no operator configuration, and for an `-o` that would overwrite, follow a symlink or leave the project;
+with `--check` (ops/import_check.py), 1 when the compiled profile does not reproduce the input.
 """
 
 from __future__ import annotations
@@ -48,22 +49,8 @@ from gpuop.ops.import_io import Doc, one_line
 from gpuop.plan import chartmap
 
 NOTE = "gpuop import:"
-COMPONENTS = {      # chart values key -> (profile key, catalog component)
-    "toolkit": ("toolkit", "toolkit"), "devicePlugin": ("devicePlugin", "devicePlugin"), "dcgm": ("dcgm", "dcgm"),
-    "dcgmExporter": ("dcgmExporter", "dcgmExporter"), "gfd": ("gfd", "gfd"),
-    "nodeStatusExporter": ("nodeStatusExporter", "nodeStatusExporter"), "migManager": ("migManager", "migManager"),
-    "validator": ("validator", "validator"), "driver": ("driver", "driver"),
-}
 UPSTREAM_TOLERATIONS = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 PLACEHOLDER_GPU = "L40S"
-NORMALIZED = (      # values paths whose difference is a documented normalization (module docstring)
-    "devicePlugin.config.name", "devicePlugin.config.default", "devicePlugin.config.data",
-    "devicePlugin.config.create", "migManager.config.name", "migManager.config.data", "migManager.config.create",
-    "dcgmExporter.config.name", "dcgmExporter.config.data", "dcgmExporter.config.create",
-    "hostPaths.kubeletRootDir", "validator.version", "nodeStatusExporter.version",
-)
-
-
 # ------------------------------------------------------------------------------------------ reading
 
 def read_inputs(paths: list[Path]) -> list[Doc]:
@@ -87,31 +74,6 @@ def values_from_policy(spec: dict) -> dict:
     if isinstance(up, dict) and "podDeletion" in up:
         up["gpuPodDeletion"] = up.pop("podDeletion")
     return v
-
-
-def leaves(node, path: tuple = ()):
-    """(key path, value) of every leaf; paths are tuples because label keys contain dots."""
-    if isinstance(node, dict) and node:
-        for k, val in node.items():
-            yield from leaves(val, path + (str(k),))
-    else:
-        yield path, node
-
-
-def get_t(node, path: tuple, default=None):
-    for part in path:
-        if not isinstance(node, dict) or part not in node:
-            return default
-        node = node[part]
-    return node
-
-
-def get(node, path: str, default=None):
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return default
-        node = node[part]
-    return node
 
 
 # ------------------------------------------------------------------------------------------ the mapping
