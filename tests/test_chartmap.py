@@ -205,3 +205,37 @@ def test_policy_paths_name_the_cluster_policy_fields():
     assert cm.policy_paths("driver.upgradePolicy.gpuPodDeletion.force") == ("driver.upgradePolicy.podDeletion.force",)
     assert cm.policy_paths("driver.nvidiaDriverCRD.enabled") == ("driver.useNvidiaDriverCRD",)
     assert cm.policy_paths("dcgmExporter.podLabelAllowlistRegex") == ("dcgmExporter.podLabelAllowlistRegex",)
+
+
+def _corpus():
+    from conftest import REPO
+    return sorted((REPO / "tests" / "data" / "operator-corpus").glob("*.yaml")) + [REPO / "profiles" / "keep-operator.yaml"]
+
+
+@pytest.mark.parametrize("path", _corpus(), ids=lambda p: p.stem)
+def test_compiled_values_read_back_as_the_profiles_settings(path):
+    """Export of a whole profile (plan/operator.py chart_values, outputs' additions) read back by the inverse:
+    every row gives the profile's own setting, and nothing is left unexpressed."""
+    from gpuop.outputs import operator as operator_out
+    from gpuop.pipeline.run import plan_all
+    from gpuop.profile.load import load_profile
+    from gpuop.validate.runner import validate
+
+    (plan,), _ = plan_all([path])
+    spec = validate(load_profile(path)).profile.spec
+    settings = spec.model_dump(mode="json")
+    values = operator_out.chart_values(plan)
+    profile, lost = cm.values_to_profile(values)
+    assert lost == []
+    rel = cm.release_images()
+    for r in PROFILE_ROWS:
+        want = cm.get_path(settings, r.profile)
+        if r.profile.endswith(".version") and want == rel.tag(r.profile.split(".")[0]):
+            want = None
+        if r.profile == "delivery.operator.nvidiaDriverCRD":
+            want = True if values["driver"]["nvidiaDriverCRD"]["enabled"] else None
+        if r.profile == "images.registry" and want == rel.registry:
+            want = None
+        if want == r.default or want in ([], {}):
+            want = None
+        assert cm.get_path(profile, r.profile) == want, r.profile

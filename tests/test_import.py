@@ -119,7 +119,8 @@ def test_per_pool_nvidiadriver_cluster_policy_round_trip(tmp_path):
             for o in objs if o["kind"] == "NVIDIADriver"}
     assert set(ours) == {None, "p5.48xlarge"}
     assert differences(default["spec"], ours[None], excused) == []
-    # gpuop writes the CR's priorityClassName and upgradePolicy explicitly (the chart's values for them)
+    # gpuop writes the CR's priorityClassName, upgradePolicy and driver manager explicitly (the chart's values for
+    # them; the manager so that a mirror reaches it)
     extra = {"priorityClassName", "upgradePolicy", "imagePullPolicy", "manager"}
     assert [d for d in differences(H100_DRIVER["spec"], ours["p5.48xlarge"], excused)
             if d[0].split(".")[0] not in extra] == []

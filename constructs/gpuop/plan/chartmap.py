@@ -426,7 +426,10 @@ def _rows() -> tuple[Row, ...]:
     rows.append(_pull_secrets_row())
     for key in SWITCHABLE:
         default = False if key in ("dcgm", "nodeStatusExporter") else True
-        rows.append(field_row(f"{key}.enabled", f"{key}.enabled", default, inv=_bool_inv))
+        why = ("the operator runs its MIG manager on every MIG-capable node while enabled (gpuop's stack only for "
+               "pools with a MIG layout): kept as written, so adopting a running operator changes nothing"
+               if key == "migManager" else "")
+        rows.append(field_row(f"{key}.enabled", f"{key}.enabled", default, inv=_bool_inv, why=why))
     for key in RESOURCES:
         rows.append(field_row(f"{key}.resources", f"{key}.resources", None,
                               fwd=lambda v, _: (copy.deepcopy(v) if v else None,),
@@ -472,6 +475,9 @@ def _rows() -> tuple[Row, ...]:
                      "gdrcopy.version"), "the release's GDS / GDRCopy sidecar images under spec.images.registry"),
         derived_row(("operator.repository", "operator.imagePullSecrets"),
                     "the operator's own image under spec.images.registry, pulled with spec.images.pullSecrets"),
+        derived_row(("driver.manager.env",), "autoUpgrade: false: the driver manager's drain settings "
+                    "(ENABLE_AUTO_DRAIN, DRAIN_*) from spec.driver.upgradePolicy, which the operator gives it only "
+                    "through this env (plan/operator.py manager_env)"),
         derived_row(("hostPaths.kubeletRootDir",), "written as the CRD default /var/lib/kubelet "
                     "(outputs/operator.py drift table)"),
         derived_row(("extraObjects",), "gpuop's per-pool NVIDIADriver CRs and NodeFeatureRule"),
@@ -497,7 +503,6 @@ UNEXPRESSED: tuple[tuple[str, str], ...] = (
     ("daemonsets.updateStrategy", "the operands' update strategy"),
     ("daemonsets.rollingUpdate", "the operands' rolling update"),
     ("driver.env", "driver env (spec.driver.env: stack mode only)"),
-    ("driver.manager.env", "driver manager env"),
     ("driver.repoConfig", "driver repo config (spec.driver.repoConfig: stack mode only)"),
     ("driver.certConfig", "driver cert config (spec.driver.certConfig: stack mode only)"),
     ("driver.licensingConfig", "vGPU licensing"), ("driver.virtualTopology", "vGPU topology"),

@@ -173,12 +173,27 @@ def chart_values(spec, plan: StackPlan, cat, groups: list[DriverGroup]) -> dict:
     v["dcgmExporter"].setdefault("serviceMonitor", {})["enabled"] = sm is not None
     if sm is None:
         v["dcgmExporter"]["serviceMonitor"] = {"enabled": False}
+    if not spec.driver.upgradePolicy.autoUpgrade:
+        d["manager"]["env"] = manager_env(plan)
     for key, image in sidecar_images(registry, plan.release).items():
         v.setdefault(key, {}).update(image)
     v["operator"]["repository"] = rel.repository("validator", registry)     # the operator's own image
     if plan.values["imagePullSecrets"]:
         v["operator"]["imagePullSecrets"] = [s["name"] for s in plan.values["imagePullSecrets"]]
     return v
+
+
+def manager_env(plan: StackPlan) -> list[dict]:
+    """Without the operator's upgrade controller (autoUpgrade: false) the k8s-driver-manager drains by itself;
+    v26.7 gives it its drain settings only through driver.manager.env (the ClusterPolicy's upgradePolicy reaches
+    the upgrade controller alone), so they go there, as gpuop's stack sets them on the same container."""
+    u = plan.upgrade
+    flag = {True: "true", False: "false"}
+    return [{"name": "ENABLE_AUTO_DRAIN", "value": flag[u.drain]},
+            {"name": "DRAIN_USE_FORCE", "value": flag[u.force]},
+            {"name": "DRAIN_POD_SELECTOR_LABEL", "value": u.pod_selector},
+            {"name": "DRAIN_TIMEOUT_SECONDS", "value": f"{u.timeout_seconds}s"},
+            {"name": "DRAIN_DELETE_EMPTYDIR_DATA", "value": flag[u.delete_empty_dir]}]
 
 
 def sidecar_images(registry: str, release: str) -> dict[str, dict]:

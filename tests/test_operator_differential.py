@@ -1,0 +1,247 @@
+"""Operator mode, proven against NVIDIA's own code: for every example profile that can run in operator mode and
+a corpus of profiles (tests/data/operator-corpus: every setting the mapping table covers, each platform), the
+profile compiled in operator mode -> NVIDIA's chart (Helm 4's engine) with gpuop's values -> the CRDs'
+structural defaults -> NVIDIA's GPU Operator v26.7.0 controller code (../shared/tools/nvidia-operator) gives
+DaemonSets equal to gpuop's static stack for the same profile on every node-visible field (images, containers,
+command/args, env, volumes and mounts, security context, host namespaces, tolerations, placement, runtimeClass,
+probes, resources), except the differences in ALLOWED, each with its reason.
+
+Placement is compared as the nodes each DaemonSet runs on (one node per pool, labelled as NVIDIA's operator
+labels it): the two sides express it their own way (gpuop's stack with its opt-out labels and pool selectors,
+the operator with its node labels and NVIDIADriver ownership).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+import yaml
+
+from gpuop import catalog
+from gpuop.errors import UserError
+from gpuop.pipeline.run import plan_all
+from gpuop.profile.load import load_profile
+from gpuop.validate.runner import validate
+
+import operator_differential as od
+from conftest import REPO
+
+CORPUS = REPO / "tests" / "data" / "operator-corpus"
+# example profiles that cannot run in operator mode, and why (each is refused with a located error)
+NOT_OPERATOR = {
+    "edge-k3s": "k3s keeps its own containerd config and socket, which gpuop does not pass to the operator",
+    "full-stack": "operand placement (spec.daemonsets.nodeSelector / nodeAffinity) and a node status exporter "
+                  "ServiceMonitor, for which the ClusterPolicy has no field",
+}
+
+
+@dataclass(frozen=True)
+class Allowed:
+    id: str
+    daemonset: str                   # regex on the paired DaemonSet key
+    path: str                        # regex on the node-view field path
+    when: Callable                   # (ours value, theirs value, case) -> bool
+    reason: str
+
+
+ALLOWED = (
+    Allowed("config-digest", r".*", r".*\.env\.DRIVER_CONFIG_DIGEST$", lambda a, b, c: a and b,
+            "both sides restart the driver when its install config changes, each with its own hash: gpuop's "
+            "digest of the config it renders (components/driver.py config_digest), the operator's FNV hash of its "
+            "own rendering"),
+    Allowed("upgrade-controller", r"driver\[", r"initContainers\.k8s-driver-manager\.env\.(ENABLE_AUTO_DRAIN|"
+            r"DRAIN_TIMEOUT_SECONDS|DRAIN_USE_FORCE|DRAIN_POD_SELECTOR_LABEL|DRAIN_DELETE_EMPTYDIR_DATA)$",
+            lambda a, b, c: c.spec.driver.upgradePolicy.autoUpgrade,
+            "autoUpgrade: the operator's upgrade controller drains the node (the ClusterPolicy's upgradePolicy "
+            "carries drain, force, timeout, podSelector, deleteEmptyDir) and turns the driver manager's own drain "
+            "off; gpuop's stack has no controller, its driver manager drains"),
+    Allowed("visible-devices", r"driver\[", r"containers\.nvidia-driver-ctr\.env\.NVIDIA_VISIBLE_DEVICES$",
+            lambda a, b, c: a == "void" and b is None,
+            "gpuop's stack sets NVIDIA_VISIBLE_DEVICES=void on the driver container as the operator's NVIDIADriver "
+            "rendering does (manifests/state-driver); the ClusterPolicy path's asset leaves it out. The driver "
+            "container uses no GPU through the runtime either way"),
+    Allowed("zero-quantity", r".*", r".*\.resources\.(limits|requests)\.(cpu|memory)$",
+            lambda a, b, c: a is None and b == "0",
+            "the operator's typed resources write the unset half of a limit/request pair as a zero quantity "
+            "(\"0\"); the renderer shows it before the API server, which drops a zero limit the same way as none"),
+    Allowed("metrics-configmap", r"nvidia-dcgm-exporter$", r"volumes\.metrics-config$",
+            lambda a, b, c: a.replace("nvidia-dcgm-exporter-metrics", "X") == b.replace("dcgm-exporter-metrics", "X"),
+            "the custom metrics ConfigMap's name (same key and content: the chart renders it from the same CSV)"),
+    Allowed("dtk-image", r"driver\[", r"containers\.openshift-driver-toolkit-ctr\.image$", lambda a, b, c: True,
+            "the Driver Toolkit image: gpuop's stack names the ImageStream tag of the RHCOS build (OpenShift's "
+            "image lookup resolves it), the operator the image that ImageStream points at (the facts' dtkImages)"),
+    Allowed("mixed-rhcos", r"driver\[.*RHCOS", r"containers\.nvidia-driver-ctr\.image$",
+            lambda a, b, c: len({x[:3] for x in c.spec.driver.rhcosVersions}) > 1,
+            "nodes of two RHCOS minors: the renderer takes the first GPU node's OS for every ClusterPolicy driver "
+            "DaemonSet (a limit of ../shared/tools/nvidia-operator, its README), so the image's OS tag differs"),
+    Allowed("dtk-firmware", r"driver\[", r"containers\.openshift-driver-toolkit-ctr\.volumeMounts\."
+            r"(/lib/firmware|/sys/module/firmware_class/parameters/path)$", lambda a, b, c: b is None,
+            "gpuop follows NVIDIA's golden render (refs/gpu-operator/golden/driver-openshift-drivertoolkit.yaml: "
+            "the firmware mounts on the Driver Toolkit container), which v26.7.0's controller code does not add"),
+    Allowed("stack-gds-env", r"(driver\[|nvidia-device-plugin-daemonset$)",
+            r"containers\.(nvidia-driver-ctr|nvidia-device-plugin)\.env\.(GDS_ENABLED|GDRCOPY_ENABLED|MOFED_ENABLED)$",
+            lambda a, b, c: a is None and b == "true" and (c.spec.delivery.operator.gds or c.spec.delivery.operator.gdrcopy),
+            "a gap of gpuop's static stack, not of operator mode: with GDS / GDRCopy the operator also tells the "
+            "driver container and the device plugin (GDS_ENABLED, GDRCOPY_ENABLED, MOFED_ENABLED); gpuop's stack "
+            "renders the sidecars without these variables"),
+    Allowed("per-pool-mig-validator", r"nvidia-operator-validator$",
+            r"initContainers\.plugin-validation\.env\.MIG_STRATEGY$", lambda a, b, c: b == "",
+            "pools with different MIG strategies: the cluster strategy is left empty so that each pool's "
+            "device-plugin config decides; the operator then passes the empty strategy to the validator, gpuop's "
+            "stack its per-pool fallback"),
+)
+# DaemonSets only the operator creates, allowed when they run on no node of the profile
+OPERATOR_ONLY = {
+    "nvidia-device-plugin-mps-control-daemon": (False, "the operator always creates the MPS control daemon; it runs "
+                                                "only on nodes labelled nvidia.com/mps.capable=true, which no pool "
+                                                "without MPS sharing has"),
+    # (may run on nodes, reason)
+    "nvidia-mig-manager": (True, "no pool has a MIG layout: gpuop's stack runs no MIG manager, the operator runs its "
+                           "own on every MIG-capable node while migManager.enabled (the chart's default, kept so that "
+                           "adopting a running operator changes nothing; it applies the node's nvidia.com/mig.config, "
+                           "all-disabled unless labelled); spec.migManager.enabled: false turns it off"),
+}
+
+
+@dataclass
+class Case:
+    name: str
+    spec: object
+    ours: dict
+    theirs: dict
+    nodes: dict
+    olm: dict | None = None          # install: olm: what gpuop's own ClusterPolicy makes the operator deploy
+
+
+def operator_profiles(tmp: Path) -> list[Path]:
+    """The example profiles switched to operator mode (those that validate), plus the corpus."""
+    work = tmp / "examples"
+    work.mkdir()
+    shutil.copy(REPO / "profiles" / "_base.yaml", work / "_base.yaml")
+    out, refused = [], set()
+    for f in sorted((REPO / "profiles").glob("*.yaml")):
+        if f.name.startswith("_"):
+            continue
+        doc = yaml.safe_load(f.read_text())
+        doc["spec"].setdefault("delivery", {})["mode"] = "operator"
+        (work / f.name).write_text(yaml.safe_dump(doc, sort_keys=False))
+        try:
+            validate(load_profile(work / f.name))
+        except UserError:
+            refused.add(doc["metadata"]["name"])
+            continue
+        out.append(work / f.name)
+    assert refused == set(NOT_OPERATOR), refused       # an example that cannot run in operator mode says why
+    return out + sorted(CORPUS.glob("*.yaml"))
+
+
+def stack_variant(path: Path, tmp: Path) -> Path:
+    """The same profile in stack mode: the operator-only sidecar switches become spec.driver's."""
+    doc = yaml.safe_load(path.read_text())
+    op = doc["spec"].get("delivery", {}).get("operator", {})
+    for key in ("gds", "gdrcopy"):
+        if op.get(key):
+            doc["spec"].setdefault("driver", {})[key] = True
+    doc["spec"]["delivery"] = {"mode": "stack"}
+    out = tmp / "stack" / path.name
+    out.parent.mkdir(exist_ok=True)
+    if (path.parent / "_base.yaml").is_file():
+        shutil.copy(path.parent / "_base.yaml", out.parent / "_base.yaml")
+    out.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return out
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory) -> list[Case]:
+    tmp = tmp_path_factory.mktemp("differential")
+    cat = catalog.load()
+
+    def one(path: Path) -> Case:
+        (plan,), _ = plan_all([path])
+        profile = validate(load_profile(path)).profile
+        (stack_plan,), _ = plan_all([stack_variant(path, tmp)])
+        facts = od.facts(profile, plan, cat)
+        theirs, _, nodes = od.operator_daemonsets(plan, facts, tmp / plan.name)
+        olm = od.olm_daemonsets(plan, facts, tmp / plan.name / "olm") if plan.operator.install == "olm" else None
+        ours, theirs = od.paired(od.stack_daemonsets(stack_plan), theirs)
+        return Case(plan.name, profile.spec, ours, theirs, nodes, olm and od.paired(olm, {})[0])
+
+    with ThreadPoolExecutor(max_workers=2) as pool:      # the renderer runs while the next profile is planned
+        return list(pool.map(one, operator_profiles(tmp)))
+
+
+def unexplained(case: Case) -> list[str]:
+    problems = []
+    for name in sorted(set(case.ours) - set(case.theirs)):
+        problems.append(f"{case.name}: {name}: only in gpuop's stack")
+    for name in sorted(set(case.theirs) - set(case.ours)):
+        placed = od.node_view(case.theirs[name], case.nodes)["placement"]
+        if name not in OPERATOR_ONLY or placed and not OPERATOR_ONLY[name][0]:
+            problems.append(f"{case.name}: {name}: only from the operator (runs on {placed})")
+    for name in sorted(set(case.ours) & set(case.theirs)):
+        for path, a, b in od.differences(case.ours[name], case.theirs[name], case.nodes):
+            if not any(re.match(x.daemonset, name) and re.match(x.path, path) and x.when(a, b, case) for x in ALLOWED):
+                problems.append(f"{case.name}: {name}: {path}: gpuop {a!r} != operator {b!r}")
+    return problems
+
+
+@pytest.mark.slow
+def test_operator_mode_deploys_what_the_static_stack_deploys(cases):
+    assert len(cases) >= 15
+    problems = [p for c in cases for p in unexplained(c)]
+    assert problems == []
+
+
+@pytest.mark.slow
+def test_the_olm_cluster_policy_deploys_what_nvidias_chart_deploys(cases):
+    """With OLM gpuop writes the ClusterPolicy itself: NVIDIA's code makes of it exactly the DaemonSets it makes
+    of the ClusterPolicy NVIDIA's chart renders from the same values."""
+    olm = [c for c in cases if c.olm is not None]
+    assert {c.spec.platform.type for c in olm} == {"openshift"}
+    for c in olm:
+        assert set(c.olm) == set(c.theirs), c.name
+        for name in c.olm:
+            assert od.differences(c.olm[name], c.theirs[name], c.nodes) == [], (c.name, name)
+
+
+@pytest.mark.slow
+def test_the_differential_sees_a_setting_the_values_drop(cases):
+    """The comparison is not blind: drop one value the table writes and the driver DaemonSet differs."""
+    case = next(c for c in cases if c.name == "mirror-everything")
+    theirs = copy.deepcopy(case.theirs)
+    key = next(k for k in theirs if k.startswith("driver["))
+    init = theirs[key]["spec"]["template"]["spec"]["initContainers"]
+    manager = next(c for c in init if c["name"] == "k8s-driver-manager")
+    manager["image"] = manager["image"].replace("registry.example.com/nvidia", "nvcr.io/nvidia")
+    assert any("k8s-driver-manager.image" in p for p in unexplained(Case(case.name, case.spec, case.ours, theirs,
+                                                                          case.nodes)))
+
+
+@pytest.mark.slow
+def test_every_platform_and_table_row_is_exercised(cases):
+    specs = {c.name: c.spec for c in cases}
+    assert {s.platform.type for s in specs.values()} == {"kubernetes", "openshift"}
+    assert {s.platform.distribution for s in specs.values()} >= {None, "eks"}
+    assert {s.containerRuntime for s in specs.values()} >= {"crio", "docker"}
+    assert any(s.images.registry for s in specs.values()) and any(s.dcgmExporter.podLabelAllowlist
+                                                                   for s in specs.values())
+    assert any(not s.driver.upgradePolicy.autoUpgrade for s in specs.values())
+    assert any(s.delivery.operator.gds for s in specs.values())
+
+
+if __name__ == "__main__":          # print the differences: python tests/test_operator_differential.py
+    import tempfile
+
+    class _F:
+        def mktemp(self, n):
+            return Path(tempfile.mkdtemp(prefix=n))
+    for c in cases.__wrapped__(_F()):
+        for p in unexplained(c):
+            print(p[:400])
