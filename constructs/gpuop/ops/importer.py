@@ -390,8 +390,16 @@ class Importer:
         pools = self.pools(strategy or "mixed")
         spec["nodePools"] = CommentedSeq(pools)
         self.config_names(pools)
+        defaults = chartmap.chart_defaults(self.version)
+        by_dotted: dict[str, list] = {}
+        for key, _ in _leaves(self.v):
+            by_dotted.setdefault(".".join(key), []).append(key)
         for path, why in lost:
-            value = chartmap.get_path(self.v, path, chartmap.get_path(self.eff, path))
+            keys = by_dotted.get(path, [])
+            # a key holding dots (an annotation, a label) makes a dotted path ambiguous: judge it on the real keys
+            if keys and all(_at(self.v, k) == _at(defaults, k) for k in keys):
+                continue
+            value = _at(self.v, keys[0]) if keys else chartmap.get_path(self.v, path, chartmap.get_path(self.eff, path))
             if self.user_defaults is not None and chartmap.get_path(self.user_defaults, path, KeyError) == value:
                 continue
             default = chartmap.get_path(chartmap.chart_defaults(self.version), path, KeyError)
@@ -428,6 +436,22 @@ def _commented(node):
         return out
     if isinstance(node, list):
         return CommentedSeq([_commented(v) for v in node])
+    return node
+
+
+def _leaves(node, path: tuple = ()):
+    if isinstance(node, dict) and node:
+        for k, v in node.items():
+            yield from _leaves(v, path + (str(k),))
+    else:
+        yield path, node
+
+
+def _at(node, path: tuple, default=KeyError):
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
     return node
 
 
