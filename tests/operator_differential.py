@@ -113,6 +113,12 @@ def operator_daemonsets(plan, node_facts: dict, work: Path) -> tuple[dict[str, d
     return out, values, operator_nodes(work, drivers)
 
 
+def config_source(case) -> str:
+    """The host path of the containerd config a distribution renders (catalog/data/distributions.yaml)."""
+    from gpuop.catalog import distributions
+    return distributions.load().get(case.spec.platform.distribution).containerd.configSource or ""
+
+
 def _driver_key(ds: dict) -> str | None:
     """The driver DaemonSets are named per CR / OS by the operator and per driver variant by gpuop: paired by
     what they run (the driver image, which names the version and the OS)."""

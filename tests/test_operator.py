@@ -403,18 +403,20 @@ def test_refuses_settings_the_operator_has_no_field_for(tmp_path):
     assert "ENABLE_GPU_POD_EVICTION=true" in got[0][1] and "0600_service_monitor.yaml" in got[1][1]
 
 
-@pytest.mark.parametrize("distribution, ok", [("eks", True), ("aks", True), ("generic", True), ("k3s", False),
-                                              ("gke", False)])
+@pytest.mark.parametrize("distribution, ok", [("eks", True), ("aks", True), ("generic", True), ("k3s", True),
+                                              ("rke2", True), ("microk8s", True), ("k0s", False), ("gke", False)])
 def test_operator_mode_on_managed_images_nvidias_chart_serves(tmp_path, distribution, ok):
     body = f"""\
       delivery: {{mode: operator}}
-      driver: {{enabled: false}}
+      driver: {{enabled: {str(distribution in ("k3s", "rke2", "microk8s")).lower()}}}
       toolkit: {{enabled: {str(distribution not in ("eks", "aks")).lower()}}}
       nodePools:
         - {{name: a, gpu: L40S}}
     """
-    base = BASE.replace("  os: ubuntu24.04\n", "") + f"  platform: {{type: kubernetes, version: \"1.33\", distribution: {distribution}}}\n"
-    base = base.replace('  platform: {type: kubernetes, version: "1.33"}\n', "", 1)
+    own_driver = distribution in ("k3s", "rke2", "microk8s")
+    base = BASE if own_driver else BASE.replace("  os: ubuntu24.04\n", "")      # managed images: no OS needed
+    base = base.replace('  platform: {type: kubernetes, version: "1.33"}\n',
+                        f'  platform: {{type: kubernetes, version: "1.33", distribution: {distribution}}}\n')
     path = write_profile(tmp_path, "rules", base + textwrap.indent(textwrap.dedent(body), "  "))
     if ok:
         validate(load_profile(path))
@@ -607,3 +609,15 @@ def test_every_nvidiadriver_pulls_the_driver_manager_through_the_mirror(tmp_path
     assert len(drivers) == 2
     for d in drivers:
         assert d["spec"]["manager"]["repository"] == "registry.example.com/nvidia/cloud-native", d["metadata"]["name"]
+
+
+def test_a_distributions_containerd_reaches_the_operators_toolkit(tmp_path):
+    from gpuop.pipeline.run import plan_all
+    path = write_profile(tmp_path, "vals", BASE.replace('version: "1.33"}', 'version: "1.33", distribution: k3s}') +
+                         "  delivery: {mode: operator}\n  nodePools: [{name: a, gpu: L40S}]\n")
+    (plan,), _ = plan_all([path])
+    values = operator_out.chart_values(plan)
+    assert values["toolkit"]["env"] == [
+        {"name": "CONTAINERD_CONFIG", "value": "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl"},
+        {"name": "CONTAINERD_SOCKET", "value": "/run/k3s/containerd/containerd.sock"},
+        {"name": "RUNTIME_CONFIG_SOURCE", "value": "file=/var/lib/rancher/k3s/agent/etc/containerd/config.toml"}]

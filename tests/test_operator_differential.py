@@ -36,7 +36,6 @@ from conftest import REPO
 CORPUS = REPO / "tests" / "data" / "operator-corpus"
 # example profiles that cannot run in operator mode, and why (each is refused with a located error)
 NOT_OPERATOR = {
-    "edge-k3s": "k3s keeps its own containerd config and socket, which gpuop does not pass to the operator",
     "full-stack": "operand placement (spec.daemonsets.nodeSelector / nodeAffinity) and a node status exporter "
                   "ServiceMonitor, for which the ClusterPolicy has no field",
 }
@@ -91,6 +90,11 @@ ALLOWED = (
             "a gap of gpuop's static stack, not of operator mode: with GDS / GDRCopy the operator also tells the "
             "driver container and the device plugin (GDS_ENABLED, GDRCOPY_ENABLED, MOFED_ENABLED); gpuop's stack "
             "renders the sidecars without these variables"),
+    Allowed("config-source-mount", r"nvidia-container-toolkit-daemonset$",
+            r"containers\.nvidia-container-toolkit-ctr\.env\.RUNTIME_CONFIG_SOURCE$",
+            lambda a, b, c: a.startswith("file=/runtime/config-dir/") and b == "file=/host" + (
+                od.config_source(c)), "the distribution's rendered containerd config, the same host file: "
+            "gpuop's stack reads it through the config folder's mount, the operator through the toolkit's /host mount"),
     Allowed("per-pool-mig-validator", r"nvidia-operator-validator$",
             r"initContainers\.plugin-validation\.env\.MIG_STRATEGY$", lambda a, b, c: b == "",
             "pools with different MIG strategies: the cluster strategy is left empty so that each pool's "

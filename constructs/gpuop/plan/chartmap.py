@@ -40,6 +40,11 @@ Public API (stable: the importer and `gpuop import --check` call it):
 - `policy_paths(values_path: str) -> tuple[str, ...]`  (ClusterPolicy spec paths a value path renders to)
 - `get_path(tree, dotted, default)`, `set_path(tree, dotted, value)`, `leaves(tree)`  (dotted paths; a key
   holding dots is not used by any row)
+- `distribution_env(distribution: str | None) -> list[dict]` (toolkit.env of k3s / RKE2 / MicroK8s,
+  `RUNTIME_ENV_DISTRIBUTIONS`), `parse_metrics(csv: str) -> list[dict]` (dcgm-metrics.csv -> profile metrics)
+- `Unexpressible(reason, value=None, paths=())`: what an inverse raises; constants `DEFAULT_VERSION`,
+  `COMPONENTS` (values key -> (profile section, release component)), `PLUGIN_CONFIG_MAP`, `MIG_CONFIG_MAP`,
+  `DCGM_METRICS_MAP` (the ConfigMap names gpuop writes)
 """
 
 from __future__ import annotations
@@ -403,6 +408,45 @@ def _bool_inv(vals, _):
     return bool(vals[0])
 
 
+# distributions whose own containerd NVIDIA's chart serves through toolkit.env (NVIDIA's "Getting Started"
+# RKE2 / k3s / MicroK8s pages); validate/operator.py refuses the other non-managed ones
+RUNTIME_ENV_DISTRIBUTIONS = ("k3s", "rke2", "microk8s")
+
+
+def distribution_env(distribution: str | None) -> list[dict]:
+    """toolkit.env for a distribution's own containerd: the host paths of its config and socket (the operator's
+    transformForRuntime mounts their folders and points the toolkit at them) and, where the toolkit cannot ask
+    that containerd for its config, the rendered file to read it from (a host path: the operator rewrites it to
+    /host<path>, the same file through the toolkit's host-root mount), as gpuop's stack sets them."""
+    if distribution not in RUNTIME_ENV_DISTRIBUTIONS:
+        return []
+    from gpuop.catalog import distributions
+    d = distributions.load().get(distribution)
+    out = [{"name": "CONTAINERD_CONFIG", "value": d.config(distributions.DEFAULT_CONTAINERD_MAJOR)},
+           {"name": "CONTAINERD_SOCKET", "value": d.containerd.socket}]
+    if d.containerd.configSource:
+        out.append({"name": "RUNTIME_CONFIG_SOURCE", "value": f"file={d.containerd.configSource}"})
+    return out
+
+
+def _distribution_row() -> Row:
+    def fwd(d, _):
+        return (distribution_env(d) or None,)
+
+    def inv(vals, _):
+        env = list(vals[0] or [])
+        if not env:
+            return None
+        found = next((d for d in RUNTIME_ENV_DISTRIBUTIONS if distribution_env(d) == env), None)
+        if found is None:
+            raise Unexpressible("toolkit.env: not the containerd paths of a distribution gpuop knows "
+                                f"({', '.join(RUNTIME_ENV_DISTRIBUTIONS)}); spec.toolkit.env is stack mode only")
+        return found
+    return Row("platform.distribution", ("toolkit.env",), ("toolkit.env",), None, fwd, inv, "field",
+               "k3s / RKE2 / MicroK8s: their containerd's paths in the toolkit's env; managed images (eks, aks) "
+               "are driver.enabled / toolkit.enabled false and read back as generic")
+
+
 def _platform_row() -> Row:
     def fwd(t, _):
         return (t == "openshift", t == "openshift")
@@ -418,7 +462,7 @@ def _platform_row() -> Row:
 
 
 def _rows() -> tuple[Row, ...]:
-    rows: list[Row] = [_platform_row()]
+    rows: list[Row] = [_platform_row(), _distribution_row()]
     rows += _registry_rows()
     rows += [_version_row(k) for k in VERSIONED]
     rows.append(_manager_version_row())
@@ -518,7 +562,6 @@ UNEXPRESSED: tuple[tuple[str, str], ...] = (
     ("devicePlugin.hostNetwork", "host network"), ("dcgm.hostNetwork", "host network"),
     ("dcgmExporter.hostNetwork", "host network"), ("gfd.hostNetwork", "host network"),
     ("migManager.hostNetwork", "host network"), ("validator.hostNetwork", "host network"),
-    ("toolkit.env", "toolkit env (spec.toolkit.env: stack mode only)"),
     ("toolkit.installDir", "the toolkit's install directory"),
     ("devicePlugin.env", "device plugin env (spec.devicePlugin.env: stack mode only)"),
     ("devicePlugin.args", "device plugin args (spec.devicePlugin.args: stack mode only)"),

@@ -183,6 +183,9 @@ def chart_values(spec, plan: StackPlan, cat, groups: list[DriverGroup]) -> dict:
     return v
 
 
+RUNTIME_ENV_DISTRIBUTIONS = chartmap.RUNTIME_ENV_DISTRIBUTIONS
+
+
 def manager_env(plan: StackPlan) -> list[dict]:
     """Without the operator's upgrade controller (autoUpgrade: false) the k8s-driver-manager drains by itself;
     v26.7 gives it its drain settings only through driver.manager.env (the ClusterPolicy's upgradePolicy reaches

@@ -33,7 +33,8 @@ from gpuop.catalog import distributions as dist_catalog
 from gpuop.catalog import operator as operator_catalog
 from gpuop.plan import pools as plan_pools
 from gpuop.plan.drivers import pools_overlap
-from gpuop.plan.operator import DEFAULT_INSTALL, driver_groups, operator_sidecars, uses_driver_crd
+from gpuop.plan.operator import (DEFAULT_INSTALL, RUNTIME_ENV_DISTRIBUTIONS, driver_groups, operator_sidecars,
+                                 uses_driver_crd)
 from gpuop.validate.distribution import gds_open_modules, no_driver_reason, sidecar_levels
 
 OP = ("spec", "delivery", "operator")
@@ -81,19 +82,21 @@ def operand_placement(at, spec) -> list:
     return out
 
 
-OPERATOR_DISTRIBUTIONS = ("generic", "eks", "aks")
+OPERATOR_DISTRIBUTIONS = ("generic", "eks", "aks", *RUNTIME_ENV_DISTRIBUTIONS)
 
 
 def distribution_fit(at, spec) -> list:
     """Managed images that bring the driver and the toolkit (EKS, AKS; second-copy makes the profile turn both
-    off) need nothing but driver.enabled / toolkit.enabled false, which the values carry. The others keep the
-    container runtime or the driver elsewhere, which NVIDIA's chart takes as toolkit.env / hostPaths values
-    gpuop does not write in operator mode: refused rather than deployed with the wrong paths."""
+    off) need nothing but driver.enabled / toolkit.enabled false, which the values carry; k3s, RKE2 and MicroK8s
+    get their containerd's paths through toolkit.env (plan/chartmap.py distribution_env). k0s (its containerd.d
+    drop-in) and GKE (Google's driver root) need values gpuop does not write in operator mode: refused rather
+    than deployed with the wrong paths."""
     d = spec.platform.distribution
     if d is None or d in OPERATOR_DISTRIBUTIONS:
         return []
     what = ("Google's driver under /home/kubernetes/bin/nvidia (hostPaths.driverInstallDir, toolkit.installDir)"
-            if d == "gke" else "its own containerd config and socket (toolkit.env CONTAINERD_CONFIG / CONTAINERD_SOCKET)")
+            if d == "gke" else "its containerd's runtime config in a containerd.d drop-in (the toolkit's "
+            "RUNTIME_DROP_IN_CONFIG)")
     return [at(("spec", "platform", "distribution"),
                f"{d} keeps {what}, which gpuop does not pass to NVIDIA's operator; allowed in operator mode: "
                f"{', '.join(OPERATOR_DISTRIBUTIONS)} (or use spec.delivery.mode: stack)")]
