@@ -70,7 +70,16 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--settings", type=Path, default=Path("gpuop.yaml"))
     im = sub.add_parser("import", help="an operator values.yaml or ClusterPolicy (+ NVIDIADriver CRs) -> a profile")
     im.add_argument("files", nargs="+", type=Path)
-    im.add_argument("-o", "--output", type=Path, default=None)
+    im.add_argument("-o", "--output", type=Path, default=None, help="the profile to write (inside the project; "
+                    "default: stdout); an existing file is kept unless --force")
+    im.add_argument("--force", action="store_true", help="replace the profile -o names if it exists")
+    im.add_argument("--check", action="store_true", help="compile the imported profile in operator mode, render "
+                    "NVIDIA's chart with gpuop's values and print every difference from the imported ClusterPolicy, "
+                    "NVIDIADriver CRs and ConfigMaps (exit 0: none, 1: some)")
+    im.add_argument("--chart", type=Path, default=None, help="with --check: NVIDIA's gpu-operator chart folder "
+                    "(default: $GPUOP_NVIDIA_CHART)")
+    im.add_argument("--accept-unexpressed", action="store_true", help="with --check: differences at settings the "
+                    "profile cannot express (listed in its comments) do not count")
     im.add_argument("--chart-defaults", type=Path, default=None, help="NVIDIA's chart values.yaml of the operator "
                     "version (`helm show values`): settings equal to it are not reported")
     ig = sub.add_parser("images", help="list every image the clusters use; `images resolve --registry URL` "
@@ -333,10 +342,10 @@ def cmd_init(args) -> int:
 def cmd_import(args) -> int:
     from gpuop.ops.importer import run
 
-    text = run(args.files, args.output, chart_defaults=args.chart_defaults)
-    if args.output is None:
-        sys.stdout.write(text)
-    return 0
+    text, code = run(args.files, args.output, chart_defaults=args.chart_defaults, force=args.force,
+                     check=args.check, chart=args.chart, accept_unexpressed=args.accept_unexpressed)
+    sys.stdout.write(text)
+    return code
 
 
 def cmd_mig(args) -> int:

@@ -1,32 +1,33 @@
-"""`gpuop import FILE... [-o OUT]`: what a cluster runs today -> a profile in `delivery.mode: operator`.
+"""`gpuop import FILE... [-o OUT] [--check]`: what a cluster runs today -> a profile in `delivery.mode: operator`.
 
-Input (any mix, multi-document YAML allowed): a values.yaml of NVIDIA's gpu-operator chart, or a ClusterPolicy
-with its NVIDIADriver CRs and the ConfigMaps they reference (device-plugin config, mig-parted config, DCGM
-metrics). A ClusterPolicy is first turned into the chart's value shape (useNvidiaDriverCRD ->
-driver.nvidiaDriverCRD.enabled, upgradePolicy.podDeletion -> gpuPodDeletion), then every leaf is either
-- mapped to a profile field (the tables below), or
-- equal to NVIDIA's chart default (`--chart-defaults FILE`: the chart's values.yaml, e.g. from `helm show
-  values nvidia/gpu-operator --version v26.7.0`; gpuop does not ship a copy of NVIDIA's file): nothing to
-  say, since gpuop's operator output leaves that key at the chart's default too; without the file every
-  unmapped setting is reported, or
-- reported: a `# gpuop import:` comment in the profile at the section it belongs to, naming the setting and its
-  value, because gpuop cannot express it. The profile still compiles; the setting is lost until someone acts.
+Input (any mix, multi-document YAML and `kind: List` allowed, read within the profile loader's bounds:
+ops/import_io.py): a values.yaml of NVIDIA's gpu-operator chart, or a ClusterPolicy with its NVIDIADriver CRs
+and the ConfigMaps they reference (device-plugin config, mig-parted config, DCGM metrics). A ClusterPolicy is
+first turned into the chart's value shape (useNvidiaDriverCRD -> driver.nvidiaDriverCRD.enabled,
+upgradePolicy.podDeletion -> gpuPodDeletion, operator.use_ocp_driver_toolkit -> platform.openshift). Then the
+mapping table (plan/chartmap.py), which operator mode's export reads too, decides every setting:
+- a row's inverse gives the profile field (a value absent from the input is the chart default of the operator
+  version, gpuop's catalog data: no copy of NVIDIA's values.yaml is needed);
+- the derived rows (driver version and enablement, NFD, MIG strategy, per-pool configs, the ServiceMonitor
+  switch, sidecar images) are rebuilt here from the same value paths;
+- anything else that differs from the chart default is reported: a `# gpuop import:` comment at the section it
+  belongs to, naming the setting, its value and why the profile cannot express it (the table's reason).
+`--chart-defaults FILE` (another chart's values.yaml) additionally silences settings equal to that file.
 
 Node pools come from the NVIDIADriver CRs (one pool per non-default CR: its nodeSelector and driver version),
 the mig-parted config (one pool per named MIG config: layout from `mig-devices`, GPU model from the PCI ids of
-`device-filter`) and the device-plugin config (one pool per sharing config). Facts the operator's input does
-not hold -- the GPU model of a pool without a mig-parted entry, the platform version, the node OS -- get the
-placeholder named in the comment beside them.
+`device-filter`) and the device-plugin config (one pool per sharing config; the config `default:` names is
+the one of every node without a config label, and its comment says so). Facts the operator's input does not
+hold -- the GPU model of a pool without a mig-parted entry, the platform version, the node OS, the kernels of
+precompiled drivers -- get placeholders valid for the imported facts (a MIG pool's placeholder GPU can hold its
+layout), named in the comment beside them.
 
-Normalizations (the round trip profile -> operator output differs from the original only here, by design):
-- the names of the ConfigMaps gpuop writes (`device-plugin-config`, `custom-mig-parted-config`,
-  `dcgm-exporter-metrics`), the plugin config's default key (`default`) and the MIG/plugin config names
-  inside them (derived from the content, plan/pools.py), and their content (gpuop regenerates it);
-- `hostPaths.kubeletRootDir` written as its CRD default (/var/lib/kubelet);
-- `validator.version` and `nodeStatusExporter.version` pinned to the release's (the chart renders its
-  appVersion there, `main-latest` in the chart source of the reference data);
-- component versions equal to the stack release's are left to the release (same value).
-Exit codes: 0 with a profile, 2 only when an input cannot be read (missing, not YAML, not a mapping).
+Every string of the input that reaches a comment is escaped onto one line (import_io.one_line), and every
+string value that a YAML 1.1 or 1.2 reader would not read back as plain text is double-quoted.
+
+Exit codes: 0 with a profile; 2 for an input that cannot be read, has a value of the wrong shape (located), or
+holds no operator configuration, and for an `-o` that would overwrite, follow a symlink or leave the project;
+with `--check` (ops/import_check.py), 1 when the compiled profile does not reproduce the input.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from __future__ import annotations
 import copy
 import io
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -43,56 +45,27 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from gpuop import catalog as catalog_mod
 from gpuop.errors import Issue, UserError
 from gpuop.kube.yamlio import quote_ambiguous
+from gpuop.ops import import_io
+from gpuop.ops.import_io import Doc, one_line
+from gpuop.plan import chartmap
 
 NOTE = "gpuop import:"
-COMPONENTS = {      # chart values key -> (profile key, catalog component)
-    "toolkit": ("toolkit", "toolkit"), "devicePlugin": ("devicePlugin", "devicePlugin"), "dcgm": ("dcgm", "dcgm"),
-    "dcgmExporter": ("dcgmExporter", "dcgmExporter"), "gfd": ("gfd", "gfd"),
-    "nodeStatusExporter": ("nodeStatusExporter", "nodeStatusExporter"), "migManager": ("migManager", "migManager"),
-    "validator": ("validator", "validator"), "driver": ("driver", "driver"),
-}
 UPSTREAM_TOLERATIONS = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 PLACEHOLDER_GPU = "L40S"
-NORMALIZED = (      # values paths whose difference is a documented normalization (module docstring)
-    "devicePlugin.config.name", "devicePlugin.config.default", "devicePlugin.config.data",
-    "devicePlugin.config.create", "migManager.config.name", "migManager.config.data", "migManager.config.create",
-    "dcgmExporter.config.name", "dcgmExporter.config.data", "dcgmExporter.config.create",
-    "hostPaths.kubeletRootDir", "validator.version", "nodeStatusExporter.version",
-)
-
-
 # ------------------------------------------------------------------------------------------ reading
 
-def read_inputs(paths: list[Path]) -> list[tuple[str, dict]]:
-    """(file, document) of every YAML mapping in the files; unreadable input is a located UserError."""
-    docs, issues = [], []
-    for path in paths:
-        shown = str(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            issues.append(Issue(shown, 0, 0, "", f"cannot read: {getattr(exc, 'strerror', None) or exc}"))
-            continue
-        try:
-            found = [d for d in yaml.safe_load_all(text) if d is not None]
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            issues.append(Issue(shown, mark.line + 1 if mark else 0, mark.column + 1 if mark else 0, "",
-                                f"not valid YAML: {getattr(exc, 'problem', None) or exc}"))
-            continue
-        bad = [d for d in found if not isinstance(d, dict)]
-        if not found or bad:
-            issues.append(Issue(shown, 0, 0, "", "expected operator chart values or Kubernetes objects (YAML mappings)"))
-            continue
-        docs += [(shown, d) for d in found]
-    if issues:
-        raise UserError(issues)
-    return docs
+def read_inputs(paths: list[Path]) -> list[Doc]:
+    """Every YAML mapping of the input files, read within the input bounds (ops/import_io.py)."""
+    return import_io.read_inputs(paths)
 
 
 def values_from_policy(spec: dict) -> dict:
     """A ClusterPolicy spec in the chart's value shape (the inverse of templates/clusterpolicy.yaml's renames)."""
     v = copy.deepcopy(spec) if isinstance(spec, dict) else {}
+    op = v.get("operator")
+    if isinstance(op, dict) and isinstance(op.get("use_ocp_driver_toolkit"), bool):
+        # the ClusterPolicy has no platform.openshift: the chart renders it only as the Driver Toolkit switch
+        v.setdefault("platform", {"openshift": op["use_ocp_driver_toolkit"]})
     d = v.setdefault("driver", {})
     if not isinstance(d, dict):
         return v
@@ -104,195 +77,185 @@ def values_from_policy(spec: dict) -> dict:
     return v
 
 
-def leaves(node, path: tuple = ()):
-    """(key path, value) of every leaf; paths are tuples because label keys contain dots."""
-    if isinstance(node, dict) and node:
-        for k, val in node.items():
-            yield from leaves(val, path + (str(k),))
-    else:
-        yield path, node
-
-
-def get_t(node, path: tuple, default=None):
-    for part in path:
-        if not isinstance(node, dict) or part not in node:
-            return default
-        node = node[part]
-    return node
-
-
-def get(node, path: str, default=None):
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return default
-        node = node[part]
-    return node
-
-
 # ------------------------------------------------------------------------------------------ the mapping
 
+SECTIONS = ("platform", "os", "delivery", "images", "driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter",
+            "gfd", "migManager", "nodeStatusExporter", "validator", "daemonsets", "nfd", "nodePools")
+VALUE_SECTIONS = {k: (k if k in SECTIONS else "delivery") for k in chartmap.COMPONENTS}
+DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+GPUOP_CONFIG_NAMES = {"devicePlugin": (chartmap.PLUGIN_CONFIG_MAP, "default"),
+                      "migManager": (chartmap.MIG_CONFIG_MAP, "all-disabled")}
+
+
 class Importer:
-    def __init__(self, values: dict, drivers: list[dict], configmaps: dict[str, dict], policy: bool, cat,
-                 defaults: dict | None = None):
-        self.v = values
-        self.drivers = drivers
-        self.cms = configmaps
-        self.policy = policy
+    """Chart values (or a ClusterPolicy in their shape), NVIDIADriver CRs and ConfigMaps -> a profile, through
+    the mapping table (plan/chartmap.py): its inverse gives every setting a row covers; the derived rows (driver,
+    NFD, MIG strategy, per-pool configs) are rebuilt here from the same value paths."""
+
+    def __init__(self, got: Inputs, cat, defaults: dict | None = None, version: str = chartmap.DEFAULT_VERSION):
+        self.got = got
+        self.v = got.values
+        self.drivers = got.drivers
+        self.cms = got.configmaps
+        self.policy = got.policy is not None
         self.cat = cat
+        self.version = version
         self.release = cat.release(None)
-        self.defaults = defaults if defaults is not None else {}
-        self.defaults_known = defaults is not None
-        self.used: set[str] = set()
+        self.user_defaults = defaults            # --chart-defaults: settings equal to it are not reported either
+        self.eff = chartmap.effective(self.v, version)
         self.notes: dict[str, list[str]] = {}       # profile section -> comments
         self.unexpressed: list[str] = []            # values paths reported as not expressible
 
-    def take(self, path: str, default=None):
-        self.used.add(path)
-        return get(self.v, path, default)
-
     def note(self, section: str, text: str) -> None:
-        self.notes.setdefault(section, []).append(text)
+        # strings of the input reach the comment: one line, escaped (a \r or \n would end the comment and
+        # make the rest of the text profile fields)
+        self.notes.setdefault(section, []).append(one_line(text))
 
-    # ---- pieces
+    def lose(self, path: str, text: str) -> None:
+        """A value the profile cannot express: commented at its section, listed as unexpressed."""
+        self.note(VALUE_SECTIONS.get(path.split(".")[0], "delivery"), text)
+        self.unexpressed.append(path)
 
-    def registry(self) -> str | None:
-        repo = self.take("driver.repository")
-        return repo if isinstance(repo, str) and repo else None
+    def eget(self, path: str, default=None):
+        return chartmap.get_path(self.eff, path, default)
 
-    def component(self, key: str, spec: CommentedMap, registry: str | None) -> None:
-        prof_key, cat_key = COMPONENTS[key]
-        section = spec.get(prof_key) or CommentedMap()
-        enabled = self.take(f"{key}.enabled")
-        if enabled is not None and key != "validator":
-            section["enabled"] = bool(enabled)
-        ref = self.release.components.get(cat_key)
-        version = self.take(f"{key}.version")
-        if ref is not None and version not in (None, "") and key != "driver":
-            if str(version) != ref.version and version != "main-latest":   # the chart source's appVersion
-                section["version"] = str(version)
-        repo, image = self.take(f"{key}.repository"), self.take(f"{key}.image")
-        if ref is not None and registry and repo and image:
-            head, _, name = ref.image.rpartition("/")
-            want = f"{registry}/{head}" if head else registry
-            if (repo, image) != (want, name):
-                self.note(prof_key, f"{key}.repository/image {repo}/{image} is not the release's image under the "
-                          f"registry {registry} ({want}/{name}); gpuop uses the latter")
-                self.unexpressed += [f"{key}.repository", f"{key}.image"]
-        res = self.take(f"{key}.resources")
-        if res:
-            section["resources"] = res
-        self.take(f"{key}.imagePullPolicy")
-        self.take(f"{key}.imagePullSecrets")
-        if section:
-            spec[prof_key] = section
-
-    def driver(self, spec: CommentedMap, delivery_op: CommentedMap) -> None:
-        d = spec.setdefault("driver", CommentedMap())
-        version = self.take("driver.version")
-        precompiled = self.take("driver.usePrecompiled")
-        if isinstance(version, str) and version.startswith("sha256:"):
-            delivery_op["driverDigest"] = version
-        elif version is not None and re.match(r"^\d{3}(\.\d+){0,2}$", str(version)) and self.cat.branch(str(version)):
-            d["version"] = str(version)
-        elif version is not None:
-            self.note("driver", f"driver.version {version!r} is not a driver version of gpuop's catalog; the "
-                      "release default is used")
-            self.unexpressed.append("driver.version")
-        if precompiled:
-            self.note("driver", "driver.usePrecompiled: true needs spec.driver.precompiled with the nodes' kernels "
-                      "(spec.driver.kernels), which the operator's input does not list; add both")
-            self.unexpressed.append("driver.usePrecompiled")
-        kmt = self.take("driver.kernelModuleType")
-        if kmt in ("open", "proprietary"):
-            d["kernelModuleType"] = kmt
-        crd = self.take("driver.nvidiaDriverCRD.enabled")
-        self.take("driver.nvidiaDriverCRD.deployDefaultCR")
-        if crd:
-            delivery_op["nvidiaDriverCRD"] = True
-        up = CommentedMap()
-        pol = "driver.upgradePolicy"
-        auto = self.take(f"{pol}.autoUpgrade")
-        if auto is False:
-            up["autoUpgrade"] = False
-        mpu = self.take(f"{pol}.maxParallelUpgrades")
-        if mpu is not None and mpu != 1:
-            up["maxParallelUpgrades"] = mpu
-        if self.take(f"{pol}.drain.enable"):
-            up["drain"] = True
-        forces = {self.take(f"{pol}.drain.force", False), self.take(f"{pol}.gpuPodDeletion.force", False)}
-        timeouts = {self.take(f"{pol}.drain.timeoutSeconds", 0), self.take(f"{pol}.gpuPodDeletion.timeoutSeconds", 0)}
-        empties = {self.take(f"{pol}.drain.deleteEmptyDir", False),
-                   self.take(f"{pol}.gpuPodDeletion.deleteEmptyDir", False)}
-        for name, vals, default in (("force", forces, False), ("timeoutSeconds", timeouts, 0),
-                                    ("deleteEmptyDir", empties, False)):
-            if len(vals) > 1:
-                chosen = max(vals)
-                self.note("driver", f"upgradePolicy drain.{name} and gpuPodDeletion.{name} differ; gpuop has one "
-                          f"{name} for both: {chosen}")
-                self.unexpressed += [f"{pol}.drain.{name}", f"{pol}.gpuPodDeletion.{name}"]
-                vals = {chosen}
-            val = vals.pop()
-            if val != default:
-                up[name] = val
-        sel = self.take(f"{pol}.drain.podSelector")
-        if sel:
-            up["podSelector"] = sel
-        if up:
-            d["upgradePolicy"] = up
-        enabled = self.take("driver.enabled")
-        if enabled is False:
-            d["enabled"] = False
-
-    def dcgm_exporter(self, spec: CommentedMap) -> None:
-        ex = spec.setdefault("dcgmExporter", CommentedMap())
-        sm = CommentedMap()
-        sm_enabled = self.take("dcgmExporter.serviceMonitor.enabled")
-        if sm_enabled is not None:
-            sm["enabled"] = bool(sm_enabled)
-        for k, default in (("interval", "15s"), ("honorLabels", False), ("additionalLabels", {})):
-            val = self.take(f"dcgmExporter.serviceMonitor.{k}")
-            if val is not None and val != default:
-                sm[k] = val
-        if sm:
-            ex["serviceMonitor"] = sm
-        for src, dst in (("enablePodLabels", "podLabels"), ("enablePodUID", "podUID")):
-            if self.take(f"dcgmExporter.{src}"):
-                ex[dst] = True
-        allow = self.take("dcgmExporter.podLabelAllowlistRegex")
-        if allow:
-            ex["podLabelAllowlist"] = list(allow)
-        csv = self.config_data("dcgmExporter", "dcgm-metrics.csv")
-        if isinstance(csv, str):
-            metrics = CommentedSeq()
-            for line in csv.splitlines():
-                parts = [p.strip() for p in line.split(",", 2)]
-                if len(parts) == 3 and not line.lstrip().startswith("#"):
-                    metrics.append(CommentedMap(field=parts[0], type=parts[1], help=parts[2]))
-            if metrics:
-                ex["metrics"] = metrics
-        if not ex:
-            del spec["dcgmExporter"]
+    # ---- config content referenced by name
 
     def config_data(self, key: str, item: str | None = None):
         """A component's config content: inline chart values (`config.data`) or the referenced ConfigMap."""
-        name = self.take(f"{key}.config.name")
-        self.take(f"{key}.config.create")
-        self.take(f"{key}.config.default")
-        data = self.take(f"{key}.config.data")
+        name = self.eget(f"{key}.config.name")
+        data = self.eget(f"{key}.config.data")
         if data in (None, {}, "") and name and name in self.cms:
             data = self.cms[name].get("data") or {}
         if item is None or isinstance(data, str):
             return data
-        return (data or {}).get(item)
+        return (data or {}).get(item) if isinstance(data, dict) else None
+
+    def embedded(self, key: str, item: str, text, what: str):
+        """A config text inside a ConfigMap or the chart values, parsed within the input bounds (located)."""
+        if not isinstance(text, str):
+            return None
+        name = self.eget(f"{key}.config.name")
+        inline = self.eget(f"{key}.config.data")
+        if not inline and name in self.cms and "_doc" in self.cms[name]:
+            doc, loc = self.cms[name]["_doc"], ("data", item)
+        else:
+            doc, loc = _locate(self.got, (key, "config", "data", item))
+        if doc is None:
+            doc, loc = import_io.Doc("<input>", {}, {}), ()
+        return import_io.embedded(doc, loc, text, what)
+
+    def table_values(self) -> dict:
+        """The values the table's inverse reads: the DCGM metrics CSV of a referenced ConfigMap inlined."""
+        v = copy.deepcopy(self.v)
+        name = self.eget("dcgmExporter.config.name")
+        csv = self.config_data("dcgmExporter", "dcgm-metrics.csv")
+        if name and isinstance(csv, str) and not self.eget("dcgmExporter.config.data"):
+            chartmap.set_path(v, "dcgmExporter.config.data", csv)
+            if name != chartmap.DCGM_METRICS_MAP:
+                self.lose("dcgmExporter.config.name", f"dcgmExporter.config.name {name!r}: gpuop names the metrics "
+                          f"ConfigMap {chartmap.DCGM_METRICS_MAP} (its content is imported as dcgmExporter.metrics)")
+        return v
+
+    # ---- the derived rows
+
+    def driver(self, spec: CommentedMap, op: CommentedMap) -> None:
+        d = spec.setdefault("driver", CommentedMap())
+        if self.eget("driver.enabled") is False:
+            d["enabled"] = False
+        version = self.eget("driver.version")
+        release_driver = self.release.components["driver"].version
+        if isinstance(version, str) and version.startswith("sha256:"):
+            op["driverDigest"] = version
+        elif version in (None, "") or str(version) == release_driver:
+            pass
+        elif re.match(r"^\d{3}(\.\d+){0,2}$", str(version)) and self.cat.branch(str(version)):
+            d["version"] = str(version)
+        else:
+            self.lose("driver.version", f"driver.version {version!r} is not a driver version of gpuop's catalog; "
+                      "the release default is used")
+        if self.eget("driver.usePrecompiled") and d.get("enabled") is not False:
+            d["kernels"] = CommentedSeq([PLACEHOLDER_KERNEL])
+            _eol(d, f"{NOTE} precompiled drivers: the operator's input does not list the nodes' kernels "
+                 "(`uname -r`); set them", "kernels")
+
+    def nfd(self, spec: CommentedMap, openshift: bool) -> None:
+        # a ClusterPolicy has no nfd.enabled (NFD is the chart's subchart): the platform's default then
+        enabled = chartmap.get_path(self.v, "nfd.enabled") if self.policy else self.eget("nfd.enabled")
+        if enabled is not None and bool(enabled) != (not openshift):
+            spec["nfd"] = CommentedMap(mode="deploy" if enabled else "existing")
+
+    def service_monitor(self, spec: CommentedMap, openshift: bool) -> None:
+        enabled = self.eget("dcgmExporter.serviceMonitor.enabled")
+        if enabled is not None and bool(enabled) != openshift:
+            ex = spec.setdefault("dcgmExporter", CommentedMap())
+            sm = ex.setdefault("serviceMonitor", CommentedMap())
+            sm.insert(0, "enabled", bool(enabled))
+
+    def fixed_paths(self) -> None:
+        root = self.eget("hostPaths.kubeletRootDir")
+        if root not in (None, "", "/var/lib/kubelet"):
+            self.lose("hostPaths.kubeletRootDir", f"hostPaths.kubeletRootDir: {_short(root)} -- gpuop's operator "
+                      "values write the CRD default /var/lib/kubelet")
+        extra = self.eget("extraObjects")
+        if extra:
+            self.lose("extraObjects", f"extraObjects: {len(extra) if isinstance(extra, list) else 1} object(s) -- "
+                      "gpuop writes its own (per-pool NVIDIADriver CRs, NodeFeatureRule); add yours beside the profile")
+
+    def sidecar_images(self, frag: dict) -> None:
+        """GDS / GDRCopy / the operator's own image: gpuop's values take them from spec.images.registry."""
+        registry = chartmap.get_path(frag, "images.registry") or self.release.registry
+        want = {"gds.repository": f"{registry}/cloud-native", "gdrcopy.repository": f"{registry}/cloud-native",
+                "operator.repository": registry}
+        for path, repo in want.items():
+            have = self.eget(path)
+            if have not in (None, "", repo):
+                self.lose(path, f"{path} {have!r}: gpuop's operator values take this image from the registry of "
+                          f"every other image ({repo})")
+
+    def config_names(self, pools: list) -> None:
+        """The ConfigMap and default-config names the live cluster uses, where they are not gpuop's."""
+        for key, (name_want, default_want) in (*GPUOP_CONFIG_NAMES.items(),
+                                               ("dcgmExporter", (chartmap.DCGM_METRICS_MAP, None))):
+            if not self.config_data(key):
+                continue
+            name = self.eget(f"{key}.config.name")
+            if name and name != name_want and f"{key}.config.name" not in self.unexpressed:
+                self.lose(f"{key}.config.name", f"{key}.config.name {name!r}: gpuop's operator values name this "
+                          f"ConfigMap {name_want} (the chart creates it; delete {name!r} after the switch)")
+            if key != "devicePlugin":
+                continue
+            default = self.eget(f"{key}.config.default") or ""
+            if default != default_want:
+                self.lose(f"{key}.config.default", f"{key}.config.default {default!r}: gpuop's config for nodes "
+                          f"without a {DEVICE_PLUGIN_LABEL} label is {default_want!r}, and each pool's config is "
+                          "selected by gpuop's NodeFeatureRule")
+            self.lose(f"{key}.config.data", f"{key}.config data: gpuop names each pool's config after its content "
+                      "(a changed config changes the node label, which is what makes the plugin reload)")
+        if self.config_data("migManager", "config.yaml"):
+            self.lose("migManager.config.data", "migManager.config data: gpuop names each MIG config after its "
+                      "layout (the MIG manager acts on a label change) and keeps only the pools' layouts")
 
     # ---- pools
 
     def gpu_of(self, filters) -> str | None:
-        ids = {f.upper() for f in (filters if isinstance(filters, list) else [filters] if filters else [])}
+        ids = {str(f).upper() for f in (filters if isinstance(filters, list) else [filters] if filters else [])}
         for name, gpu in self.cat.gpus.items():
             if ids & {x.upper() for x in gpu.pciDeviceIds}:
                 return name
         return None
+
+    def mig_placeholder(self, layout: dict | None) -> str:
+        """A MIG-capable GPU model of the catalog that can hold `layout` (any MIG-capable one without a layout)."""
+        from gpuop.mig.geometry import check_layout
+
+        capable = [n for n, g in self.cat.gpus.items() if g.migCapable]
+        preferred = sorted(capable, key=lambda n: (n != PLACEHOLDER_MIG_GPU, capable.index(n)))
+        for name in preferred:
+            if not layout or not check_layout(name, layout).problems:
+                return name
+        return PLACEHOLDER_MIG_GPU
 
     CR_HANDLED = frozenset({"default", "repository", "image", "version", "kernelModuleType", "usePrecompiled",
                             "nodeSelector", "imagePullPolicy", "imagePullSecrets", "upgradePolicy", "manager",
@@ -301,19 +264,26 @@ class Importer:
     def driver_cr_notes(self, cr: dict) -> None:
         """NVIDIADriver fields a pool cannot carry (gpuop writes them from the cluster-wide settings)."""
         spec = cr.get("spec") or {}
-        name = (cr.get("metadata") or {}).get("name")
+        name = cr["metadata"]["name"]
         for key, value in spec.items():
             if key in self.CR_HANDLED or (key == "driverType" and value == "gpu") or (
-                    key == "tolerations" and value == (get(self.v, "daemonsets.tolerations") or UPSTREAM_TOLERATIONS)):
+                    key == "tolerations" and value == (self.eget("daemonsets.tolerations") or UPSTREAM_TOLERATIONS)):
                 continue
             self.note("driver", f"NVIDIADriver {name} {key}: {_short(value)} cannot be expressed per pool; gpuop "
                       "writes the cluster-wide setting")
             self.unexpressed.append(f"nvidiadriver.{name}.{key}")
+        if spec.get("default") or not spec.get("nodeSelector"):
+            return
+        for key in CR_WRITTEN:            # what gpuop writes in every CR, from the cluster-wide settings
+            if key not in spec:
+                self.note("driver", f"NVIDIADriver {name} has no {key}; gpuop writes the cluster-wide setting in "
+                          "every NVIDIADriver")
+                self.unexpressed.append(f"nvidiadriver.{name}.{key}")
 
     def pools(self, strategy: str) -> list[CommentedMap]:
         pools: list[CommentedMap] = []
         release_driver = self.release.components["driver"].version
-        cluster_driver = str(get(self.v, "driver.version") or release_driver)
+        cluster_driver = str(self.eget("driver.version") or release_driver)
         for cr in self.drivers:
             self.driver_cr_notes(cr)
             spec = cr.get("spec") or {}
@@ -321,63 +291,74 @@ class Importer:
             if spec.get("default") or not sel:
                 continue
             p = CommentedMap(name=_pool_name(cr["metadata"]["name"]), gpu=PLACEHOLDER_GPU, nodeSelector=dict(sel))
-            p.yaml_add_eol_comment(f"{NOTE} the NVIDIADriver does not name the GPU model; set it", "gpu")
-            if str(spec.get("version")) != cluster_driver:
+            _eol(p, f"{NOTE} the NVIDIADriver does not name the GPU model; set it", "gpu")
+            if str(spec.get("version")) != cluster_driver and spec.get("version"):
                 p["driver"] = CommentedMap(version=str(spec.get("version")))
             pools.append(p)
         mig = self.config_data("migManager", "config.yaml")
+        mig_default = self.eget("migManager.config.default")
         if isinstance(mig, str):
-            try:
-                configs = (yaml.safe_load(mig) or {}).get("mig-configs") or {}
-            except yaml.YAMLError:
-                configs = {}
-            for name, entries in configs.items():
-                entry = next((e for e in entries or [] if e.get("mig-enabled") and e.get("mig-devices")), None)
+            configs = self.embedded("migManager", "config.yaml", mig, "the mig-parted config")
+            configs = configs.get("mig-configs") if isinstance(configs, dict) else None
+            for name, entries in (configs or {}).items() if isinstance(configs, dict) else []:
+                entries = entries if isinstance(entries, list) else []
+                entry = next((e for e in entries if isinstance(e, dict) and e.get("mig-enabled")
+                              and isinstance(e.get("mig-devices"), dict)), None)
                 if entry is None:
                     continue
+                layout = {str(k): v for k, v in entry["mig-devices"].items()}
                 gpu = self.gpu_of(entry.get("device-filter"))
-                p = CommentedMap(name=_pool_name(name), gpu=gpu or PLACEHOLDER_GPU,
-                                 mig=CommentedMap(strategy=strategy, layout=dict(entry["mig-devices"])))
-                p.yaml_add_eol_comment(f"{NOTE} nodes of this pool carried nvidia.com/mig.config={name}; add their "
-                                       "nodeSelector" + ("" if gpu else "; the GPU model is a placeholder"), "name")
+                p = CommentedMap(name=_pool_name(str(name)), gpu=gpu or self.mig_placeholder(layout),
+                                 mig=CommentedMap(strategy=strategy if strategy in ("single", "mixed") else "mixed",
+                                                  layout=layout))
+                who = (f"every GPU node without a {MIG_CONFIG_LABEL} label runs this config (migManager.config."
+                       f"default: {name})" if name == mig_default else
+                       f"nodes labelled {MIG_CONFIG_LABEL}={name} run this config")
+                _eol(p, f"{NOTE} {who}; add the pool's nodeSelector" + ("" if gpu else
+                     "; the GPU model is a placeholder that can hold the layout"), "name")
                 pools.append(p)
         plugin = self.config_data("devicePlugin")
-        for key, text in sorted((plugin or {}).items()) if isinstance(plugin, dict) else []:
-            try:
-                cfg = yaml.safe_load(text) or {}
-            except yaml.YAMLError:
+        plugin_default = self.eget("devicePlugin.config.default")
+        for key, text in sorted(plugin.items()) if isinstance(plugin, dict) else []:
+            cfg = self.embedded("devicePlugin", key, text, "a device-plugin config")
+            sharing = (cfg.get("sharing") if isinstance(cfg, dict) else None) or {}
+            ts, mps = (sharing.get("timeSlicing"), sharing.get("mps")) if isinstance(sharing, dict) else (None, None)
+            if not (isinstance(ts, dict) or isinstance(mps, dict)):
                 continue
-            sharing = cfg.get("sharing") or {}
-            ts, mps = sharing.get("timeSlicing"), sharing.get("mps")
-            if not (ts or mps):
-                continue
-            kind, body = ("timeSlicing", ts) if ts else ("mps", mps)
-            res = body.get("resources") or []
+            kind, body = ("timeSlicing", ts) if isinstance(ts, dict) else ("mps", mps)
+            res = [r for r in body.get("resources") or [] if isinstance(r, dict)]
             reps = {r.get("replicas") for r in res}
             section = CommentedMap()
             if len(reps) == 1 and all(r.get("name") == "nvidia.com/gpu" for r in res) or kind == "mps":
                 section["replicas"] = reps.pop() if reps else 2
             else:
-                section["resources"] = [{"name": r["name"], "replicas": r["replicas"]} for r in res]
+                section["resources"] = [{"name": r.get("name"), "replicas": r.get("replicas")} for r in res]
             for flag in ("renameByDefault", "failRequestsGreaterThanOne"):
                 if body.get(flag) and not (kind == "mps" and flag == "failRequestsGreaterThanOne"):
                     section[flag] = True
-            p = CommentedMap(name=_pool_name(key), gpu=PLACEHOLDER_GPU, sharing=CommentedMap({kind: section}))
-            p.yaml_add_eol_comment(f"{NOTE} nodes of this pool carried nvidia.com/device-plugin.config={key}; add "
-                                   "their nodeSelector and GPU model", "name")
+            p = CommentedMap(name=_pool_name(str(key)), gpu=PLACEHOLDER_GPU, sharing=CommentedMap({kind: section}))
+            who = (f"every GPU node without a {DEVICE_PLUGIN_LABEL} label runs this config (devicePlugin.config."
+                   f"default: {key})" if key == plugin_default else
+                   f"nodes labelled {DEVICE_PLUGIN_LABEL}={key} run this config")
+            _eol(p, f"{NOTE} {who}; add the pool's nodeSelector and GPU model", "name")
             pools.append(p)
         if not pools:
-            p = CommentedMap(name="gpu", gpu=PLACEHOLDER_GPU)
-            if strategy != "single":
+            mig_pool = strategy == "mixed" or (strategy == "single" and self.v_has("mig.strategy"))
+            p = CommentedMap(name="gpu", gpu=self.mig_placeholder(None) if strategy == "mixed" else PLACEHOLDER_GPU)
+            if mig_pool and strategy != "single":
                 p["mig"] = CommentedMap(strategy=strategy)
-            p.yaml_add_eol_comment(f"{NOTE} the operator's input names no GPU model; set it", "gpu")
+            _eol(p, f"{NOTE} the operator's input names no GPU model; set it", "gpu")
             pools.append(p)
         return pools
+
+    def v_has(self, path: str) -> bool:
+        return chartmap.get_path(self.v, path, KeyError) is not KeyError
 
     # ---- the profile
 
     def profile(self, name: str) -> CommentedMap:
-        openshift = bool(self.take("platform.openshift"))
+        frag, lost = chartmap.values_to_profile(self.table_values(), self.version)
+        openshift = chartmap.get_path(frag, "platform.type") == "openshift"
         m = self.release.matrix
         spec = CommentedMap()
         if openshift:
@@ -387,61 +368,53 @@ class Importer:
         else:
             spec["platform"] = CommentedMap(type="kubernetes", version=m.kubernetes[0])
             spec["os"] = "ubuntu24.04"
-        spec.yaml_add_eol_comment(f"{NOTE} the operator's input does not say; set your cluster's version", "platform")
-        spec.yaml_add_eol_comment(f"{NOTE} the operator's input does not say; set your nodes' OS", "os")
-        delivery_op = CommentedMap()
-        delivery_op["install"] = "olm" if openshift and self.policy else "helm"
-        spec["delivery"] = CommentedMap(mode="operator", operator=delivery_op)
-        registry = self.registry()
-        if registry and registry != self.release.registry:
-            spec["images"] = CommentedMap(registry=registry)
-        pull = self.take("driver.imagePullSecrets") or []
-        policy = self.take("driver.imagePullPolicy")
-        if pull or (policy and policy != "IfNotPresent"):
-            images = spec.setdefault("images", CommentedMap())
-            if pull:
-                images["pullSecrets"] = list(pull)
-            if policy and policy != "IfNotPresent":
-                images["pullPolicy"] = policy
-        self.driver(spec, delivery_op)
-        if not spec["driver"]:
-            del spec["driver"]
-        for key in COMPONENTS:
-            if key != "driver":
-                self.component(key, spec, registry)
-        self.dcgm_exporter(spec)
-        tol = self.take("daemonsets.tolerations")
-        prio = self.take("daemonsets.priorityClassName")
-        ds = CommentedMap()
-        if tol is not None and tol != UPSTREAM_TOLERATIONS:
-            ds["tolerations"] = tol
-        if prio and prio != "system-node-critical":
-            ds["priorityClassName"] = prio
-        if ds:
-            spec["daemonsets"] = ds
-        nfd = self.take("nfd.enabled")
-        if nfd is not None and bool(nfd) != (not openshift):
-            spec["nfd"] = CommentedMap(mode="deploy" if nfd else "existing")
-        for key in ("gds", "gdrcopy"):
-            if self.take(f"{key}.enabled"):
-                delivery_op[key] = True
-        if self.take("clusterPolicy.deployCR") is False:
-            delivery_op["clusterPolicy"] = False
-        if self.take("gpuCluster.deployCR"):
-            delivery_op["gpuCluster"] = True
-        for path in ("operator.runtimeClass", "operator.use_ocp_driver_toolkit", "cdi.enabled",
-                     "hostPaths.kubeletRootDir", "mig.strategy"):
-            self.used.add(path)
-        if get(self.v, "cdi.enabled") is False:
-            self.note("delivery", "cdi.enabled: false -- gpuop always runs CDI (the operator's default)")
-            self.unexpressed.append("cdi.enabled")
-        strategy = get(self.v, "mig.strategy") or "single"
-        spec["nodePools"] = CommentedSeq(self.pools(strategy))
-        if strategy != "single" and not any(p.get("mig", {}).get("layout") for p in spec["nodePools"]):
-            self.note("delivery", f"mig.strategy: {strategy} without a MIG layout -- gpuop derives the strategy from "
-                      "the pools' layouts (single when none)")
-            self.unexpressed.append("mig.strategy")
-        self.report_rest(spec)
+        _eol(spec, f"{NOTE} the operator's input does not say; set your cluster's version", "platform")
+        _eol(spec, f"{NOTE} the operator's input does not say; set your nodes' OS", "os")
+        op = CommentedMap()
+        op["install"] = "olm" if openshift and self.policy else "helm"
+        for k, v in (chartmap.get_path(frag, "delivery.operator") or {}).items():
+            op[k] = v
+        spec["delivery"] = CommentedMap(mode="operator", operator=op)
+        for section in SECTIONS:
+            if section in ("platform", "os", "delivery", "nodePools"):
+                continue
+            if isinstance(frag.get(section), dict) and frag[section]:
+                spec[section] = _commented(frag[section])
+        self.driver(spec, op)
+        if not spec.get("driver"):
+            spec.pop("driver", None)
+        self.service_monitor(spec, openshift)
+        self.nfd(spec, openshift)
+        self.fixed_paths()
+        self.sidecar_images(frag)
+        strategy = self.eget("mig.strategy") or ""
+        pools = self.pools(strategy or "mixed")
+        spec["nodePools"] = CommentedSeq(pools)
+        self.config_names(pools)
+        defaults = chartmap.chart_defaults(self.version)
+        by_dotted: dict[str, list] = {}
+        for key, _ in _leaves(self.v):
+            by_dotted.setdefault(".".join(key), []).append(key)
+        for path, why in lost:
+            keys = by_dotted.get(path, [])
+            # a key holding dots (an annotation, a label) makes a dotted path ambiguous: judge it on the real keys
+            if keys and all(_at(self.v, k) == _at(defaults, k) for k in keys):
+                continue
+            value = _at(self.v, keys[0]) if keys else chartmap.get_path(self.v, path, chartmap.get_path(self.eff, path))
+            if self.user_defaults is not None and chartmap.get_path(self.user_defaults, path, KeyError) == value:
+                continue
+            default = chartmap.get_path(chartmap.chart_defaults(self.version), path, KeyError)
+            shown = _short(default) if default is not KeyError else "none"
+            self.lose(path, f"{path}: {_short(value)} cannot be expressed in a gpuop profile: {why} "
+                      f"(chart default: {shown})")
+        ordered = CommentedMap()
+        for key in SECTIONS:
+            if key in spec:
+                ordered[key] = spec[key]
+        for key in ("platform", "os"):
+            if key in spec.ca.items:
+                ordered.ca.items[key] = spec.ca.items[key]
+        spec = ordered
         doc = CommentedMap(apiVersion="gpuop/v1alpha1", kind="ClusterProfile", metadata=CommentedMap(name=name),
                            spec=spec)
         for section, texts in self.notes.items():
@@ -449,26 +422,42 @@ class Importer:
             spec.yaml_set_comment_before_after_key(key, before="\n".join(f"{NOTE} {t}" for t in texts), indent=2)
         return doc
 
-    def report_rest(self, spec) -> None:
-        """Every leaf nothing mapped, that differs from NVIDIA's chart default: a comment, by section."""
-        for key, value in leaves(self.v):
-            if not key:                  # no values at all (only CRs were given)
-                continue
-            path = ".".join(key)
-            if path in self.used or any(path.startswith(u + ".") for u in self.used):
-                continue
-            default = get_t(self.defaults, key, KeyError)
-            if default == value or (value in ({}, [], "", None) and default in (KeyError, {}, [], "", None)):
-                continue
-            top = key[0]
-            section = COMPONENTS.get(top, (None,))[0] or "delivery"
-            if not self.defaults_known:
-                shown = "unknown: pass --chart-defaults"
-            else:
-                shown = _short(default) if default is not KeyError else "none"
-            self.note(section, f"{path}: {_short(value)} cannot be expressed in a gpuop profile (chart default: "
-                      f"{shown})")
-            self.unexpressed.append(path)
+
+PLACEHOLDER_MIG_GPU = "H100-SXM5-80GB"
+CR_WRITTEN = ("kernelModuleType", "usePrecompiled", "imagePullPolicy", "upgradePolicy", "tolerations",
+              "priorityClassName", "manager")
+PLACEHOLDER_KERNEL = "6.8.0-60-generic"
+
+
+def _commented(node):
+    if isinstance(node, dict):
+        out = CommentedMap()
+        for k, v in node.items():
+            out[k] = _commented(v)
+        return out
+    if isinstance(node, list):
+        return CommentedSeq([_commented(v) for v in node])
+    return node
+
+
+def _leaves(node, path: tuple = ()):
+    if isinstance(node, dict) and node:
+        for k, v in node.items():
+            yield from _leaves(v, path + (str(k),))
+    else:
+        yield path, node
+
+
+def _at(node, path: tuple, default=KeyError):
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def _eol(node: CommentedMap, text: str, key: str) -> None:
+    node.yaml_add_eol_comment(one_line(text), key)
 
 
 def _short(value) -> str:
@@ -482,51 +471,217 @@ def _pool_name(text: str) -> str:
     return name or "pool"
 
 
-def import_documents(docs: list[tuple[str, dict]], name: str = "imported",
+OBJECT_KINDS = ("ClusterPolicy", "NVIDIADriver", "ConfigMap")
+
+
+@dataclass
+class Inputs:
+    """The documents of an import, sorted by what they are to the operator."""
+    values: dict = field(default_factory=dict)       # chart values (a values file, or the ClusterPolicy's spec)
+    policy: Doc | None = None
+    value_docs: list = field(default_factory=list)
+    drivers: list = field(default_factory=list)      # NVIDIADriver objects (plain)
+    configmaps: dict = field(default_factory=dict)   # name -> ConfigMap (plain)
+    ignored: list = field(default_factory=list)      # "file: Kind/name" of objects that are no operator input
+    driver_docs: dict = field(default_factory=dict)  # NVIDIADriver name -> its document (positions)
+    files: list = field(default_factory=list)
+
+
+def _kind_name(doc: Doc) -> tuple[str, str]:
+    kind = doc.data.get("kind")
+    meta = doc.data.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return (kind if isinstance(kind, str) else repr(kind)), (name if isinstance(name, str) else repr(name))
+
+
+def classify(docs: list[Doc], top_keys) -> Inputs:
+    """Sort the documents; every wrong shape is a located issue, and an input with no operator configuration
+    (no ClusterPolicy, NVIDIADriver or chart values) is refused rather than imported as a default profile."""
+    got = Inputs(files=sorted({d.file for d in docs}))
+    issues: list[Issue] = []
+    for doc in docs:
+        d = doc.data
+        if "kind" not in d and "apiVersion" not in d:          # chart values
+            known = [k for k in d if k in top_keys]
+            if not known:
+                issues.append(doc.issue((), "no key of NVIDIA's gpu-operator chart values (driver, toolkit, "
+                                        "devicePlugin, mig, ...) and no Kubernetes kind: not an operator input"))
+                continue
+            got.value_docs.append(doc)
+            got.values = _merge(got.values, d)
+            continue
+        kind = d.get("kind")
+        if not isinstance(kind, str):
+            issues.append(doc.issue(("kind",), "must be a string (the object's kind)"))
+            continue
+        if kind not in OBJECT_KINDS:
+            got.ignored.append(f"{doc.file}: {'/'.join(_kind_name(doc))}")
+            continue
+        meta = d.get("metadata")
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta.get("name"):
+            issues.append(doc.issue(("metadata", "name") if isinstance(meta, dict) else ("metadata",),
+                                    f"a {kind} needs metadata.name (a string)"))
+            continue
+        if kind == "ConfigMap":
+            data = d.get("data")
+            if data is not None and (not isinstance(data, dict) or
+                                     not all(isinstance(v, str) for v in data.values())):
+                issues.append(doc.issue(("data",), "must be a mapping of file names to strings (a ConfigMap's data)"))
+                continue
+            got.configmaps[meta["name"]] = {**d, "_doc": doc}
+            continue
+        spec = d.get("spec")
+        if not isinstance(spec, dict):
+            issues.append(doc.issue(("spec",), f"must be a mapping (a {kind}'s spec), got "
+                                    f"{'a list' if isinstance(spec, list) else 'no spec' if spec is None else 'a single value'}"))
+            continue
+        if kind == "ClusterPolicy":
+            if got.policy is not None:
+                issues.append(doc.issue(("metadata", "name"), f"a second ClusterPolicy (the first is in "
+                                        f"{got.policy.file}:{got.policy.where()[1]}); the operator reconciles one"))
+                continue
+            got.policy = doc
+        else:
+            got.drivers.append(d)
+            got.driver_docs[meta["name"]] = doc
+    if got.policy is not None and got.value_docs:
+        first = got.value_docs[0]
+        issues.append(first.issue((), f"chart values and a ClusterPolicy ({got.policy.file}) in one import: give "
+                                  "one of them (the ClusterPolicy is what the chart rendered from the values)"))
+    if not issues and got.policy is None and not got.value_docs and not got.drivers:
+        found = "; found only " + ", ".join(i.split(": ", 1)[1] for i in got.ignored[:5]) if got.ignored else ""
+        found += (" ConfigMap(s) " + ", ".join(sorted(got.configmaps))[:200]) if got.configmaps else ""
+        for f in got.files:
+            issues.append(Issue(f, 1, 1, "", "holds no operator configuration: no ClusterPolicy, NVIDIADriver or "
+                                f"chart values{one_line(found)}; nothing to import"))
+    if issues:
+        raise UserError(issues)
+    if got.policy is not None:
+        got.values = values_from_policy(got.policy.data["spec"])
+    return got
+
+
+def _locate(got: Inputs, path: tuple) -> tuple[Doc | None, tuple]:
+    """The document and field path a values path was read from."""
+    if got.policy is not None:
+        src = path
+        for old, new in RENAMES.items():
+            if src[:len(new)] == new:
+                src = old + src[len(new):]
+        return got.policy, ("spec",) + src
+    for doc in reversed(got.value_docs):
+        node = doc.data
+        for part in path:
+            if not isinstance(node, dict) or part not in node:
+                break
+            node = node[part]
+        else:
+            return doc, path
+    return (got.value_docs[0] if got.value_docs else None), path
+
+
+RENAMES = {("driver", "useNvidiaDriverCRD"): ("driver", "nvidiaDriverCRD", "enabled"),
+           ("driver", "upgradePolicy", "podDeletion"): ("driver", "upgradePolicy", "gpuPodDeletion")}
+
+
+def _type_word(value) -> str:
+    return ("a mapping" if isinstance(value, dict) else "a list" if isinstance(value, list) else
+            "true/false" if isinstance(value, bool) else "a number" if isinstance(value, (int, float)) else
+            "null" if value is None else "a string")
+
+
+def shape_issues(got: Inputs, defaults: dict) -> list[Issue]:
+    """Values whose type is not the chart's (a mapping where the chart has a mapping, a list where a list, a
+    boolean where a boolean): NVIDIA's templates would fail on them or read them as something else."""
+    issues: list[Issue] = []
+
+    def walk(value, default, path):
+        if value is None or default is None:
+            return
+        wrong = None
+        if isinstance(default, dict):
+            if not isinstance(value, dict):
+                wrong = "a mapping"
+            else:
+                for k, v in value.items():
+                    if k in default:
+                        walk(v, default[k], path + (k,))
+        elif isinstance(default, list):
+            wrong = None if isinstance(value, list) else "a list"
+        elif isinstance(default, bool):
+            wrong = None if isinstance(value, bool) else "true or false"
+        elif isinstance(default, int):
+            wrong = None if isinstance(value, int) and not isinstance(value, bool) else "an integer"
+        elif isinstance(default, str) and isinstance(value, (dict, list)):
+            wrong = "a string"
+        if wrong:
+            doc, loc = _locate(got, path)
+            message = f"must be {wrong}, as in NVIDIA's chart (got {_type_word(value)})"
+            issues.append(doc.issue(loc, message) if doc else Issue(got.files[0], 0, 0, ".".join(path), message))
+
+    walk(got.values, defaults, ())
+    return issues
+
+
+def import_documents(docs: list[Doc], name: str = "imported",
                      defaults: dict | None = None) -> tuple[str, list[str]]:
     """Documents -> (profile text, values paths reported as not expressible)."""
+    text, unexpressed, _ = import_profile(docs, name, defaults)
+    return text, unexpressed
+
+
+def import_profile(docs: list[Doc], name: str = "imported", defaults: dict | None = None):
+    """Documents -> (profile text, values paths reported as not expressible, the profile's data)."""
+    r = import_all(docs, name, defaults)
+    return r.text, r.unexpressed, r.data
+
+
+@dataclass
+class Imported:
+    text: str
+    unexpressed: list
+    data: dict
+    inputs: Inputs
+
+
+def import_all(docs: list[Doc], name: str = "imported", defaults: dict | None = None) -> Imported:
     cat = catalog_mod.load()
-    values: dict = {}
-    drivers, cms, policy, ignored = [], {}, False, []
-    for shown, d in docs:
-        kind = d.get("kind")
-        if kind == "ClusterPolicy":
-            values = values_from_policy(d.get("spec") or {})
-            policy = True
-        elif kind == "NVIDIADriver":
-            drivers.append(d)
-        elif kind == "ConfigMap":
-            cms[(d.get("metadata") or {}).get("name")] = d
-        elif kind is None and "apiVersion" not in d:
-            values = _merge(values, d)
-        else:
-            ignored.append(f"{shown}: {kind}/{(d.get('metadata') or {}).get('name')}")
-    default_cr = next((d.get("spec") or {} for d in drivers if (d.get("spec") or {}).get("default")), None)
-    if isinstance(default_cr, dict) and isinstance(values.get("driver", {}), dict):   # NVIDIADriver CRD mode:
-        drv = values.setdefault("driver", {})                # the default CR, not the ClusterPolicy, has the driver
+    known = chartmap.chart_defaults()
+    got = classify(docs, set(known) | set(defaults or {}))
+    issues = shape_issues(got, known)
+    if issues:
+        raise UserError(issues)
+    default_cr = next((d["spec"] for d in got.drivers if d["spec"].get("default")), None)
+    if default_cr is not None and isinstance(got.values.get("driver", {}), dict):   # NVIDIADriver CRD mode: the
+        drv = got.values.setdefault("driver", {})          # default CR, not the ClusterPolicy, has the driver
         for k in ("version", "repository", "image", "kernelModuleType", "usePrecompiled", "imagePullPolicy",
                   "imagePullSecrets"):
             if k in default_cr:
-                drv.setdefault(k, default_cr[k])
-    imp = Importer(values, drivers, cms, policy, cat, defaults)
-    try:
-        doc = imp.profile(name)
-    except (TypeError, AttributeError, ValueError, KeyError) as exc:   # a field of the wrong shape: unreadable
-        files = ", ".join(sorted({s for s, _ in docs}))
-        raise UserError(Issue(files, 0, 0, "", f"cannot read as operator values or ClusterPolicy: a field has the "
-                              f"wrong shape ({type(exc).__name__}: {exc})")) from None
-    if ignored:
-        doc["spec"].yaml_set_comment_before_after_key(
-            "delivery", before="\n".join(f"{NOTE} ignored {i} (not an operator input)" for i in ignored), indent=2)
+                drv.setdefault(k, copy.deepcopy(default_cr[k]))
+    imp = Importer(got, cat, defaults)
+    for i in got.ignored:
+        imp.note("delivery", f"ignored {i} (not an operator input)")
+    doc = imp.profile(name)
+    import_io.plain_or_quoted(doc)
     out = io.StringIO()
     y = YAML()
     quote_ambiguous(y)          # strings every YAML 1.1 and 1.2 reader types alike (kube/yamlio.py)
     y.indent(mapping=2, sequence=4, offset=2)
     y.width = 120
-    out.write("# Imported by `gpuop import` from " + ", ".join(sorted({s for s, _ in docs})) + ".\n"
+    out.write("# Imported by `gpuop import` from " + one_line(", ".join(got.files)) + ".\n"
               "# Lines starting with 'gpuop import:' name settings gpuop cannot express and placeholders to set.\n")
     y.dump(doc, out)
-    return out.getvalue(), sorted(set(imp.unexpressed))
+    return Imported(out.getvalue(), sorted(set(imp.unexpressed)), _plainify(doc), got)
+
+
+def _plainify(node):
+    if isinstance(node, dict):
+        return {str(k): _plainify(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plainify(v) for v in node]
+    if isinstance(node, str):
+        return str(node)
+    return node
 
 
 def _merge(a: dict, b: dict) -> dict:
@@ -536,13 +691,36 @@ def _merge(a: dict, b: dict) -> dict:
     return out
 
 
-def run(paths: list[Path], output: Path | None, name: str | None = None, chart_defaults: Path | None = None) -> str:
+def run(paths: list[Path], output: Path | None, name: str | None = None, chart_defaults: Path | None = None,
+        force: bool = False, check: bool = False, chart: Path | None = None,
+        accept_unexpressed: bool = False) -> tuple[str, int]:
+    """(what to print on stdout, exit code): the profile, or with `check` the comparison (ops/import_check.py)."""
     docs = read_inputs(paths)
     defaults = None
     if chart_defaults is not None:
-        found = read_inputs([chart_defaults])
-        defaults = found[0][1] if found else {}
-    text, _ = import_documents(docs, name or _pool_name(paths[0].stem) or "imported", defaults)
+        found = import_io.read_file(chart_defaults)
+        if len(found) != 1 or "kind" in found[0].data:
+            raise UserError(Issue(found[0].file if found else str(chart_defaults), 1, 1, "",
+                                  "--chart-defaults is NVIDIA's chart values.yaml: one YAML mapping"))
+        defaults = found[0].data
+    stem = paths[0].name.split(".")[0]
+    result = import_all(docs, name or _pool_name(stem) or "imported", defaults)
+    out, code = result.text, 0
+    if check:
+        from gpuop.ops import import_check
+
+        if chart is not None and not (chart / "Chart.yaml").is_file():
+            raise UserError(Issue(str(chart), 0, 0, "", "--chart is the folder of NVIDIA's gpu-operator chart (with "
+                                  "Chart.yaml), e.g. from `helm pull nvidia/gpu-operator --version v26.7.0 --untar`"))
+        from gpuop.verify import nvidia_chart
+
+        if chart is None and nvidia_chart.default_chart() is None:
+            raise UserError(Issue("--check", 0, 0, "", f"needs NVIDIA's gpu-operator chart: pass --chart DIR or set "
+                                  f"{nvidia_chart.CHART_ENV}"))
+        diffs = import_check.check(result.inputs, result.text, result.unexpressed, _locate, chart)
+        out, code = import_check.report(diffs, accept_unexpressed)
     if output is not None:
-        output.write_text(text)
-    return text
+        import_io.write_profile(output, result.text, force=force)
+        if not check:
+            out = ""
+    return out, code

@@ -226,24 +226,20 @@ def _registry_rows() -> list[Row]:
         return tuple(rel.repository(COMPONENTS[k][1], reg) for k in keys)
 
     def inv(vals, rel: ReleaseImages):
-        regs = []
-        for k, repo in zip(keys, vals):
-            head = rel.images[COMPONENTS[k][1]][0].rpartition("/")[0]
-            suffix = f"/{head}" if head else ""
-            regs.append(repo[: -len(suffix)] if suffix and isinstance(repo, str) and repo.endswith(suffix)
-                        else repo if not suffix else None)
-        known = [r for r in regs if r]
-        if not known:
-            raise Unexpressible("no component repository is the release's image path under one registry")
-        common = Counter(known).most_common(1)[0][0]
-        odd = [(f"{k}.repository", v) for k, v, r in zip(keys, vals, regs) if r != common]
-        if odd:
-            raise Unexpressible("; ".join(f"{p} {v!r}" for p, v in odd) + f" not under the common registry {common!r} "
-                                "(spec.images.registry names one registry for every image)",
-                                common if common != rel.registry else None, tuple(p for p, _ in odd))
+        common, _ = _split_registry(keys, vals, rel)
         return common if common != rel.registry else None
+
+    def fwd_over(overrides, rel: ReleaseImages):
+        overrides = overrides or {}
+        return tuple(overrides.get(OVERRIDE_KEYS.get(k, k)) for k in keys)
+
+    def inv_over(vals, rel: ReleaseImages):
+        return _split_registry(keys, vals, rel)[1]
     rows = [Row("images.registry", paths, paths, None, fwd, inv, "image",
-                "one registry (a mirror) for every operand image, driver manager included")]
+                "one registry (a mirror) for every operand image, driver manager included"),
+            # after images.registry: a component's own repository replaces the one under the common registry
+            Row("delivery.operator.repositories", paths, paths, {}, fwd_over, inv_over, "image",
+                "a component pulled from elsewhere than the common registry")]
     for k in keys:
         comp = COMPONENTS[k][1]
         rows.append(Row("", (f"{k}.image",), (f"{k}.image",), None,
@@ -251,6 +247,25 @@ def _registry_rows() -> list[Row]:
                         (lambda vals, rel, c=comp, p=f"{k}.image": _fixed_name(vals[0], rel.name(c), p)),
                         "image", "the release's image name"))
     return rows
+
+
+OVERRIDE_KEYS = {"driver.manager": "driverManager"}     # values key -> key of delivery.operator.repositories
+
+
+def _split_registry(keys, vals, rel: ReleaseImages) -> tuple[str, dict]:
+    """Component repositories -> (the common registry: the one most components are under, the release's when
+    none is; {component: repository} of those that are not under it)."""
+    regs = []
+    for k, repo in zip(keys, vals):
+        head = rel.images[COMPONENTS[k][1]][0].rpartition("/")[0]
+        suffix = f"/{head}" if head else ""
+        regs.append(repo[: -len(suffix)] if suffix and isinstance(repo, str) and repo.endswith(suffix)
+                    else repo if not suffix and isinstance(repo, str) else None)
+    known = [r for r in regs if r]
+    common = Counter(known).most_common(1)[0][0] if known else rel.registry
+    odd = {OVERRIDE_KEYS.get(k, k): v for k, v, r in zip(keys, vals, regs)
+           if r != common and v not in (None, "") and v != rel.repository(COMPONENTS[k][1], common)}
+    return common, odd
 
 
 def _fixed_name(value, want, path):

@@ -506,6 +506,14 @@ class OperatorDelivery(Model):
         "Deploy the ClusterPolicy CR. Omitted: true."))
     gpuCluster: bool = Field(False, description=(
         "Deploy the GPUCluster CR (DRA through the operator) instead of a ClusterPolicy; never both. Omitted: false."))
+    repositories: dict[Literal["driver", "driverManager", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd",
+                               "migManager", "nodeStatusExporter", "validator"],
+                       Annotated[str, Field(pattern=r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", max_length=255)]] = Field(
+        default_factory=dict, description=(
+            "The image repository of single components (NVIDIA's chart `<component>.repository`, the folder that "
+            "holds the image), where a cluster pulls one component from elsewhere than spec.images.registry, e.g. "
+            "{validator: registry.example.com/nvidia}. `gpuop import` writes it for a component that differs from "
+            "the common mirror. Omitted: every image under spec.images.registry."))
 
 
 class Delivery(Model):
