@@ -39,6 +39,11 @@ def invalid(value: Any, detail: str) -> str:
     return f"Invalid value: {go_value(value)}: {detail}"
 
 
+def invalid_raw(rendered: str, detail: str) -> str:
+    """Invalid value with a value already rendered (structs and lists, which ErrorBody prints as JSON)."""
+    return f"Invalid value: {rendered}: {detail}"
+
+
 def required(detail: str = "") -> str:
     return f"Required value: {detail}" if detail else "Required value"
 

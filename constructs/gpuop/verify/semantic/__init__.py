@@ -43,6 +43,8 @@ from gpuop.kube.quantity import QuantityError, parse_quantity
 from gpuop.kube.slots import MARKER, fill, lookup
 from gpuop.kube.yamlio import load_all
 
+from .data import check_config_data_keys
+from .decode import decode_findings
 from .metadata import (
     check_annotations,
     check_duplicate_objects,
@@ -50,15 +52,21 @@ from .metadata import (
     check_metadata_name,
 )
 from .pods import (
+    check_container_image_and_policies,
     check_container_names,
     check_container_ports,
+    check_dns,
     check_env,
     check_host_pid_with_share_process_namespace,
     check_node_affinity,
     check_node_selector,
+    check_pod_affinity,
+    check_pod_names_and_deadlines,
     check_priority_class_name,
     check_probes,
     check_resources,
+    check_security_context,
+    check_sysctls,
     check_tolerations,
     check_volume_mounts,
     check_volumes,
@@ -103,6 +111,12 @@ RULES: tuple[Rule, ...] = (
     check_volume_mounts,
     check_probes,
     check_env,
+    check_container_image_and_policies,
+    check_security_context,
+    check_sysctls,
+    check_dns,
+    check_pod_affinity,
+    check_pod_names_and_deadlines,
     check_resources,
     check_tolerations,
     check_priority_class_name,
@@ -121,6 +135,7 @@ RULES: tuple[Rule, ...] = (
     check_role_binding_subjects,
     check_scc_users,
     check_rbac_scc_use_resource_names,
+    check_config_data_keys,
 )
 
 
@@ -233,18 +248,22 @@ def stack_issues(stack, file: str) -> list[Issue]:
 def manifest_issues(folder: Path) -> list[Issue]:
     """One cluster's rendered manifests (dist/<cluster>/manifests/*.yaml, kustomization.yaml excepted),
     checked together; each violation located at the file holding the object. Files that do not parse
-    are left to the schema check, which reports them."""
+    are left to the schema check, which reports them. Besides the rules, each file's text is read as
+    kubectl reads it (decode.py): a string field that YAML 1.1 types as a bool or a number is refused."""
     objs: list[dict] = []
     files: list[str] = []
+    decoded: list[Issue] = []
     for path in sorted(folder.glob("*.yaml")):
         if path.name == "kustomization.yaml":
             continue
+        text = path.read_text()
         try:
-            docs = load_all(path.read_text())
+            docs = load_all(text)
         except Exception:  # noqa: BLE001, S112 - verify.output reports it as "not valid YAML"
             continue
+        decoded += [_issue(str(path), f) for f in decode_findings(text)]
         for obj in docs:
             if isinstance(obj, dict) and "kind" in obj:
                 objs.append(obj)
                 files.append(str(path))
-    return [_issue(files[i], f) for i, f in check_indexed(objs)]
+    return decoded + [_issue(files[i], f) for i, f in check_indexed(objs)]

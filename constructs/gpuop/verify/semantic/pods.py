@@ -3,15 +3,18 @@ pkg/apis/core/validation ValidatePodSpec and what it calls, each rule naming its
 
 from __future__ import annotations
 
+import ipaddress
+import json
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
 from gpuop.kube.quantity import QuantityError, parse_quantity
 from gpuop.kube.validation import (
-    IS_NEGATIVE_ERROR_MSG, duplicate, is_integer_string, forbidden, invalid, is_config_map_key, is_dns1123_label,
-    is_dns1123_subdomain, is_env_var_name, is_qualified_name, is_valid_label_value, is_valid_port_name,
-    is_valid_port_num, not_found, not_supported, required,
+    ENV_RESOURCE_FIELDS, IS_NEGATIVE_ERROR_MSG, duplicate, env_field_path_problems, forbidden,
+    inclusive_range_error, invalid, invalid_raw, is_config_map_key, is_dns1123_label, is_dns1123_subdomain,
+    is_env_var_name, is_integer_string, is_qualified_name, is_sysctl_name, is_valid_label_value,
+    is_valid_port_name, is_valid_port_num, not_found, not_supported, required, sysctl_namespace,
 )
 from .objects import (
     Context, Finding, Obj, _Emitter, _dict, _dicts, _list, child, containers, key, pod_specs,
@@ -300,8 +303,11 @@ _VALUE_FROM_SOURCES = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secre
 #   validateSecretKeySelector (IsConfigMapKey), ValidateEnvFrom (exactly one of configMapRef /
 #   secretRef; prefix IsEnvVarName).  Duplicate env names are only a warning upstream
 #   (pkg/api/pod/warnings.go "hides previous definition"), so they are not reported.
-# Note: with the RelaxedEnvironmentVariableValidation gate (default on since 1.32) newer API
-# servers accept any printable ASCII but '='; this rule keeps the strict, portable grammar.
+#   Env var names follow the newest API server (IsRelaxedEnvVarName since 1.33); the profile check
+#   refuses the older grammar's misses for clusters before 1.33 (validate/kube_names.py).
+#   validateObjectFieldSelector with validEnvDownwardAPIFieldPathExpressions (fieldRef.fieldPath),
+#   validateContainerResourceFieldSelector (resourceFieldRef.resource), and the referenced ConfigMap /
+#   Secret names (ValidateConfigMapName / ValidateSecretName: DNS-1123 subdomains).
 def check_env(obj: Obj, ctx: Context) -> Iterable[Finding]:
     emit = _Emitter(obj)
     for ref in pod_specs(obj):
@@ -331,10 +337,30 @@ def check_env(obj: Obj, ctx: Context) -> Iterable[Finding]:
                     emit(vpath, invalid("", "may not be specified when `value` is not empty"))
                 elif len(sources) > 1:
                     emit(vpath, invalid("", "may not have more than one field specified at a time"))
+                field_ref = value_from.get("fieldRef")
+                if isinstance(field_ref, Mapping):
+                    fpath = child(vpath, "fieldRef")
+                    fp = field_ref.get("fieldPath")
+                    if not isinstance(fp, str) or not fp:
+                        emit(child(fpath, "fieldPath"), required())
+                    else:
+                        for sub, msg in env_field_path_problems(fp, str(field_ref.get("apiVersion") or "v1")):
+                            emit(child(fpath, sub) if sub else fpath, msg)
+                resource_ref = value_from.get("resourceFieldRef")
+                if isinstance(resource_ref, Mapping):
+                    resource = resource_ref.get("resource")
+                    if not resource:
+                        emit(child(vpath, "resourceFieldRef", "resource"), required())
+                    elif resource not in ENV_RESOURCE_FIELDS:
+                        emit(child(vpath, "resourceFieldRef", "resource"), not_supported(resource, ENV_RESOURCE_FIELDS))
                 for selector in ("configMapKeyRef", "secretKeyRef"):
                     sel = value_from.get(selector)
                     if not isinstance(sel, Mapping):
                         continue
+                    ref_name = sel.get("name")
+                    if isinstance(ref_name, str) and ref_name:
+                        for msg in is_dns1123_subdomain(ref_name):
+                            emit(child(vpath, selector, "name"), invalid(ref_name, msg))
                     k = sel.get("key")
                     if not k:
                         emit(child(vpath, selector, "key"), required())
@@ -347,6 +373,11 @@ def check_env(obj: Obj, ctx: Context) -> Iterable[Finding]:
                 if isinstance(prefix, str) and prefix:
                     for msg in is_env_var_name(prefix):
                         emit(child(path, "prefix"), invalid(prefix, msg))
+                for source in ("configMapRef", "secretRef"):
+                    ref_name = _dict(env_from.get(source)).get("name")
+                    if isinstance(ref_name, str) and ref_name:
+                        for msg in is_dns1123_subdomain(ref_name):
+                            emit(child(path, source, "name"), invalid(ref_name, msg))
                 count = sum(env_from.get(s) is not None for s in ("configMapRef", "secretRef"))
                 if count == 0:
                     emit(path, invalid("", "must specify one of: `configMapRef` or `secretRef`"))
@@ -581,4 +612,260 @@ def check_node_affinity(obj: Obj, ctx: Context) -> Iterable[Finding]:
                 emit(child(ppath, "weight"), invalid(weight, "must be in the range 1-100"))
             for j, expr in _dicts(_dict(pref.get("preference")).get("matchExpressions")):
                 _check_node_selector_requirement(emit, expr, child(ppath, "preference", "matchExpressions", j), False)
+    return emit.findings
+
+
+_PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+_TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
+
+
+# k8s pkg/apis/core/validation/validation.go validateContainerCommon: image "Required value" (for
+#   every container of a create), validatePullPolicy, terminationMessagePolicy (after v1 defaulting
+#   of the absent ones to IfNotPresent/Always and File).
+def check_container_image_and_policies(obj: Obj, ctx: Context) -> Iterable[Finding]:
+    emit = _Emitter(obj)
+    for ref in pod_specs(obj):
+        for cpath, ctr, _ in containers(ref.spec, ref.path):
+            if not ctr.get("image"):
+                emit(child(cpath, "image"), required())
+            policy = ctr.get("imagePullPolicy")
+            if policy is not None and policy not in _PULL_POLICIES:
+                emit(child(cpath, "imagePullPolicy"), not_supported(policy, _PULL_POLICIES))
+            tmp = ctr.get("terminationMessagePolicy")
+            if tmp is not None and tmp not in _TERMINATION_MESSAGE_POLICIES:
+                emit(child(cpath, "terminationMessagePolicy"), not_supported(tmp, _TERMINATION_MESSAGE_POLICIES))
+    return emit.findings
+
+
+_INT32_MAX = 2**31 - 1
+# The internal core.SecurityContext as encoding/json prints it in the privileged/allowPrivilegeEscalation
+# error (field order of pkg/apis/core/types.go; pointers absent -> null).
+_SC_FIELDS = (("Capabilities", "capabilities"), ("Privileged", "privileged"), ("SELinuxOptions", "seLinuxOptions"),
+              ("WindowsOptions", "windowsOptions"), ("RunAsUser", "runAsUser"), ("RunAsGroup", "runAsGroup"),
+              ("RunAsNonRoot", "runAsNonRoot"), ("ReadOnlyRootFilesystem", "readOnlyRootFilesystem"),
+              ("AllowPrivilegeEscalation", "allowPrivilegeEscalation"), ("ProcMount", "procMount"),
+              ("SeccompProfile", "seccompProfile"), ("AppArmorProfile", "appArmorProfile"))
+_SC_SUBFIELDS = {
+    "capabilities": (("Add", "add", None), ("Drop", "drop", None)),
+    "seLinuxOptions": (("User", "user", ""), ("Role", "role", ""), ("Type", "type", ""), ("Level", "level", "")),
+    "windowsOptions": (("GMSACredentialSpecName", "gmsaCredentialSpecName", None),
+                       ("GMSACredentialSpec", "gmsaCredentialSpec", None), ("RunAsUserName", "runAsUserName", None),
+                       ("HostProcess", "hostProcess", None)),
+    "seccompProfile": (("Type", "type", ""), ("LocalhostProfile", "localhostProfile", None)),
+    "appArmorProfile": (("Type", "type", ""), ("LocalhostProfile", "localhostProfile", None)),
+}
+
+
+def _go_security_context(sc: Mapping[str, Any]) -> str:
+    out: dict[str, Any] = {}
+    for go, v1 in _SC_FIELDS:
+        value = sc.get(v1)
+        if isinstance(value, Mapping) and v1 in _SC_SUBFIELDS:
+            value = {g: value.get(k, default) for g, k, default in _SC_SUBFIELDS[v1]}
+        out[go] = value
+    return json.dumps(out, separators=(",", ":"), ensure_ascii=False)
+
+
+def _check_id_range(emit: _Emitter, sc: Mapping[str, Any], base: str, fields: tuple[str, ...]) -> None:
+    for fname in fields:
+        value = sc.get(fname)
+        if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= _INT32_MAX:
+            emit(child(base, fname), invalid(value, inclusive_range_error(0, _INT32_MAX)))
+
+
+def _check_seccomp(emit: _Emitter, sc: Mapping[str, Any], base: str) -> None:
+    profile = sc.get("seccompProfile")
+    if not isinstance(profile, Mapping):
+        return
+    ptype = profile.get("type")
+    types = ("Localhost", "RuntimeDefault", "Unconfined")
+    if ptype not in types:
+        emit(child(base, "seccompProfile", "type"), not_supported(ptype or "", types))
+    elif ptype == "Localhost" and not profile.get("localhostProfile"):
+        emit(child(base, "seccompProfile", "localhostProfile"), required("must be set when seccomp type is Localhost"))
+    elif ptype != "Localhost" and profile.get("localhostProfile") is not None:
+        emit(child(base, "seccompProfile", "localhostProfile"),
+             invalid(profile.get("localhostProfile"), "can only be set when seccomp type is Localhost"))
+
+
+# k8s pkg/apis/core/validation/validation.go ValidateSecurityContext (runAsUser / runAsGroup
+#   ValidateNonnegativeField-style range "must be between 0 and 2147483647, inclusive", procMount
+#   "Default" or "Unmasked", "cannot set `allowPrivilegeEscalation` to false and `privileged` to
+#   true" reported on the whole securityContext), validateSeccompProfileField, and
+#   validatePodSpecSecurityContext (runAsUser, runAsGroup, fsGroup ranges).
+def check_security_context(obj: Obj, ctx: Context) -> Iterable[Finding]:
+    emit = _Emitter(obj)
+    for ref in pod_specs(obj):
+        psc = _dict(ref.spec.get("securityContext"))
+        pbase = child(ref.path, "securityContext")
+        _check_id_range(emit, psc, pbase, ("runAsUser", "runAsGroup", "fsGroup"))
+        _check_seccomp(emit, psc, pbase)
+        for cpath, ctr, _ in containers(ref.spec, ref.path):
+            sc = ctr.get("securityContext")
+            if not isinstance(sc, Mapping):
+                continue
+            base = child(cpath, "securityContext")
+            _check_id_range(emit, sc, base, ("runAsUser", "runAsGroup"))
+            proc = sc.get("procMount")
+            if proc is not None and proc not in ("Default", "Unmasked"):
+                emit(child(base, "procMount"), not_supported(proc, ("Default", "Unmasked")))
+            _check_seccomp(emit, sc, base)
+            if sc.get("privileged") is True and sc.get("allowPrivilegeEscalation") is False:
+                emit(base, invalid_raw(_go_security_context(sc),
+                                       "cannot set `allowPrivilegeEscalation` to false and `privileged` to true"))
+    return emit.findings
+
+
+# k8s pkg/apis/core/validation/validation.go validateSysctls (IsValidSysctlName, "Duplicate value",
+#   namespaced sysctls "may not be specified when 'hostNetwork' is true" / "... 'hostIPC' is true"
+#   with component-helpers node/util/sysctl GetNamespace).
+def check_sysctls(obj: Obj, ctx: Context) -> Iterable[Finding]:
+    emit = _Emitter(obj)
+    for ref in pod_specs(obj):
+        host = {"net": ref.spec.get("hostNetwork") is True, "ipc": ref.spec.get("hostIPC") is True}
+        seen: set[str] = set()
+        base = child(ref.path, "securityContext", "sysctls")
+        for i, sysctl in _dicts(_dict(ref.spec.get("securityContext")).get("sysctls")):
+            path = child(base, i, "name")
+            name = sysctl.get("name")
+            if not isinstance(name, str) or not name:
+                emit(path, required())
+                continue
+            errs = is_sysctl_name(name)
+            for msg in errs:
+                emit(path, invalid(name, msg))
+            if errs:
+                continue
+            if name in seen:
+                emit(path, duplicate(name))
+            seen.add(name)
+            namespace = sysctl_namespace(name)
+            if namespace and host[namespace]:
+                flag = "hostNetwork" if namespace == "net" else "hostIPC"
+                emit(path, invalid(name, f"may not be specified when '{flag}' is true"))
+    return emit.findings
+
+
+_DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
+MAX_DNS_NAMESERVERS = 3
+MAX_DNS_SEARCH_PATHS = 32
+
+
+# k8s pkg/apis/core/validation/validation.go validateDNSPolicy ("Unsupported value") and
+#   validatePodDNSConfig ("must provide `dnsConfig` when `dnsPolicy` is None", at most 3 nameservers
+#   that are IP addresses and at least one with policy None, at most 32 search paths, option names).
+def check_dns(obj: Obj, ctx: Context) -> Iterable[Finding]:
+    emit = _Emitter(obj)
+    for ref in pod_specs(obj):
+        policy = ref.spec.get("dnsPolicy")
+        if policy is not None and policy not in _DNS_POLICIES:
+            emit(child(ref.path, "dnsPolicy"), not_supported(policy, _DNS_POLICIES))
+        config = ref.spec.get("dnsConfig")
+        cpath = child(ref.path, "dnsConfig")
+        if policy == "None" and not isinstance(config, Mapping):
+            emit(cpath, required("must provide `dnsConfig` when `dnsPolicy` is None"))
+            continue
+        if not isinstance(config, Mapping):
+            continue
+        servers = _list(config.get("nameservers"))
+        if len(servers) > MAX_DNS_NAMESERVERS:
+            emit(child(cpath, "nameservers"), invalid_raw(json.dumps(servers, separators=(",", ":")),
+                                                          f"must not have more than {MAX_DNS_NAMESERVERS} nameservers"))
+        if policy == "None" and not servers:
+            emit(child(cpath, "nameservers"),
+                 required("must provide at least one DNS nameserver when `dnsPolicy` is None"))
+        for i, server in enumerate(servers):
+            if not _is_ip(server):
+                emit(child(cpath, "nameservers", i),
+                     invalid(server, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
+        searches = _list(config.get("searches"))
+        if len(searches) > MAX_DNS_SEARCH_PATHS:
+            emit(child(cpath, "searches"), invalid_raw(json.dumps(searches, separators=(",", ":")),
+                                                       f"must not have more than {MAX_DNS_SEARCH_PATHS} search paths"))
+        for i, option in _dicts(config.get("options")):
+            if not option.get("name"):
+                emit(child(cpath, "options", i), required("must not be empty"))
+    return emit.findings
+
+
+def _is_ip(value: Any) -> bool:
+    try:
+        ipaddress.ip_address(str(value))
+    except ValueError:
+        return False
+    return isinstance(value, str)
+
+
+def _check_label_selector(emit: _Emitter, selector: Mapping[str, Any], path: str) -> None:
+    """metav1validation.ValidateLabelSelector (matchLabels as labels, matchExpressions requirements)."""
+    for k, v in _dict(selector.get("matchLabels")).items():
+        lpath = key(child(path, "matchLabels"), str(k))
+        for msg in is_qualified_name(str(k)):
+            emit(lpath, invalid(k, msg))
+        for msg in is_valid_label_value(str(v)):
+            emit(lpath, invalid(v, msg))
+    for j, expr in _dicts(selector.get("matchExpressions")):
+        epath = child(path, "matchExpressions", j)
+        operator = expr.get("operator")
+        values = _list(expr.get("values"))
+        if operator in ("In", "NotIn"):
+            if not values:
+                emit(child(epath, "values"), required("must be specified when `operator` is 'In' or 'NotIn'"))
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                emit(child(epath, "values"),
+                     forbidden("may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+        else:
+            emit(child(epath, "operator"), invalid(operator or "", "not a valid selector operator"))
+        rkey = str(expr.get("key", ""))
+        for msg in is_qualified_name(rkey):
+            emit(child(epath, "key"), invalid(rkey, msg))
+
+
+def _check_pod_affinity_term(emit: _Emitter, term: Mapping[str, Any], path: str) -> None:
+    selector = term.get("labelSelector")
+    if isinstance(selector, Mapping):
+        _check_label_selector(emit, selector, child(path, "labelSelector"))
+    topology = term.get("topologyKey")
+    tpath = child(path, "topologyKey")
+    if not topology:
+        emit(tpath, required("can not be empty"))
+    for msg in is_qualified_name(str(topology or "")):
+        emit(tpath, invalid(str(topology or ""), msg))
+
+
+# k8s pkg/apis/core/validation/validation.go validatePodAffinity / validatePodAntiAffinity /
+#   validatePodAffinityTerm (topologyKey "can not be empty" and a qualified name, the label selector),
+#   validateWeightedPodAffinityTerms ("must be in the range 1-100").
+def check_pod_affinity(obj: Obj, ctx: Context) -> Iterable[Finding]:
+    emit = _Emitter(obj)
+    for ref in pod_specs(obj):
+        affinity = _dict(ref.spec.get("affinity"))
+        for kind in ("podAffinity", "podAntiAffinity"):
+            section = _dict(affinity.get(kind))
+            base = child(ref.path, "affinity", kind)
+            for i, term in _dicts(section.get("requiredDuringSchedulingIgnoredDuringExecution")):
+                _check_pod_affinity_term(emit, term, child(base, "requiredDuringSchedulingIgnoredDuringExecution", i))
+            for i, weighted in _dicts(section.get("preferredDuringSchedulingIgnoredDuringExecution")):
+                wpath = child(base, "preferredDuringSchedulingIgnoredDuringExecution", i)
+                weight = weighted.get("weight")
+                if not isinstance(weight, int) or not 1 <= weight <= 100:
+                    emit(child(wpath, "weight"), invalid(weight, "must be in the range 1-100"))
+                _check_pod_affinity_term(emit, _dict(weighted.get("podAffinityTerm")), child(wpath, "podAffinityTerm"))
+    return emit.findings
+
+
+# k8s pkg/apis/core/validation/validation.go ValidatePodSpec: hostname and subdomain (DNS-1123
+#   labels), activeDeadlineSeconds ("must be between 1 and 2147483647, inclusive").
+def check_pod_names_and_deadlines(obj: Obj, ctx: Context) -> Iterable[Finding]:
+    emit = _Emitter(obj)
+    for ref in pod_specs(obj):
+        for fname in ("hostname", "subdomain"):
+            value = ref.spec.get(fname)
+            if isinstance(value, str) and value:
+                for msg in is_dns1123_label(value):
+                    emit(child(ref.path, fname), invalid(value, msg))
+        deadline = ref.spec.get("activeDeadlineSeconds")
+        if isinstance(deadline, int) and not isinstance(deadline, bool) and not 1 <= deadline <= _INT32_MAX:
+            emit(child(ref.path, "activeDeadlineSeconds"), invalid(deadline, inclusive_range_error(1, _INT32_MAX)))
     return emit.findings
