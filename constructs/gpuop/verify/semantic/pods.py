@@ -440,9 +440,13 @@ def check_resources(obj: Obj, ctx: Context) -> Iterable[Finding]:
         for cpath, ctr, _ in containers(ref.spec, ref.path):
             rpath = child(cpath, "resources")
             resources = _dict(ctr.get("resources"))
+            limits_raw = dict(_dict(resources.get("limits")))
+            # pkg/apis/core/v1 defaults.go SetDefaults_ResourceRequirements: a limit without a request
+            # is also the request, so its quantity errors are reported under requests too
+            requests_raw = {**limits_raw, **_dict(resources.get("requests"))}
             parsed: dict[str, dict[str, Fraction]] = {"limits": {}, "requests": {}}
-            for section in ("limits", "requests"):
-                for rname, raw in _dict(resources.get(section)).items():
+            for section, raws in (("limits", limits_raw), ("requests", requests_raw)):
+                for rname, raw in raws.items():
                     qpath = key(child(rpath, section), rname)
                     for msg in container_resource_name_errors(rname):
                         emit(qpath, invalid(rname, msg))
@@ -457,28 +461,20 @@ def check_resources(obj: Obj, ctx: Context) -> Iterable[Finding]:
                         emit(qpath, invalid(shown, IS_NEGATIVE_ERROR_MSG))
                     if _is_extended_resource(rname) and quantity.denominator != 1:
                         emit(qpath, f"Invalid value: {shown}: must be an integer")
-            limits_raw = _dict(resources.get("limits"))
-            requests_raw = _dict(resources.get("requests"))
+            # the comparisons are reported on the whole requests / limits map, as upstream does
             for rname, req in parsed["requests"].items():
                 req_shown = str(requests_raw[rname])
                 if rname in parsed["limits"]:
                     lim = parsed["limits"][rname]
                     lim_shown = str(limits_raw[rname])
                     if req != lim and not _overcommit_allowed(rname):
-                        emit(
-                            key(child(rpath, "requests"), rname),
-                            invalid(req_shown, f"must be equal to {rname} limit of {lim_shown}"),
-                        )
+                        emit(child(rpath, "requests"),
+                             invalid(req_shown, f"must be equal to {rname} limit of {lim_shown}"))
                     elif req > lim:
-                        emit(
-                            key(child(rpath, "requests"), rname),
-                            invalid(req_shown, f"must be less than or equal to {rname} limit of {lim_shown}"),
-                        )
+                        emit(child(rpath, "requests"),
+                             invalid(req_shown, f"must be less than or equal to {rname} limit of {lim_shown}"))
                 elif rname not in limits_raw and not _overcommit_allowed(rname):
-                    emit(
-                        key(child(rpath, "limits"), rname),
-                        required("Limit must be set for non overcommitable resources"),
-                    )
+                    emit(child(rpath, "limits"), required("Limit must be set for non overcommitable resources"))
     return emit.findings
 
 
