@@ -13,6 +13,9 @@ pkg/apis/core/validation, v1 defaulting and conversion, strict decoding, YAML re
 Documented differences of path (each with its reason), applied by `_same_paths`:
 - MAP KEYS: for label, annotation and nodeSelector maps the API server reports the map
   (`metadata.labels`), gpuop the entry (`metadata.labels[app]`): the user edits the entry.
+- MOUNTS: a volume mount's subPath, subPathExpr and mountPropagation errors are reported upstream at
+  `volumeMounts.subPath` (validateVolumeMounts passes the list's path, without the index); gpuop
+  names the mount (`volumeMounts[0].subPath`).
 - HOSTPID: "ShareProcessNamespace and HostPID cannot both be enabled" is reported upstream at
   `securityContext.shareProcessNamespace` (the internal field), gpuop at the v1 field
   `shareProcessNamespace`, the one the user wrote.
@@ -190,6 +193,11 @@ DS = ("10-dcgm-exporter.yaml", "DaemonSet", "nvidia-dcgm-exporter")
 SVC = ("10-dcgm-exporter.yaml", "Service", "nvidia-dcgm-exporter")
 CM = ("10-dcgm-exporter.yaml", "ConfigMap", "nvidia-dcgm-exporter-metrics")
 SA = ("10-dcgm-exporter.yaml", "ServiceAccount", "nvidia-dcgm-exporter")
+NS = ("00-namespace.yaml", "Namespace", "n")
+
+
+def _configmap_volume(o: Obj) -> Obj:
+    return next(v["configMap"] for v in _pod(o)["volumes"] if "configMap" in v)
 
 
 def _m(id_: str, target: tuple[str, str, str], edit, refused: bool = True) -> Mutation:
@@ -256,6 +264,14 @@ MUTATIONS: list[Mutation] = [
                                                                        "hostPath": {"path": "/x"}})),
     _m("volume-mount-unknown", DS, lambda o: _ctr(o)["volumeMounts"].append({"name": "nope", "mountPath": "/nope"})),
     _m("host-path-dotdot", DS, lambda o: _pod(o)["volumes"].append({"name": "up", "hostPath": {"path": "/a/../b"}})),
+    _m("container-port-protocol-unknown", DS, lambda o: _ctr(o)["ports"][0].update(protocol="XYZ")),
+    _m("volume-item-path-dotdot", DS, lambda o: _configmap_volume(o)["items"][0].update(path="../x")),
+    _m("volume-item-path-absolute", DS, lambda o: _configmap_volume(o)["items"][0].update(path="/x")),
+    _m("empty-dir-size-limit-negative", DS, lambda o: _pod(o)["volumes"].append(
+        {"name": "scratch", "emptyDir": {"sizeLimit": "-1"}})),
+    _m("volume-mount-subpath-absolute", DS, lambda o: _ctr(o)["volumeMounts"][0].update(subPath="/abs")),
+    _m("service-account-name-syntax", DS, _set(_pod, serviceAccountName="Bad_Name")),
+    _m("node-name-invalid", DS, _set(_pod, nodeName="Bad_Name")),
     # resources
     _m("request-above-limit", DS, lambda o: _ctr(o)["resources"]["requests"].update(memory="1Gi")),
     _m("gpu-request-without-limit", DS, lambda o: _ctr(o)["resources"]["requests"].update({"nvidia.com/gpu": "1"})),
@@ -286,7 +302,12 @@ MUTATIONS: list[Mutation] = [
     _m("service-port-name-invalid", SVC, lambda o: o["spec"]["ports"][0].update(name="Bad_Port")),
     _m("service-target-port-out-of-range", SVC, lambda o: o["spec"]["ports"][0].update(targetPort=70000)),
     _m("service-node-port-with-cluster-ip", SVC, lambda o: o["spec"]["ports"][0].update(nodePort=30080)),
+    _m("service-type-unknown", SVC, lambda o: o["spec"].update(type="Weird")),
+    _m("service-protocol-unknown", SVC, lambda o: o["spec"]["ports"][0].update(protocol="XYZ")),
+    _m("service-session-affinity-unknown", SVC, lambda o: o["spec"].update(sessionAffinity="X")),
+    _m("service-without-ports", SVC, lambda o: o["spec"].update(ports=[])),
     # metadata
+    _m("namespace-with-a-namespace", NS, lambda o: o["metadata"].update(namespace="x")),
     _m("configmap-name-trailing-newline", CM, lambda o: o["metadata"].update(name="abc\n")),
     _m("label-value-invalid", SA, lambda o: o["metadata"].setdefault("labels", {}).update(team="a b")),
     _m("label-value-unquoted-y", SA, lambda o: o["metadata"].setdefault("labels", {}).update(team=PLAIN + "y")),
@@ -322,6 +343,7 @@ def _same_paths(gpuop: set[str], kube: set[str]) -> bool:
     def coarse(p: str) -> str:
         p = re.sub(rf"\.({'|'.join(MAP_FIELDS)})\[[^\]]*\]$", r".\1", p)            # MAP KEYS
         p = re.sub(rf"^({'|'.join(MAP_FIELDS)})\[[^\]]*\]$", r"\1", p)
+        p = re.sub(r"\.volumeMounts\[\d+\]\.(subPath|subPathExpr|mountPropagation)$", r".volumeMounts.\1", p)  # MOUNTS
         return p.replace("securityContext.shareProcessNamespace", "shareProcessNamespace")   # HOSTPID
     return {coarse(p) for p in gpuop} == {coarse(p) for p in kube}
 

@@ -93,6 +93,7 @@ def inclusive_range_error(lo: int, hi: int) -> str:
 
 
 IS_NEGATIVE_ERROR_MSG = "must be greater than or equal to 0"
+PROTOCOLS = ("SCTP", "TCP", "UDP")     # core.Protocol, as the API server lists them
 
 DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS1123_SUBDOMAIN_FMT = DNS1123_LABEL_FMT + "(\\." + DNS1123_LABEL_FMT + ")*"

@@ -7,10 +7,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from gpuop.kube.validation import (
-    annotations, duplicate, invalid, is_dns1035_label, is_dns1123_label, is_dns1123_subdomain,
+    duplicate, forbidden, invalid, is_dns1035_label, is_dns1123_label, is_dns1123_subdomain,
     is_path_segment_name, is_qualified_name, is_valid_label_value, required, too_long,
 )
-from .objects import Context, Finding, Obj, _Emitter, _dict, _meta, child, key, pod_specs
+from .objects import CLUSTER_SCOPED_KINDS, Context, Finding, Obj, _Emitter, _dict, _meta, child, key, pod_specs
 
 
 _RBAC_KINDS = frozenset({"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"})
@@ -39,7 +39,9 @@ def check_metadata_name(obj: Obj, ctx: Context) -> Iterable[Finding]:
         for msg in name_errors(emit.kind, name):
             emit("metadata.name", invalid(name, msg))
     namespace = meta.get("namespace")
-    if isinstance(namespace, str) and namespace:
+    if namespace and emit.kind in CLUSTER_SCOPED_KINDS:
+        emit("metadata.namespace", forbidden("not allowed on this type"))    # ValidateObjectMeta, namespaced=false
+    elif isinstance(namespace, str) and namespace:
         for msg in is_dns1123_label(namespace):
             emit("metadata.namespace", invalid(namespace, msg))
     return emit.findings

@@ -11,13 +11,13 @@ from typing import Any
 
 from gpuop.kube.quantity import QuantityError, parse_quantity
 from gpuop.kube.validation import (
-    ENV_RESOURCE_FIELDS, IS_NEGATIVE_ERROR_MSG, duplicate, env_field_path_problems, forbidden,
+    ENV_RESOURCE_FIELDS, IS_NEGATIVE_ERROR_MSG, PROTOCOLS, duplicate, env_field_path_problems, forbidden,
     inclusive_range_error, invalid, invalid_raw, is_config_map_key, is_dns1123_label, is_dns1123_subdomain,
     is_env_var_name, is_integer_string, is_qualified_name, is_sysctl_name, is_valid_label_value,
     is_valid_port_name, is_valid_port_num, not_found, not_supported, required, sysctl_namespace,
 )
 from .objects import (
-    Context, Finding, Obj, _Emitter, _dict, _dicts, _list, child, containers, key, pod_specs,
+    Context, Finding, Obj, PodSpecRef, _Emitter, _dict, _dicts, _list, child, containers, key, pod_specs,
 )
 
 
@@ -68,40 +68,80 @@ _HOST_PATH_TYPES = (
 )  # fmt: skip
 
 
-# k8s pkg/apis/core/validation/validation.go ValidateVolumes (name DNS-1123 label, unique),
+def _check_items(emit: _Emitter, items: Any, base: str) -> None:
+    """validateKeyToPath / validateDownwardAPIVolumeFile: item paths are relative and never go up."""
+    for i, item in _dicts(items):
+        path = item.get("path")
+        ipath = child(base, i, "path")
+        if not isinstance(path, str) or not path:
+            emit(ipath, required())
+            continue
+        if path.startswith("/"):
+            emit(ipath, invalid(path, "must be a relative path"))
+        if _has_dotdot(path):
+            emit(ipath, invalid(path, "must not contain '..'"))
+
+
+# k8s pkg/apis/core/validation/validation.go ValidateVolumes (name DNS-1123 label, unique; item paths relative without '..'; a
+#   negative emptyDir.sizeLimit),
 #   validateVolumeSource ("may not specify more than 1 volume type" / "must specify a volume type"),
 #   validateHostPathVolumeSource (validatePathNoBacksteps, validateHostPathType)
 def check_volumes(obj: Obj, ctx: Context) -> Iterable[Finding]:
     emit = _Emitter(obj)
     for ref in pod_specs(obj):
-        seen: set[str] = set()
-        for i, vol in _dicts(ref.spec.get("volumes")):
-            path = child(ref.path, "volumes", i)
-            name = vol.get("name")
-            if not isinstance(name, str) or not name:
-                emit(child(path, "name"), required())
-            else:
-                for msg in is_dns1123_label(name):
-                    emit(child(path, "name"), invalid(name, msg))
-                if name in seen:
-                    emit(child(path, "name"), duplicate(name))
-                seen.add(name)
-            sources = [s for s in _VOLUME_SOURCES if vol.get(s) is not None]
-            if not sources:
-                emit(path, required("must specify a volume type"))
-            for extra in sources[1:]:
-                emit(child(path, extra), forbidden("may not specify more than 1 volume type"))
-            host_path = vol.get("hostPath")
-            if isinstance(host_path, Mapping):
-                hp = host_path.get("path")
-                if not hp:
-                    emit(child(path, "hostPath", "path"), required())
-                elif ".." in str(hp).split("/"):
-                    emit(child(path, "hostPath", "path"), invalid(hp, "must not contain '..'"))
-                hp_type = host_path.get("type")
-                if hp_type is not None and hp_type not in _HOST_PATH_TYPES:
-                    emit(child(path, "hostPath", "type"), not_supported(hp_type, _HOST_PATH_TYPES))
+        _checked_volumes(emit, ref)
     return emit.findings
+
+
+def _checked_volumes(emit: _Emitter, ref: PodSpecRef) -> set[str]:
+    """Check the pod's volumes; the names of the volumes without an error (ValidateVolumes returns only
+    those, so a mount of an invalid volume is "Not found" upstream)."""
+    valid: set[str] = set()
+    seen: set[str] = set()
+    for i, vol in _dicts(ref.spec.get("volumes")):
+        before = len(emit.findings)
+        path = child(ref.path, "volumes", i)
+        name = vol.get("name")
+        if not isinstance(name, str) or not name:
+            emit(child(path, "name"), required())
+        else:
+            for msg in is_dns1123_label(name):
+                emit(child(path, "name"), invalid(name, msg))
+            if name in seen:
+                emit(child(path, "name"), duplicate(name))
+            seen.add(name)
+        sources = [s for s in _VOLUME_SOURCES if vol.get(s) is not None]
+        if not sources:
+            emit(path, required("must specify a volume type"))
+        for extra in sources[1:]:
+            emit(child(path, extra), forbidden("may not specify more than 1 volume type"))
+        for source in ("configMap", "secret", "downwardAPI"):
+            _check_items(emit, _dict(vol.get(source)).get("items"), child(path, source, "items"))
+        for j, proj in _dicts(_dict(vol.get("projected")).get("sources")):
+            for source in ("configMap", "secret", "downwardAPI"):
+                _check_items(emit, _dict(proj.get(source)).get("items"),
+                             child(path, "projected", "sources", j, source, "items"))
+        size = _dict(vol.get("emptyDir")).get("sizeLimit")
+        if size is not None:
+            try:
+                bad = parse_quantity(size) < 0
+            except QuantityError:
+                bad = False      # a decode error, reported by the schema check
+            if bad:
+                emit(child(path, "emptyDir", "sizeLimit"), forbidden("SizeLimit field must be a valid resource quantity"))
+        host_path = vol.get("hostPath")
+        if isinstance(host_path, Mapping):
+            hp = host_path.get("path")
+            if not hp:
+                emit(child(path, "hostPath", "path"), required())
+            elif ".." in str(hp).split("/"):
+                emit(child(path, "hostPath", "path"), invalid(hp, "must not contain '..'"))
+            hp_type = host_path.get("type")
+            if hp_type is not None and hp_type not in _HOST_PATH_TYPES:
+                emit(child(path, "hostPath", "type"), not_supported(hp_type, _HOST_PATH_TYPES))
+        if len(emit.findings) == before and isinstance(name, str):
+            valid.add(name)
+    return valid
 
 
 # k8s pkg/apis/core/validation/validation.go validateContainerPorts (IsValidPortName, unique
@@ -125,6 +165,9 @@ def check_container_ports(obj: Obj, ctx: Context) -> Iterable[Finding]:
                     if not msgs and name in names:
                         emit(child(path, "name"), duplicate(name))
                     names.add(name)
+                protocol = port.get("protocol")
+                if protocol is not None and protocol not in PROTOCOLS:
+                    emit(child(path, "protocol"), not_supported(protocol, PROTOCOLS))
                 cport = port.get("containerPort")
                 if not cport:
                     emit(child(path, "containerPort"), required())
@@ -159,7 +202,7 @@ def _has_dotdot(value: str) -> bool:
 def check_volume_mounts(obj: Obj, ctx: Context) -> Iterable[Finding]:
     emit = _Emitter(obj)
     for ref in pod_specs(obj):
-        volumes = {v.get("name") for _, v in _dicts(ref.spec.get("volumes"))}
+        volumes = _checked_volumes(_Emitter(obj), ref)
         for cpath, ctr, _ in containers(ref.spec, ref.path):
             privileged = _dict(ctr.get("securityContext")).get("privileged") is True
             mount_points: set[str] = set()
@@ -852,7 +895,7 @@ def check_pod_affinity(obj: Obj, ctx: Context) -> Iterable[Finding]:
 
 
 # k8s pkg/apis/core/validation/validation.go ValidatePodSpec: hostname and subdomain (DNS-1123
-#   labels), activeDeadlineSeconds ("must be between 1 and 2147483647, inclusive").
+#   labels), serviceAccountName and nodeName (DNS-1123 subdomains), activeDeadlineSeconds ("must be between 1 and 2147483647, inclusive").
 def check_pod_names_and_deadlines(obj: Obj, ctx: Context) -> Iterable[Finding]:
     emit = _Emitter(obj)
     for ref in pod_specs(obj):
@@ -860,6 +903,11 @@ def check_pod_names_and_deadlines(obj: Obj, ctx: Context) -> Iterable[Finding]:
             value = ref.spec.get(fname)
             if isinstance(value, str) and value:
                 for msg in is_dns1123_label(value):
+                    emit(child(ref.path, fname), invalid(value, msg))
+        for fname in ("serviceAccountName", "nodeName"):
+            value = ref.spec.get(fname)
+            if isinstance(value, str) and value:
+                for msg in is_dns1123_subdomain(value):
                     emit(child(ref.path, fname), invalid(value, msg))
         deadline = ref.spec.get("activeDeadlineSeconds")
         if isinstance(deadline, int) and not isinstance(deadline, bool) and not 1 <= deadline <= _INT32_MAX:

@@ -7,12 +7,17 @@ import json
 from collections.abc import Iterable
 
 from gpuop.kube.validation import (
-    duplicate, forbidden, invalid, is_dns1123_label, is_valid_port_name, is_valid_port_num, required,
+    PROTOCOLS, duplicate, forbidden, invalid, is_dns1123_label, is_valid_port_name, is_valid_port_num, not_supported,
+    required,
 )
 from .objects import Context, Finding, Obj, _Emitter, _dict, _dicts, _meta, child, pod_specs
 
 
-# k8s pkg/apis/core/validation/validation.go ValidateService / validateServicePort (port
+_SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
+
+
+# k8s pkg/apis/core/validation/validation.go ValidateService (type, sessionAffinity, ports required
+#   but for ExternalName, protocol) / validateServicePort (port
 #   IsValidPortNum, targetPort ValidatePortNumOrName, names DNS-1123 label, required when more
 #   than one port, unique; nodePort "may not be used when `type` is 'ClusterIP'") and
 #   pkg/registry/core/service/portallocator ErrNotInRange ("provided port is not in the valid
@@ -23,7 +28,14 @@ def check_service_ports(obj: Obj, ctx: Context) -> Iterable[Finding]:
         return emit.findings
     spec = _dict(obj.get("spec"))
     stype = spec.get("type") or "ClusterIP"
+    if stype not in _SERVICE_TYPES:
+        emit("spec.type", not_supported(stype, _SERVICE_TYPES))
+    affinity = spec.get("sessionAffinity")
+    if affinity is not None and affinity not in ("ClientIP", "None"):
+        emit("spec.sessionAffinity", not_supported(affinity, ("ClientIP", "None")))
     ports = list(_dicts(spec.get("ports")))
+    if not ports and stype != "ExternalName":
+        emit("spec.ports", required())
     names: set[str] = set()
     lo, hi = ctx.node_port_range
     for i, port in ports:
@@ -37,6 +49,9 @@ def check_service_ports(obj: Obj, ctx: Context) -> Iterable[Finding]:
             if name in names:
                 emit(child(path, "name"), duplicate(name))
             names.add(name)
+        protocol = port.get("protocol")
+        if protocol is not None and protocol not in PROTOCOLS:
+            emit(child(path, "protocol"), not_supported(protocol, PROTOCOLS))
         number = port.get("port")
         if isinstance(number, int):
             for msg in is_valid_port_num(number):
