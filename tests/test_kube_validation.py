@@ -163,3 +163,36 @@ def test_the_stages_hold_no_private_name_regex_and_never_anchor_with_match() -> 
 def test_kernel_applies_every_pattern_with_fullmatch() -> None:
     source = Path(kv.__file__).read_text() + Path(quantity.__file__).read_text()
     assert ".match(" not in source and "re.search(\"^" not in source
+
+
+def _profile_issues(tmp_path: Path, platform: dict, env_name: str) -> list:
+    from gpuop.errors import UserError
+    from gpuop.profile.load import load_profile
+    from gpuop.validate.runner import validate
+
+    doc = {"apiVersion": "gpuop/v1alpha1", "kind": "ClusterProfile", "metadata": {"name": "t"},
+           "spec": {"platform": platform, "os": "ubuntu24.04" if platform["type"] == "kubernetes" else "rhcos4.19",
+                    "driver": {"version": "580", "env": [{"name": env_name, "value": "x"}],
+                               **({"rhcosVersions": ["419.96.202507091512-0"]} if platform["type"] == "openshift"
+                                  else {})},
+                    "nodePools": [{"name": "p", "gpu": "L40S", "gpusPerNode": 4, "nodes": 1}]}}
+    path = tmp_path / "t.yaml"
+    path.write_text(__import__("json").dumps(doc))
+    try:
+        validate(load_profile(path))
+    except UserError as exc:
+        return [i for i in exc.issues if i.path == "spec.driver.env[0].name"]
+    return []
+
+
+@pytest.mark.parametrize("platform, name, refused", [
+    ({"type": "kubernetes", "version": "1.33"}, "1GPU weird:name", False),
+    ({"type": "kubernetes", "version": "1.32"}, "1GPU", True),           # the older grammar before 1.33
+    ({"type": "kubernetes", "version": "1.32"}, "MY_ENV.NAME", False),
+    ({"type": "openshift", "version": "4.19"}, "1GPU", True),             # OpenShift 4.19 is Kubernetes 1.32
+    ({"type": "kubernetes", "version": "1.35"}, "A=B", True),             # never: '='
+    ({"type": "kubernetes", "version": "1.35"}, "A\n", True),
+])
+def test_profile_env_names_follow_the_clusters_kubernetes_version(tmp_path, platform, name, refused) -> None:
+    found = _profile_issues(tmp_path, platform, name)
+    assert bool(found) is refused, [str(i) for i in found]

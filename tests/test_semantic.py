@@ -299,7 +299,9 @@ def test_refuses_duplicate_volume_name(objs: list[dict[str, Any]]) -> None:
 def test_refuses_volume_with_two_sources(objs: list[dict[str, Any]]) -> None:
     pod(objs)["volumes"][0]["emptyDir"] = {}
     assert run(objs) == [
-        ds_finding(f"{SPEC}.volumes[0].hostPath", "Forbidden: may not specify more than 1 volume type")
+        ds_finding(f"{SPEC}.volumes[0].hostPath", "Forbidden: may not specify more than 1 volume type"),
+        # ValidateVolumes leaves an invalid volume out of the names mounts may use
+        ds_finding(f"{CTR}.volumeMounts[0].name", 'Not found: "device-plugin"'),
     ]
 
 
@@ -1247,3 +1249,92 @@ def test_context_free_rules_ignore_the_context(objs) -> None:
         if rule not in CONTEXT_RULES:
             for obj in objs:
                 assert list(rule(obj, lone)) == list(rule(obj, full)), rule.__name__
+
+
+# ---------------------------------------------------------------------------- pod spec rules held to kubeval
+# (the messages as Kubernetes v1.35.4's validation prints them; test_kubeval_differential.py compares the
+# paths with the real code on compiled output)
+
+SYSCTLS = f"{SPEC}.securityContext.sysctls"
+
+
+def _env(objs, entry):
+    ctr(objs)["env"].append(entry)
+    return f"{CTR}.env[{len(ctr(objs)['env']) - 1}]"
+
+
+def test_refuses_env_field_ref_the_api_does_not_support(objs) -> None:
+    path = _env(objs, {"name": "F", "valueFrom": {"fieldRef": {"fieldPath": "spec.foo"}}})
+    assert run(objs) == [ds_finding(f"{path}.valueFrom.fieldRef.fieldPath", 'Invalid value: "spec.foo": error converting '
+                                    "fieldPath: field label not supported: spec.foo")]
+
+
+def test_refuses_env_field_ref_not_available_as_env(objs) -> None:
+    path = _env(objs, {"name": "F", "valueFrom": {"fieldRef": {"fieldPath": "status.phase"}}})
+    [f] = run(objs)
+    assert f.path == f"{path}.valueFrom.fieldRef.fieldPath"
+    assert f.message.startswith('Unsupported value: "status.phase": supported values: "metadata.name", ')
+
+
+def test_accepts_env_field_ref_of_a_label(objs) -> None:
+    _env(objs, {"name": "F", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app.kubernetes.io/name']"}}})
+    assert run(objs) == []
+
+
+def test_refuses_privileged_without_privilege_escalation(objs) -> None:
+    ctr(objs)["securityContext"] = {"privileged": True, "allowPrivilegeEscalation": False}
+    [f] = run(objs)
+    assert f.path == f"{CTR}.securityContext"
+    assert f.message == (
+        'Invalid value: {"Capabilities":null,"Privileged":true,"SELinuxOptions":null,"WindowsOptions":null,'
+        '"RunAsUser":null,"RunAsGroup":null,"RunAsNonRoot":null,"ReadOnlyRootFilesystem":null,'
+        '"AllowPrivilegeEscalation":false,"ProcMount":null,"SeccompProfile":null,"AppArmorProfile":null}: '
+        "cannot set `allowPrivilegeEscalation` to false and `privileged` to true")
+
+
+@pytest.mark.parametrize("name, spec, message", [
+    ("net.core.somaxconn", {"hostNetwork": True}, "may not be specified when 'hostNetwork' is true"),
+    ("net/ipv4/ip_forward", {"hostNetwork": True}, "may not be specified when 'hostNetwork' is true"),
+    ("kernel.msgmax", {"hostIPC": True}, "may not be specified when 'hostIPC' is true"),
+    ("Net.core", {}, "must have at most 253 characters and match regex "
+                     "^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$"),
+    ("net.core.somaxconn\n", {}, "must have at most 253 characters and match regex "
+                                 "^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$"),
+])
+def test_refuses_sysctls(objs, name: str, spec: dict, message: str) -> None:
+    pod(objs).update(spec, securityContext={"sysctls": [{"name": name, "value": "1"}]})
+    assert run(objs) == [ds_finding(f"{SYSCTLS}[0].name", f"Invalid value: {json.dumps(name)}: {message}")]
+
+
+def test_accepts_a_sysctl_of_no_namespace_the_host_shares(objs) -> None:
+    pod(objs).update(hostNetwork=True, securityContext={"sysctls": [{"name": "kernel.domainname", "value": "x"}]})
+    assert run(objs) == []
+
+
+def test_refuses_dns_policy_none_without_dns_config(objs) -> None:
+    pod(objs)["dnsPolicy"] = "None"
+    assert run(objs) == [ds_finding(f"{SPEC}.dnsConfig",
+                                    "Required value: must provide `dnsConfig` when `dnsPolicy` is None")]
+
+
+def test_refuses_configmap_data_key(objs) -> None:
+    by_kind(objs, "ConfigMap")["data"]["bad key"] = "v"
+    [f] = run(objs)
+    assert (f.kind, f.path) == ("ConfigMap", "data[bad key]")
+    assert f.message.startswith('Invalid value: "bad key": a valid config key must consist of alphanumeric characters')
+
+
+def test_refuses_a_namespace_on_a_cluster_scoped_object(objs) -> None:
+    by_kind(objs, "Namespace")["metadata"]["namespace"] = "x"
+    assert [(f.kind, f.path, f.message) for f in run(objs)] == [
+        ("Namespace", "metadata.namespace", "Forbidden: not allowed on this type")]
+
+
+def test_manifest_check_refuses_strings_kubectl_reads_as_bools(tmp_path) -> None:
+    (tmp_path / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: default}\n"
+                                      "data: {flag: y, quoted: 'n', count: 0o17, text: yes please}\n")
+    issues = manifest_issues(tmp_path)
+    assert [(i.path, i.message.split(":", 3)[:3]) for i in issues] == [
+        ("ConfigMap/c data[flag]", ["decode", " json", " cannot unmarshal bool into a field of type string"]),
+        ("ConfigMap/c data[count]", ["decode", " json", " cannot unmarshal number into a field of type string"]),
+    ]

@@ -133,7 +133,10 @@ WORKLOAD_KINDS = frozenset({"DaemonSet", "Deployment", "StatefulSet", "ReplicaSe
 
 def _identity(obj: Obj) -> tuple[str, str, str]:
     meta = _meta(obj)
-    return str(obj.get("kind", "")), str(meta.get("namespace", "") or ""), str(meta.get("name", ""))
+    kind = str(obj.get("kind", ""))
+    # a namespace on a cluster-scoped object is refused (metadata rules) and otherwise ignored by the API
+    namespace = "" if kind in CLUSTER_SCOPED_KINDS else str(meta.get("namespace", "") or "")
+    return kind, namespace, str(meta.get("name", ""))
 
 
 @dataclass
