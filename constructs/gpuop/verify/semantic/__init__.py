@@ -248,11 +248,12 @@ def stack_issues(stack, file: str) -> list[Issue]:
     return [_issue(file, f, f" (the stack compiled for cluster {plan.name})") for _, f in found]
 
 
-def manifest_issues(folder: Path) -> list[Issue]:
+def manifest_issues(folder: Path, *, external: Mapping[str, set[str]] | None = None) -> list[Issue]:
     """One cluster's rendered manifests (dist/<cluster>/manifests/*.yaml, kustomization.yaml excepted),
     checked together; each violation located at the file holding the object. Files that do not parse
     are left to the schema check, which reports them. Besides the rules, each file's text is read as
-    kubectl reads it (decode.py): a string field that YAML 1.1 types as a bool or a number is refused."""
+    kubectl reads it (decode.py): a string field that YAML 1.1 types as a bool or a number is refused.
+    `external` is added to the EXTERNAL table (objects the user creates for this cluster)."""
     objs: list[dict] = []
     files: list[str] = []
     decoded: list[Issue] = []
@@ -269,4 +270,4 @@ def manifest_issues(folder: Path) -> list[Issue]:
             if isinstance(obj, dict) and "kind" in obj:
                 objs.append(obj)
                 files.append(str(path))
-    return decoded + [_issue(files[i], f) for i, f in check_indexed(objs)]
+    return decoded + [_issue(files[i], f) for i, f in check_indexed(objs, external=external)]
