@@ -218,11 +218,13 @@ MUTATIONS: list[Mutation] = [
     _m("env-value-unquoted-number", DS, _env({"name": "FLAG", "value": PLAIN + "0o17"})),
     _m("env-fieldref-unknown", DS, _env({"name": "F", "valueFrom": {"fieldRef": {"fieldPath": "spec.foo"}}})),
     _m("env-fieldref-not-for-env", DS, _env({"name": "F", "valueFrom": {"fieldRef": {"fieldPath": "status.phase"}}})),
-    _m("env-fieldref-label", DS, _env({"name": "F", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}}),
+    _m("env-fieldref-label", DS, _env({"name": "F", "valueFrom": {"fieldRef": {
+        "fieldPath": "metadata.labels['app']"}}}),
        refused=False),
     _m("env-fieldref-bad-label-key", DS, _env({"name": "F", "valueFrom": {"fieldRef": {
         "fieldPath": "metadata.labels['bad key']"}}})),
-    _m("env-resourcefieldref-unknown", DS, _env({"name": "F", "valueFrom": {"resourceFieldRef": {"resource": "limits.foo"}}})),
+    _m("env-resourcefieldref-unknown", DS, _env({"name": "F", "valueFrom": {"resourceFieldRef": {
+        "resource": "limits.foo"}}})),
     _m("env-value-and-valuefrom", DS, _env({"name": "F", "value": "v", "valueFrom": {"fieldRef": {
         "fieldPath": "metadata.name"}}})),
     _m("env-configmapkeyref-bad-key", DS, _env({"name": "F", "valueFrom": {"configMapKeyRef": {

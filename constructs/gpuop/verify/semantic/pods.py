@@ -82,8 +82,8 @@ def _check_items(emit: _Emitter, items: Any, base: str) -> None:
             emit(ipath, invalid(path, "must not contain '..'"))
 
 
-# k8s pkg/apis/core/validation/validation.go ValidateVolumes (name DNS-1123 label, unique; item paths relative without '..'; a
-#   negative emptyDir.sizeLimit),
+# k8s pkg/apis/core/validation/validation.go ValidateVolumes (name DNS-1123 label, unique; item paths
+#   relative without '..'; a negative emptyDir.sizeLimit),
 #   validateVolumeSource ("may not specify more than 1 volume type" / "must specify a volume type"),
 #   validateHostPathVolumeSource (validatePathNoBacksteps, validateHostPathType)
 def check_volumes(obj: Obj, ctx: Context) -> Iterable[Finding]:
@@ -128,7 +128,8 @@ def _checked_volumes(emit: _Emitter, ref: PodSpecRef) -> set[str]:
             except QuantityError:
                 bad = False      # a decode error, reported by the schema check
             if bad:
-                emit(child(path, "emptyDir", "sizeLimit"), forbidden("SizeLimit field must be a valid resource quantity"))
+                emit(child(path, "emptyDir", "sizeLimit"),
+                     forbidden("SizeLimit field must be a valid resource quantity"))
         host_path = vol.get("hostPath")
         if isinstance(host_path, Mapping):
             hp = host_path.get("path")
@@ -895,7 +896,8 @@ def check_pod_affinity(obj: Obj, ctx: Context) -> Iterable[Finding]:
 
 
 # k8s pkg/apis/core/validation/validation.go ValidatePodSpec: hostname and subdomain (DNS-1123
-#   labels), serviceAccountName and nodeName (DNS-1123 subdomains), activeDeadlineSeconds ("must be between 1 and 2147483647, inclusive").
+#   labels), serviceAccountName and nodeName (DNS-1123 subdomains), activeDeadlineSeconds ("must be
+#   between 1 and 2147483647, inclusive").
 def check_pod_names_and_deadlines(obj: Obj, ctx: Context) -> Iterable[Finding]:
     emit = _Emitter(obj)
     for ref in pod_specs(obj):
