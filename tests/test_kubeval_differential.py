@@ -269,6 +269,8 @@ MUTATIONS: list[Mutation] = [
     _m("container-port-protocol-unknown", DS, lambda o: _ctr(o)["ports"][0].update(protocol="XYZ")),
     _m("volume-item-path-dotdot", DS, lambda o: _configmap_volume(o)["items"][0].update(path="../x")),
     _m("volume-item-path-absolute", DS, lambda o: _configmap_volume(o)["items"][0].update(path="/x")),
+    _m("volume-default-mode-too-large", DS, lambda o: _configmap_volume(o).update(defaultMode=512)),
+    _m("volume-item-mode-negative", DS, lambda o: _configmap_volume(o)["items"][0].update(mode=-1)),
     _m("empty-dir-size-limit-negative", DS, lambda o: _pod(o)["volumes"].append(
         {"name": "scratch", "emptyDir": {"sizeLimit": "-1"}})),
     _m("volume-mount-subpath-absolute", DS, lambda o: _ctr(o)["volumeMounts"][0].update(subPath="/abs")),

@@ -26,7 +26,7 @@ Conventions and where it differs from upstream on purpose:
   say "a qualified name ..." for the same refusal.
 * v1 defaulting is applied where it changes the outcome (probe thresholds, DaemonSet rolling-update
   defaults, toleration operator, Service type, port protocol).
-* The rules are the newest API server's (Kubernetes 1.35, as ../shared/tools/kubeval runs them): env var
+* The rules are the newest API server's (Kubernetes 1.35's validation code): env var
   names follow the relaxed grammar of 1.33 and later; the profile check refuses, for a cluster before
   1.33, the names its API server would (validate/kube_names.py).
 * `gpuop validate DIST` also reads each file as kubectl does (decode.py): a string field that YAML 1.1

@@ -68,9 +68,19 @@ _HOST_PATH_TYPES = (
 )  # fmt: skip
 
 
+_MAX_MODE = 0o777
+
+
+def _check_mode(emit: _Emitter, mode: Any, path: str) -> None:
+    if isinstance(mode, int) and not isinstance(mode, bool) and not 0 <= mode <= _MAX_MODE:
+        emit(path, invalid(mode, "must be a number between 0 and 0777 (octal), both inclusive"))
+
+
 def _check_items(emit: _Emitter, items: Any, base: str) -> None:
-    """validateKeyToPath / validateDownwardAPIVolumeFile: item paths are relative and never go up."""
+    """validateKeyToPath / validateDownwardAPIVolumeFile: item paths are relative and never go up, file
+    modes within 0777."""
     for i, item in _dicts(items):
+        _check_mode(emit, item.get("mode"), child(base, i, "mode"))
         path = item.get("path")
         ipath = child(base, i, "path")
         if not isinstance(path, str) or not path:
@@ -83,7 +93,7 @@ def _check_items(emit: _Emitter, items: Any, base: str) -> None:
 
 
 # k8s pkg/apis/core/validation/validation.go ValidateVolumes (name DNS-1123 label, unique; item paths
-#   relative without '..'; a negative emptyDir.sizeLimit),
+#   relative without '..', defaultMode and item modes within 0777; a negative emptyDir.sizeLimit),
 #   validateVolumeSource ("may not specify more than 1 volume type" / "must specify a volume type"),
 #   validateHostPathVolumeSource (validatePathNoBacksteps, validateHostPathType)
 def check_volumes(obj: Obj, ctx: Context) -> Iterable[Finding]:
@@ -115,6 +125,8 @@ def _checked_volumes(emit: _Emitter, ref: PodSpecRef) -> set[str]:
             emit(path, required("must specify a volume type"))
         for extra in sources[1:]:
             emit(child(path, extra), forbidden("may not specify more than 1 volume type"))
+        for source in ("configMap", "secret", "downwardAPI", "projected"):
+            _check_mode(emit, _dict(vol.get(source)).get("defaultMode"), child(path, source, "defaultMode"))
         for source in ("configMap", "secret", "downwardAPI"):
             _check_items(emit, _dict(vol.get(source)).get("items"), child(path, source, "items"))
         for j, proj in _dicts(_dict(vol.get("projected")).get("sources")):
