@@ -42,6 +42,7 @@ from conftest import REPO, run_gpuop
 
 from gpuop.kube.yamlio import dump, load_all
 from gpuop.verify.output import validate_output
+from gpuop.verify.semantic import shown_name
 
 pytestmark = pytest.mark.slow
 
@@ -386,7 +387,7 @@ def _kubeval_paths(result: dict) -> tuple[bool, set[str] | None]:
 def _gpuop_paths(issues, kind: str, name: str) -> set[str]:
     paths = set()
     for issue in issues:
-        if issue.path.startswith(f"{kind}/{name} "):
+        if issue.path.startswith(f"{kind}/{shown_name(name)} "):
             paths.add(issue.path.split(" ", 1)[1])
         elif not issue.path and issue.message.startswith(f"{kind}/{name}: "):
             paths.add(issue.message.split(": ", 2)[1] if issue.message.count(": ") > 1 else "")
@@ -479,7 +480,7 @@ def test_gpuop_validate_refuses_a_trailing_newline_configmap_with_the_api_server
     proc = run_gpuop("validate", str(out), cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
-    assert ('ConfigMap/abc\n metadata.name: Invalid value: "abc\\n": a lowercase RFC 1123 subdomain must consist of '
+    assert ('ConfigMap/"abc\\n" metadata.name: Invalid value: "abc\\n": a lowercase RFC 1123 subdomain must consist of '
             "lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character "
             "(e.g. 'example.com', regex used for validation is "
             "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')") in proc.stderr

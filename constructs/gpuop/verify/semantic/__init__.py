@@ -236,8 +236,14 @@ class StackChecker:
 _checker = StackChecker()   # one per process: spawned workers each keep their own
 
 
+def shown_name(name: str) -> str:
+    """An object's name as the issue shows it: quoted (Go's %q) when it holds a space, a control character
+    or anything outside printable ASCII, so "abc\n" stays on its line."""
+    return name if name and all("!" <= c <= "~" for c in name) else json.dumps(name, ensure_ascii=False)
+
+
 def _issue(file: str, f: Finding, note: str = "") -> Issue:
-    return Issue(file, 0, 0, f"{f.kind}/{f.name} {f.path}", f.message + note)
+    return Issue(file, 0, 0, f"{f.kind}/{shown_name(f.name)} {f.path}", f.message + note)
 
 
 def stack_issues(stack, file: str) -> list[Issue]:

@@ -8,7 +8,9 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from gpuop.kube.validation import invalid, is_dns1123_subdomain, not_supported, required
+from gpuop.kube.validation import (
+    go_value, invalid, is_dns1123_label, is_dns1123_subdomain, not_supported, required,
+)
 from .objects import (
     CLUSTER_SCOPED_KINDS, Context, Finding, Obj, PodSpecRef, TENANT_KINDS, _Emitter, _dict, _dicts, _list,
     child, containers, pod_specs,
@@ -69,7 +71,7 @@ def _check_config_refs(obj: Obj, ctx: Context, ref_kind: str, obj_kind: str, res
             if not name or src.get("optional") is True:
                 continue
             if not ctx.exists(obj_kind, name, emit.namespace):
-                emit(path, f'{resource} "{name}" not found')
+                emit(path, f'{resource} {go_value(name)} not found')
                 continue
             target = ctx.get(obj_kind, name, emit.namespace)
             if target is None:
@@ -83,7 +85,7 @@ def _check_config_refs(obj: Obj, ctx: Context, ref_kind: str, obj_kind: str, res
                 if k not in available:
                     # kubelet: "couldn't find key %v in ConfigMap %v/%v" / volume
                     # "configmap references non-existent config key"
-                    emit(path, f'{resource} "{name}" has no key "{k}"')
+                    emit(path, f'{resource} {go_value(name)} has no key {go_value(k)}')
     return emit.findings
 
 
@@ -113,7 +115,7 @@ def check_runtime_class_exists(obj: Obj, ctx: Context) -> Iterable[Finding]:
         for msg in errs:
             emit(path, invalid(name, msg))
         if not errs and not ctx.exists("RuntimeClass", name):
-            emit(path, f'pod rejected: RuntimeClass "{name}" not found')
+            emit(path, f'pod rejected: RuntimeClass {go_value(name)} not found')
     return emit.findings
 
 
@@ -142,7 +144,7 @@ def check_role_binding_role_ref(obj: Obj, ctx: Context) -> Iterable[Finding]:
     namespace = emit.namespace if ref_kind == "Role" else ""
     if not ctx.exists(ref_kind, name, namespace):
         resource = "roles" if ref_kind == "Role" else "clusterroles"
-        emit("roleRef.name", f'{resource}.rbac.authorization.k8s.io "{name}" not found')
+        emit("roleRef.name", f'{resource}.rbac.authorization.k8s.io {go_value(name)} not found')
     return emit.findings
 
 
@@ -164,7 +166,8 @@ def check_role_binding_subjects(obj: Obj, ctx: Context) -> Iterable[Finding]:
             continue
         name = str(subject.get("name", ""))
         if name and name != "default" and not ctx.exists("ServiceAccount", name, namespace):
-            emit(child(path, "name"), f'serviceaccounts "{name}" not found in namespace "{namespace}"')
+            emit(child(path, "name"),
+                 f"serviceaccounts {go_value(name)} not found in namespace {go_value(namespace)}")
     return emit.findings
 
 
@@ -183,7 +186,8 @@ def check_scc_users(obj: Obj, ctx: Context) -> Iterable[Finding]:
             continue
         namespace, name = match.groups()
         if name != "default" and not ctx.exists("ServiceAccount", name, namespace):
-            emit(child("users", i), f'serviceaccounts "{name}" not found in namespace "{namespace}"')
+            emit(child("users", i),
+                 f"serviceaccounts {go_value(name)} not found in namespace {go_value(namespace)}")
     return emit.findings
 
 
@@ -202,7 +206,7 @@ def check_rbac_scc_use_resource_names(obj: Obj, ctx: Context) -> Iterable[Findin
             if not ctx.exists("SecurityContextConstraints", str(name)):
                 emit(
                     child("rules", i, "resourceNames", j),
-                    f'securitycontextconstraints.security.openshift.io "{name}" not found',
+                    f'securitycontextconstraints.security.openshift.io {go_value(name)} not found',
                 )
     return emit.findings
 
@@ -216,6 +220,8 @@ def check_namespace_exists(obj: Obj, ctx: Context) -> Iterable[Finding]:
     # gpuop/tenant-namespace=true: a tenant's namespace the profile says exists (DRA claim templates, issue 13)
     if ((obj.get("metadata") or {}).get("annotations") or {}).get("gpuop/tenant-namespace") == "true":
         return emit.findings
+    if is_dns1123_label(emit.namespace):
+        return emit.findings      # an invalid namespace is reported by the metadata rules
     if not ctx.exists("Namespace", emit.namespace):
-        emit("metadata.namespace", f'namespaces "{emit.namespace}" not found')
+        emit("metadata.namespace", f'namespaces {go_value(emit.namespace)} not found')
     return emit.findings
