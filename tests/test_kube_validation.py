@@ -39,7 +39,19 @@ CASES = (
     + _table(kv.is_sysctl_name, ["a", "net.core.somaxconn", "net/ipv4/ip_forward", "kernel.shm_rmid_forced"],
              ["", "Net.core", "a..b", ".a", "a.", "a_", "net.core-", "a" * 254, *NL])
     + _table(kv.is_valid_percent, ["0%", "100%", "25%"], ["", "%", "1", "1.5%", "-1%", "1%\n"])
+    + _table(kv.is_path_segment_name, ["a", "system:node", "A b", "..a"], [".", "..", "a/b", "a%b"])
 )
+
+
+@pytest.mark.parametrize("port, accepted", [(1, True), (65535, True), (0, False), (65536, False), (-1, False)])
+def test_port_numbers(port: int, accepted: bool) -> None:
+    assert (kv.is_valid_port_num(port) == []) is accepted
+
+
+@pytest.mark.parametrize("value, accepted", [("1", True), ("-12", True), ("+3", True), ("1.0", False), ("", False),
+                                             ("1\n", False), ("0x1", False)])
+def test_integer_strings(value: str, accepted: bool) -> None:
+    assert kv.is_integer_string(value) is accepted
 
 
 @pytest.mark.parametrize("fn, value, accepted", CASES)
