@@ -31,6 +31,14 @@ def main() -> int:
     for plan in plans:
         GpuStack(app, plan.name, plan, fill=True)
     app.synth()
+    # cdk8s's writer (the `yaml` package, YAML 1.1 schema) leaves strings such as `0o17`, `0B1` or `=` plain,
+    # which kubectl or YAML 1.2 readers type otherwise: each chart's file is rewritten with the same objects,
+    # in cdk8s's order and under its name, by gpuop's writer (kube/yamlio.py), as `gpuop synth` writes them
+    from gpuop.kube.yamlio import dump
+
+    for chart in app.charts:
+        path = Path(app.outdir) / f"{chart.node.id}{app.output_file_extension}"
+        path.write_text("---\n".join(dump(obj) for obj in chart.to_json()))
     return 0
 
 

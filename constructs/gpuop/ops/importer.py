@@ -42,6 +42,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from gpuop import catalog as catalog_mod
 from gpuop.errors import Issue, UserError
+from gpuop.kube.yamlio import quote_ambiguous
 
 NOTE = "gpuop import:"
 COMPONENTS = {      # chart values key -> (profile key, catalog component)
@@ -519,6 +520,7 @@ def import_documents(docs: list[tuple[str, dict]], name: str = "imported",
             "delivery", before="\n".join(f"{NOTE} ignored {i} (not an operator input)" for i in ignored), indent=2)
     out = io.StringIO()
     y = YAML()
+    quote_ambiguous(y)          # strings every YAML 1.1 and 1.2 reader types alike (kube/yamlio.py)
     y.indent(mapping=2, sequence=4, offset=2)
     y.width = 120
     out.write("# Imported by `gpuop import` from " + ", ".join(sorted({s for s, _ in docs})) + ".\n"

@@ -153,6 +153,8 @@ def build_cluster(stack, settings) -> ClusterBuild:
         "clusterObjects": sorted([o.body["apiVersion"].rpartition("/")[0], o.body["kind"], o.body["metadata"]["name"]]
                                  for o in stack.objects if "namespace" not in o.body["metadata"]),
     }
+    if plan.user_created:            # the ConfigMaps the stack mounts that the user creates (`gpuop validate DIST`)
+        entry["userCreated"] = plan.user_created
     files[f"{c}/{fleet.PARAMS}"] = fleet.cluster_params(entry, chart_path)   # outside argocd/: not an object
     files.update(node_labels.write(plan, f"{c}/node-labels.yaml"))
     entry.update(node_labels.index_entry(plan))

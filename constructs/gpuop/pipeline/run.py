@@ -27,7 +27,7 @@ from gpuop.pipeline.keys import quick_key
 from gpuop.pipeline.noop import month
 from gpuop.profile.load import discover, display, load_profile
 from gpuop.validate.runner import validate
-from gpuop.verify.semantic import stack_issues
+from gpuop.verify.user_created import stack_issues
 
 
 @dataclass(frozen=True)

@@ -122,6 +122,14 @@ class OpenShiftPlan:
     prometheus_namespace: str = "openshift-monitoring"
 
 
+# Profile fields naming an object "you create it" (profile/models.py descriptions), as (kind, StackPlan
+# field holding (name, keys)): the stack mounts them from the stack's namespace, gpuop never writes them.
+USER_CREATED: tuple[tuple[str, str], ...] = (
+    ("ConfigMap", "driver_repo_config"),      # spec.driver.repoConfig.configMapName
+    ("ConfigMap", "driver_cert_config"),      # spec.driver.certConfig.configMapName
+)
+
+
 @dataclass(frozen=True)
 class StackPlan:
     name: str
@@ -178,6 +186,17 @@ class StackPlan:
 
     def operand(self, key: str) -> Operand:
         return dict(self.operands).get(key, Operand())
+
+    @property
+    def user_created(self) -> dict[str, list[str]]:
+        """The objects the stack references that the profile says the user creates (kind -> sorted
+        `namespace/name`): external references for the semantic check, never "not found"."""
+        out: dict[str, set[str]] = {}
+        for kind, attr in USER_CREATED:
+            ref = getattr(self, attr)
+            if ref is not None:
+                out.setdefault(kind, set()).add(f"{self.namespace}/{ref[0]}")
+        return {kind: sorted(names) for kind, names in out.items()}
 
     @property
     def uses_crd_kinds(self) -> bool:

@@ -17,7 +17,7 @@ from gpuop.errors import Issue
 from gpuop.kube.yamlio import load_all
 from gpuop.verify import cel
 from gpuop.verify.kubeschema import KubeValidator, SchemaNotFound
-from gpuop.verify.semantic import manifest_issues
+from gpuop.verify.user_created import manifest_issues
 
 
 def is_output(path: Path) -> bool:
@@ -51,5 +51,5 @@ def validate_output(dist: Path) -> list[Issue]:
                     msgs += cel.errors(obj)
                     issues += [Issue(shown, 0, 0, "", f"{obj['kind']}/{obj.get('metadata', {}).get('name')}: {m}")
                                for m in msgs]
-        issues += manifest_issues(dist / c["manifests"])
+        issues += manifest_issues(dist / c["manifests"], c, str(dist / "index.json"))
     return issues
