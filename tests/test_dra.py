@@ -22,6 +22,7 @@ import yaml
 from gpuop import catalog
 from gpuop.catalog import dra as dra_catalog
 from gpuop.errors import UserError
+from gpuop.kube.validation import is_dns1123_subdomain
 from gpuop.kube.yamlio import load_all
 from gpuop.plan import dra as dra_plan
 from gpuop.plan.build import build_plan
@@ -443,7 +444,7 @@ def test_refuses_a_duplicate_claim_template():
 
 def test_device_class_names_keep_profile_attributes_as_valid_subdomains():
     assert dra_plan.device_class_name("infer", "1g.10gb+me") == "infer.1g.10gb-me.gpuop"
-    assert dra_rules.SUBDOMAIN.match("infer.1g.10gb-me.gpuop")
+    assert is_dns1123_subdomain("infer.1g.10gb-me.gpuop") == []
 
 
 def test_refuses_device_class_names_that_are_invalid_or_the_charts(monkeypatch):

@@ -43,14 +43,15 @@ def imports_of(path: Path, modules: set[str]) -> set[str]:
 
 def imports_in(source: str, me: str, is_pkg: bool, modules: set[str]) -> set[str]:
     """The gpuop modules a module's source imports at run time (module- or function-level; not under
-    TYPE_CHECKING). Importing a.b.c also runs the packages a and a.b."""
+    TYPE_CHECKING). Importing a.b.c also runs the packages a and a.b, except the module's own enclosing
+    packages: Python runs those before the module itself, whatever it imports."""
     found: set[str] = set()
 
     def add(mod: str) -> None:
         parts = mod.split(".")
         for i in range(1, len(parts) + 1):
             name = ".".join(parts[:i])
-            if name in modules and name != me:
+            if name in modules and name != me and not me.startswith(name + "."):
                 found.add(name)
 
     def visit(node: ast.AST) -> None:

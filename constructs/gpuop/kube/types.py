@@ -5,8 +5,8 @@ Toleration; the combination rules of k8s.io/kubernetes pkg/apis/core/validation 
 resource quantities (k8s.io/apimachinery pkg/api/resource, the subset gpuop accepts) and integer ranges
 (the Go types of the API fields: int32 for ports, replicas and most seconds, int64 for tolerationSeconds).
 
-Every pattern is matched with `fullmatch`: Python's `$` also matches before a trailing newline, and
-"gpu\n" is not a label (Go's regexp `$` without (?m) is the end of the text). On purpose stricter than
+The syntax itself is gpuop/kube/validation.py's and gpuop/kube/quantity.py's (the one kernel every stage
+uses); this module turns it into pydantic types and profile-facing messages. On purpose stricter than
 upstream: a quantity must fit int64 in milli-units (the API server accepts larger ones, and the kubelet
 then overflows).
 
@@ -16,47 +16,40 @@ The profile models (profile/models.py) use them for input; the chart's values co
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from gpuop.kube import quantity
+from gpuop.kube import validation as kv
 
 
 class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
-# k8s.io/apimachinery pkg/util/validation/validation.go: dns1123LabelFmt, dns1123SubdomainFmt,
-# qualifiedNameFmt (label key names), labelValueFmt. Used with fullmatch (see the module docstring).
-DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-                       r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
-LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
-
 INT32_MAX = 2**31 - 1    # Go int32: replicas, ports, most *Seconds fields, maxUnavailable as a number
-INT64_MAX = 2**63 - 1    # Go int64: tolerationSeconds
+INT64_MAX = quantity.INT64_MAX    # Go int64: tolerationSeconds
 
 
 def is_dns_label(v: str, max_len: int = 63) -> bool:
     """IsDNS1123Label (at most 63; callers may pass a smaller limit the name has to leave room under)."""
-    return len(v) <= max_len and DNS_LABEL.fullmatch(v) is not None
+    return len(v) <= max_len and not kv.is_dns1123_label(v)
 
 
 def is_dns_subdomain(v: str) -> bool:
     """IsDNS1123Subdomain: at most 253 characters. Secret, PriorityClass and most object names."""
-    return len(v) <= 253 and DNS_SUBDOMAIN.fullmatch(v) is not None
+    return not kv.is_dns1123_subdomain(v)
 
 
 def is_label_value(v: str) -> bool:
     """IsValidLabelValue: at most 63 characters, empty allowed."""
-    return len(v) <= 63 and LABEL_VALUE.fullmatch(v) is not None
+    return not kv.is_valid_label_value(v)
 
 
 def label_key_problem(key: str) -> str | None:
     """IsQualifiedName: an optional DNS-subdomain prefix (<= 253) and '/', then a name (<= 63)."""
-    prefix, _, name = key.rpartition("/")
-    if not LABEL_KEY.fullmatch(key) or len(name) > 63 or len(prefix) > 253:
+    if kv.is_qualified_name(key):
         return (f"{key!r} is not a valid label key (optional DNS prefix '/', then a name of "
                 "at most 63 characters: letters, digits, '-', '_', '.')")
     return None
@@ -130,18 +123,7 @@ def toleration_problems(t: Toleration) -> list[tuple[str, str]]:
     return out
 
 
-_SCALE = {"": 1, "m": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
-          "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
-
-
-def quantity_in_range(v: str) -> bool:
-    """The quantity fits int64 in milli-units (Quantity.MilliValue() does not overflow)."""
-    m = re.fullmatch(r"([0-9]+)(?:\.([0-9]+))?([a-zA-Z]*)", v)
-    if m is None or m.group(3) not in _SCALE:
-        return True   # the pattern reports it
-    whole, frac, suffix = m.group(1), m.group(2) or "", m.group(3)
-    milli = (int(whole) * 10**len(frac) + int(frac or 0)) * _SCALE[suffix] * (1 if suffix == "m" else 1000)
-    return milli // 10**len(frac) <= INT64_MAX
+quantity_in_range = quantity.in_int64_milli
 
 
 def _quantity(v: str) -> str:
@@ -150,7 +132,7 @@ def _quantity(v: str) -> str:
     return v
 
 
-Quantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti)?$"), AfterValidator(_quantity)]
+Quantity = Annotated[str, Field(pattern=quantity.SUBSET_PATTERN), AfterValidator(_quantity)]
 
 
 class ResourceList(Model):

@@ -13,7 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from gpuop.kube.types import DNS_LABEL, LABEL_KEY, LABEL_VALUE, Quantity, ResourceList, Resources, Toleration  # noqa: F401
+from gpuop.kube import validation as kv
+from gpuop.kube.types import Quantity, ResourceList, Resources, Toleration  # noqa: F401
 from gpuop.kube.types import INT32_MAX, INT64_MAX  # noqa: F401
 from gpuop.kube.types import dns_label as _dns_label, dns_subdomain as _dns_subdomain, label_key as _label_key
 from gpuop.kube.types import labels as _labels
@@ -88,9 +89,21 @@ Annotations = Annotated[dict[str, str], AfterValidator(_annotations), Field(max_
 MAX_ENV = 64               # pass-through env entries / args of one component
 
 
+def _kube_check(fn):
+    """A pydantic validator from a kube/validation.py rule (its first message is the error)."""
+    def check(v: str) -> str:
+        errs = fn(v)
+        if errs:
+            raise ValueError(f"{v!r}: {errs[0]}")
+        return v
+    return check
+
+
 class EnvVar(Model):
-    name: str = Field(pattern=r"^[-._a-zA-Z][-._a-zA-Z0-9]*$", max_length=256, description=(
-        "Environment variable name (a C identifier, or with - and . as Kubernetes allows). Required."))
+    name: Annotated[str, AfterValidator(_kube_check(kv.is_env_var_name))] = Field(
+        pattern=kv.schema_pattern(kv.RELAXED_ENV_VAR_NAME_FMT), max_length=256, description=(
+        "Environment variable name: printable ASCII without '=' (Kubernetes 1.33 and later; on older clusters "
+        "letters, digits, '_', '-' and '.', not starting with a digit). Required."))
     value: str = Field("", max_length=32768, description="Value. Omitted: empty.")
 
 
@@ -107,7 +120,8 @@ class OperandSettings(ComponentSettings):
 class ConfigMapFiles(Model):
     configMapName: Annotated[str, AfterValidator(_dns_subdomain)] = Field(description=(
         "A ConfigMap in the stack's namespace (you create it, e.g. next to the GitOps objects). Required."))
-    files: list[Annotated[str, Field(pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)]] = Field(
+    files: list[Annotated[str, Field(pattern=kv.schema_pattern(kv.CONFIG_MAP_KEY_FMT), max_length=253),
+                          AfterValidator(_kube_check(kv.is_config_map_key))]] = Field(
         min_length=1, max_length=MAX_ENV, description=(
             "The ConfigMap's keys, each mounted as a file of that name (the Operator lists them from the live "
             "ConfigMap; gpuop compiles without a cluster, so the profile names them). Required."))

@@ -93,7 +93,7 @@ def check_rules(loaded: LoadedProfile, cat: catalog_mod.Catalog) -> tuple[list[I
                                  f"{', '.join(n for n, e in m.os.items() if pver in e.kubernetes)}"))
 
     dver = _str(spec, "driver", "version")
-    if dver is not None and re.match(r"^\d{3}(\.\d+){0,2}$", dver) and cat.drivers and cat.branch(dver) is None:
+    if dver is not None and re.fullmatch(r"\d{3}(\.\d+){0,2}", dver) and cat.drivers and cat.branch(dver) is None:
         errors.append(at(("spec", "driver", "version"), _one_of(dver.split(".")[0],
                          [b.branch for b in cat.drivers], "driver branch")))
 

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 
 from gpuop.catalog import dra as dra_catalog
 from gpuop.catalog import versions
+from gpuop.kube import validation as kv
 from gpuop.mig import geometry
 from gpuop.plan import dra as dra_plan
 from gpuop.plan.drivers import full_version
 
 SOURCE = "catalog/data/dra.yaml"
-SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 CHART_CLASSES = frozenset({"gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com",
                            "compute-domain-daemon.nvidia.com", "compute-domain-default-channel.nvidia.com"})
 
@@ -309,7 +309,7 @@ def check_device_classes(ctx: Ctx):
     ext: dict[str, str] = {}
     for c in plan.device_classes:
         where = ("spec", "nodePools", index[c.pool], "name")
-        if len(c.name) > 253 or not SUBDOMAIN.match(c.name):
+        if kv.is_dns1123_subdomain(c.name):
             ctx.error(where, f"DeviceClass name {c.name!r} is not a valid DNS-1123 subdomain (lowercase "
                       "alphanumerics, '-' and '.', at most 253 characters)")
         if c.name in CHART_CLASSES:
@@ -384,7 +384,7 @@ def _literal(t) -> tuple[str, object] | None:
             return "string", tok[1:-1]
         if tok in ("true", "false"):
             return "bool", tok == "true"
-        if re.fullmatch(r"-?\d+", tok):
+        if kv.is_integer_string(tok) and not tok.startswith("+"):
             return "int", int(tok)
         return "other", tok
     return None

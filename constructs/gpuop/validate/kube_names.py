@@ -12,12 +12,19 @@ field's context or combine fields, each with its upstream source:
   Exists, Exists takes no value, a value is a label value, tolerationSeconds only with NoExecute.
 - node affinity: ValidateNodeSelectorRequirement: In/NotIn values are label values (IsValidLabelValue),
   Gt/Lt take one int64.
+- env var names: the profile models accept what the newest API server does (any printable ASCII but
+  '='); a cluster older than 1.33 (RelaxedEnvironmentVariableValidation off) refuses names outside the
+  older grammar (IsEnvVarName), so they are refused here for such a platform.
 """
 
 from __future__ import annotations
 
+from pydantic import BaseModel
+
+from gpuop.kube import validation as kv
 from gpuop.kube.types import (DNS_SUBDOMAIN_RULE, INT64_MAX, LABEL_VALUE_RULE, is_dns_subdomain, is_label_value,
                               toleration_problems)
+from gpuop.profile.models import EnvVar
 from gpuop.validate.rules import Context, run
 
 SYSTEM_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
@@ -57,7 +64,45 @@ def check_node_affinity_values(ctx: Context) -> list:
     return out
 
 
-RULES = ((check_priority_class_name, check_tolerations, check_node_affinity_values),)
+def _kube_version(ctx: Context) -> str | None:
+    """The Kubernetes minor of the cluster (OpenShift's through the release matrix); None: unknown."""
+    p = ctx.spec.platform
+    if p.type == "openshift":
+        return ctx.release.matrix.openshiftKubernetes.get(p.version) if ctx.release else None
+    return p.version
+
+
+def _env_vars(node, loc: tuple):
+    """(loc, EnvVar) of every env entry anywhere in the profile's spec."""
+    if isinstance(node, EnvVar):
+        yield loc, node
+    elif isinstance(node, BaseModel):
+        for name in type(node).model_fields:
+            yield from _env_vars(getattr(node, name), loc + (name,))
+    elif isinstance(node, (list, tuple)):
+        for i, item in enumerate(node):
+            yield from _env_vars(item, loc + (i,))
+    elif isinstance(node, dict):
+        for k, item in node.items():
+            yield from _env_vars(item, loc + (k,))
+
+
+def check_env_names_for_the_kubernetes_version(ctx: Context) -> list:
+    """Env var names the cluster's API server accepts (IsEnvVarName before 1.33, IsRelaxedEnvVarName since)."""
+    kube = _kube_version(ctx)
+    if kube is None or kv.kube_minor(kube) >= kv.RELAXED_ENV_VAR_NAMES_FROM:
+        return []
+    out = []
+    for loc, env in _env_vars(ctx.spec, ("spec",)):
+        errs = kv.is_env_var_name(env.name, kube)
+        if errs:
+            out.append(ctx.at(loc + ("name",), f"{env.name!r}: {errs[0]} (Kubernetes {kube}; names outside this "
+                                               "grammar are accepted from 1.33 on)"))
+    return out
+
+
+RULES = ((check_priority_class_name, check_tolerations, check_node_affinity_values,
+          check_env_names_for_the_kubernetes_version),)
 
 
 def check(loaded, profile, cat) -> tuple[list, list]:

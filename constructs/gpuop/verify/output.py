@@ -1,6 +1,6 @@
 """Validate a compiled output folder the way the API servers would: every core object against the
 strict Kubernetes schemas of its cluster's version, every Flux object against the CEL rules of its
-CRD, and each cluster's rendered manifests together against the semantic rules (verify/semantic.py:
+CRD, and each cluster's rendered manifests together against the semantic rules (verify/semantic/:
 what the API server and kubelet refuse beyond the schema, and references between the objects).
 Used by `gpuop validate DIST` (and so after hand edits of dist/).
 

@@ -17,12 +17,11 @@ from pathlib import Path
 from gpuop.errors import Issue
 from gpuop.kube.slots import fill
 from gpuop.kube.types import DNS_SUBDOMAIN_RULE, is_dns_subdomain
-from gpuop.kube.yamlio import load_all
 from gpuop.verify import semantic
 
 
 def _issue(file: str, f, note: str = "") -> Issue:
-    return Issue(file, 0, 0, f"{f.kind}/{f.name} {f.path}", f.message + note)
+    return Issue(file, 0, 0, f"{f.kind}/{semantic.shown_name(f.name)} {f.path}", f.message + note)
 
 
 def stack_issues(stack, file: str) -> list[Issue]:
@@ -58,19 +57,4 @@ def manifest_issues(folder: Path, entry: dict, shown_index: str) -> list[Issue]:
     """semantic.manifest_issues of one cluster's rendered manifests, with the entry's user-created objects
     as external references."""
     external, issues = index_problems(entry, shown_index)
-    if not external:
-        return issues + semantic.manifest_issues(folder)
-    objs: list[dict] = []
-    files: list[str] = []
-    for path in sorted(folder.glob("*.yaml")):
-        if path.name == "kustomization.yaml":
-            continue
-        try:
-            docs = load_all(path.read_text())
-        except Exception:  # noqa: BLE001, S112 - verify.output reports it as "not valid YAML"
-            continue
-        for obj in docs:
-            if isinstance(obj, dict) and "kind" in obj:
-                objs.append(obj)
-                files.append(str(path))
-    return issues + [_issue(files[i], f) for i, f in semantic.check_indexed(objs, external=external)]
+    return issues + semantic.manifest_issues(folder, external=external)
