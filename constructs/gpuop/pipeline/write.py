@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuop.bounded import MAX_JSON_BYTES, parse_json, read_bytes, read_json
 from gpuop.errors import Issue, UserError
 from gpuop.outputs.version import LOCK_FILE
 
@@ -69,26 +70,31 @@ def steps_taken() -> int:
 
 def read_lock(out: Path) -> dict:
     path = out / LOCK_FILE
-    if not path.is_file():
+    if not os.path.lexists(path):
         return {}
-    try:
-        lock = json.loads(path.read_text())
-        assert isinstance(lock.get("clusters"), dict)
+    try:          # bounded, never through a symlink (gpuop.bounded): the previous output is untrusted
+        lock = read_json(path, str(path), what="a version lock")
+        assert isinstance(lock, dict) and isinstance(lock.get("clusters"), dict)
         return lock
-    except (ValueError, AssertionError, AttributeError):
-        raise UserError(Issue(str(path), 0, 0, "", "version lock is not valid JSON of kind VersionLock; "
+    except (UserError, AssertionError) as exc:
+        why = exc.issues[0].message if isinstance(exc, UserError) else ""
+        why = f" ({why})" if why and not why.startswith("not valid JSON") else ""
+        raise UserError(Issue(str(path), 0, 0, "", f"version lock is not valid JSON of kind VersionLock{why}; "
                               "restore it from git (deleting it restarts every chart at version 0.1.0)"))
 
 
 def read_index(out: Path) -> dict:
     """index.json of an output folder, checked for shape: a UserError (exit 2) when it is not an Index."""
     path = Path(out) / "index.json"
+    try:          # bounded, never through a symlink (gpuop.bounded): the previous output is untrusted
+        raw = read_bytes(path, str(path), limit=MAX_JSON_BYTES, what="an index.json")
+    except UserError as exc:
+        raise UserError(Issue(str(path), 0, 0, "", f"{exc.issues[0].message}; not a gpuop output folder"))
     try:
-        doc = json.loads(path.read_text())
-    except OSError as exc:
-        raise UserError(Issue(str(path), 0, 0, "", f"cannot read: {exc.strerror or exc}; not a gpuop output folder"))
-    except ValueError as exc:
-        raise UserError(Issue(str(path), 0, 0, "", f"not valid JSON ({exc}); restore it from git or recompile"))
+        doc = parse_json(str(path), raw)
+    except UserError as exc:
+        i = exc.issues[0]
+        raise UserError(Issue(i.file, i.line, i.col, "", f"{i.message}; restore it from git or recompile"))
     problem = _index_problem(doc)
     if problem:
         raise UserError(Issue(str(path), 0, 0, problem[0], f"{problem[1]}; not an index.json written by gpuop "
