@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -190,3 +191,27 @@ def read_tree(folder: Path, shown: str | None = None, *, prefix: str = "", budge
     """Every regular file below `folder` (walk's rules), keyed `prefix` + relative path."""
     shown = str(folder) if shown is None else shown
     return {prefix + rel: read_bytes(p, f"{shown}/{rel}") for rel, p in walk(folder, shown, budget=budget)}
+
+
+# ---- host names: the one allow-shape for every URL gpuop reads from or writes into an object -------
+
+_HOST = re.compile(r"(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
+_IPV6 = re.compile(r"\[[0-9A-Fa-f:.]{2,45}\]")
+
+
+def host_problem(host: str) -> str | None:
+    """Why `host` (without port) is not an allowed host name; None when it is: DNS labels in ASCII (an
+    international name in its IDNA form, xn--..., so a look-alike letter cannot pass for another
+    host), an IPv4 or a bracketed IPv6 address; never a leading '-' (ssh would read it as an option)."""
+    if not host:
+        return "has no host"
+    if not host.isascii():
+        return ("has a host that is not ASCII (a look-alike letter?); write an international name in its "
+                "IDNA form (xn--...)")
+    if host.startswith("-"):
+        return "has a host that starts with '-'"
+    if ":" in host:                        # an IPv6 literal (urllib strips its brackets)
+        return None if _IPV6.fullmatch(f"[{host.strip('[]')}]") else "has a malformed IPv6 host"
+    if not _HOST.fullmatch(host):
+        return "has a host that is not a DNS name or an IP address"
+    return None

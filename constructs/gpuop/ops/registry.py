@@ -27,14 +27,13 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 
+from gpuop.bounded import host_problem
 from gpuop.errors import Issue, UserError
 
 MAX_REDIRECTS = 5
 DEADLINE = 30.0                       # seconds per request (connect, headers and body)
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024  # the OCI distribution spec's manifest size registries must accept
 MAX_SMALL_BYTES = 1024 * 1024         # a token or a tag list page
-_HOST = re.compile(r"(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
-_IPV6 = re.compile(r"\[[0-9A-Fa-f:.]{2,45}\]")
 
 
 @dataclass(frozen=True)
@@ -47,22 +46,6 @@ class Response:
 
 def _error(where: str, message: str) -> UserError:
     return UserError(Issue(where, 0, 0, "", f"registry error: {message}"))
-
-
-def host_problem(host: str) -> str | None:
-    """Why `host` (without port) is not an allowed registry or realm host; None when it is."""
-    if not host:
-        return "has no host"
-    if not host.isascii():
-        return ("has a host that is not ASCII (a look-alike letter?); write an international name in its "
-                "IDNA form (xn--...)")
-    if host.startswith("-"):
-        return "has a host that starts with '-'"
-    if ":" in host:                        # an IPv6 literal (urllib strips its brackets)
-        return None if _IPV6.fullmatch(f"[{host}]") else "has a malformed IPv6 host"
-    if not _HOST.fullmatch(host):
-        return "has a host that is not a DNS name or an IP address"
-    return None
 
 
 def split_url(url: str, where: str, schemes: tuple[str, ...] = ("http", "https")) -> urllib.parse.SplitResult:
