@@ -173,6 +173,8 @@ def _report_target(output: Path, settings_path: Path) -> Path:
     for part in (out / "report").relative_to(project).parts:
         here = here / part
         if os.path.islink(here):
-            raise UserError(Issue(str(here), 0, 0, "", "is a symlink; the report is never written through a link "
+            from gpuop.profile.load import display
+
+            raise UserError(Issue(display(here), 0, 0, "", "is a symlink; the report is never written through a link "
                                   "(remove it, gpuop creates the folder)"))
     return out / "report" / "index.html"
