@@ -264,3 +264,18 @@ def test_publish_refuses_credentials_in_the_reference(project, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "--oci: registry error: credentials in the URL are refused" in err, err
     assert seen == [] and ":p@" not in err
+
+
+def test_publish_pushes_when_the_registry_says_the_repository_does_not_exist(project, capsys):
+    _dist(project)
+
+    def answer(h):
+        h.send(404, b'{"errors":[{"code":"NAME_UNKNOWN","message":"repository name not known to registry"}]}',
+               {"Content-Type": "application/json"})
+    with serve(answer) as (host, seen):
+        code = main(["publish", "--oci", f"oci://{host}/gpu", "--plain-http", "dist"])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot read the tags" not in err, err
+    # a 404 proves absence: gpuop went on to push (Helm's client refuses this fake archive before uploading)
+    assert "registry error: file 'dist/charts/c1-0.1.0.tgz'" in err, err
+    assert [p for p, _ in seen] == ["/v2/gpu/c1/tags/list"]

@@ -3,7 +3,7 @@ registry with Helm's own client (helm-python-sdk), never reusing a version for o
 
 For each cluster in index.json: if the registry's tag list lacks the chart's version, push the archive
 (a tag list gpuop cannot read — 401 for a push-only token, 403, 5xx — is exit 2, never taken as "no
-repository": only 404 NAME_UNKNOWN says the repository does not exist yet);
+repository": only a 404 says the repository does not exist yet);
 if it has one, pull it and compare bytes — identical means already published (skipped), different
 means someone published other content under this version, and gpuop refuses (exit 2) instead of
 overwriting: Argo CD and Flux cache charts by version and would never see the change. Versions carry
@@ -70,7 +70,7 @@ def publish_oci(dist: Path, remote: str, *, plain_http: bool = False) -> tuple[l
                     # 401 (a push-only token), 403, 500, a timeout: the tag list is unreadable, so gpuop
                     # cannot prove the version absent and pushing could overwrite a published chart
                     detail = " ".join(str(exc).split())
-                    issues.append(Issue(remote, 0, 0, "", f"cannot read the tags of {ref} ({detail}); refusing to "
+                    issues.append(Issue(remote, 0, 0, "", f"registry error: cannot read the tags of {ref} ({detail}); refusing to "
                                         "push a version gpuop could not prove absent (a token that may push must "
                                         "also be allowed to list tags)"))
                     outcomes += [Outcome(t["name"], t["chartVersion"], "not attempted") for t in todo]
@@ -102,10 +102,10 @@ def publish_oci(dist: Path, remote: str, *, plain_http: bool = False) -> tuple[l
 
 
 def _no_repository(exc) -> bool:
-    """The registry answered the tag list with 404 NAME_UNKNOWN: the repository does not exist yet, so
-    no version of it can exist. Anything else (401, 403, 5xx, no answer) proves nothing."""
-    text = " ".join(str(exc).split()).lower()
-    return "status code 404" in text and ("name unknown" in text or "name_unknown" in text)
+    """The registry answered the tag list with 404 (NAME_UNKNOWN in the distribution spec; some registries
+    word it otherwise): the repository does not exist yet, so no version of it can exist. Anything else
+    (401 for a push-only token, 403, 5xx, no answer) proves nothing."""
+    return re.search(r"response status code 404\b", " ".join(str(exc).split())) is not None
 
 
 def summary(outcomes: list[Outcome]) -> str:
