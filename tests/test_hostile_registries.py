@@ -279,3 +279,13 @@ def test_publish_pushes_when_the_registry_says_the_repository_does_not_exist(pro
     # a 404 proves absence: gpuop went on to push (Helm's client refuses this fake archive before uploading)
     assert "registry error: file 'dist/charts/c1-0.1.0.tgz'" in err, err
     assert [p for p, _ in seen] == ["/v2/gpu/c1/tags/list"]
+
+
+def test_a_lock_that_links_outside_is_neither_read_nor_written(project, capsys):
+    outside = project.parent / "outside.json"
+    outside.write_text('{"kind": "ImageDigests", "images": {}}')
+    (project / "images.lock.json").symlink_to(outside)
+    with serve(lambda h: h.good_manifest()) as (host, _):
+        code, err = resolve(capsys, f"{host}/mirror")
+    assert code == 2 and "images.lock.json: is a symlink, not a digest lock; links are not followed" in err, err
+    assert outside.read_text() == '{"kind": "ImageDigests", "images": {}}'

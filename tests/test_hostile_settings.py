@@ -148,3 +148,35 @@ def test_hostile_settings_are_exit_2_located_and_never_reach_the_output(good, tm
         assert tree(root / "dist") == before
         assert not any(needle.encode() in f.read_bytes() for f in (root / "dist").rglob("*") if f.is_file())
         assert sorted(p.name for p in tmp_path.iterdir()) == ["project"]
+
+
+# ---- the goTemplate ApplicationSet: a literal stays literal under Go's text/template ---------------
+
+@hsettings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(value=st.lists(st.sampled_from(["{{", "}}", "{{.name}}", "{{ .cluster }}", "{", "}", "a", '"', "x/y", "-"]),
+                      min_size=1, max_size=8).map("".join))
+def test_go_literal_renders_to_the_same_text_under_go_templates(value, tmp_path_factory):
+    """Helm's engine is Go's text/template (as Argo CD's ApplicationSet controller): the escaped string
+    renders back to exactly the string, so no settings value can become a template action."""
+    import base64
+
+    import helm_python as helm
+
+    from gpuop.outputs import charts
+    from gpuop.outputs.fleet import go_literal
+
+    encoded = base64.b64encode(value.encode()).decode()
+    chart = {"Chart.yaml": "apiVersion: v2\nname: t\nversion: 0.1.0\n"}
+    # the value as template text, rendered; its output base64'd by the template so YAML quoting cannot blur it
+    chart["templates/cm.yaml"] = ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: t}\ndata:\n"
+                                  "  v: {{ include \"lit\" . | b64enc }}\n")
+    chart["templates/_lit.tpl"] = '{{- define "lit" -}}' + go_literal(value) + "{{- end -}}"
+    folder = tmp_path_factory.mktemp("golit")
+    (folder / "t.tgz").write_bytes(charts.archive("t", chart))
+    c = helm.Chart.load(str(folder / "t.tgz"))
+    try:
+        out = c.render({}, name="t", namespace="n")
+    finally:
+        c.close()
+    rendered = yaml.safe_load(next(v for k, v in out.items() if k.endswith("cm.yaml")))["data"]["v"]
+    assert rendered == encoded

@@ -17,9 +17,11 @@ What it shows:
   (everything of that kind or in it goes with it). Unlike `git diff`, these are named, because a
   reviewer reading 40 changed files misses the one deletion that takes a fleet's GPUs down.
 
-`--against` is a folder or a git revision. A revision is checked before git sees it (it may not start
-with `-`, and every git call separates options from arguments with `--end-of-options` / `--`), so
-`--against=--output=x` cannot become a git option. A project whose output is not in git yet (no
+`--against` is an output folder inside the project or a git revision of the project's repository (a
+folder outside it, `.` or a symlink is checked as a revision, and refused). A revision is checked before
+git sees it (at most 255 characters, never starting with `-`, and every git call separates options from
+arguments with `--end-of-options` / `--`), so `--against=--output=x` cannot become a git option. git
+runs with no command the repository configures (GIT_SAFE, GIT_ENV below). A project whose output is not in git yet (no
 repository, no commit, or no dist/ at that revision) is compared against the folder on disk, or, when
 that does not exist either, everything is new; that is a note, not an error.
 """

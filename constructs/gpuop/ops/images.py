@@ -188,6 +188,16 @@ def resolve(paths: list[Path], registry: str, lock_path: Path, plain_http: bool 
             raise UserError(Issue(str(lock_path), 0, 0, "images", "not a digest lock (image key -> sha256:...); "
                                   "restore it from git or delete it"))
     images = {**old, **found}
-    lock_path.write_text(json.dumps({"apiVersion": "gpuop/v1alpha1", "kind": LOCK_KIND,
-                                     "images": dict(sorted(images.items()))}, indent=2) + "\n")
+    text = json.dumps({"apiVersion": "gpuop/v1alpha1", "kind": LOCK_KIND, "images": dict(sorted(images.items()))},
+                      indent=2) + "\n"
+    tmp = lock_path.with_name(f".{lock_path.name}.{os.getpid()}.tmp")
+    try:        # whole or not at all, and never through a link: a new file, then one rename
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, lock_path)
+    except OSError as exc:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise UserError(Issue(str(lock_path), 0, 0, "", f"cannot write the digest lock: {exc.strerror or exc}"))
     return found
