@@ -251,7 +251,8 @@ def test_merge_of_bad_shards_is_exit_2_never_a_bug(fleet, tmp_path):
            "or recompile)" in lines
     assert "empty/index.json: cannot read: No such file or directory; not a gpuop output folder" in lines
     assert "missing: not a folder; pass the folders `gpuop synth --shard K/N -o DIR` wrote" in lines
-    name = json.loads((w / "s1" / "index.json").read_text())["clusters"][0]["name"]
-    assert f"listed: cluster {name!r} is in more than one shard" in lines
+    assert "listed: is shard 1/2 again (also s1)" in lines       # a copy of s1's index: the same shard twice
+    assert "merge: shard 2/2 missing; the merged output would remove their clusters from the fleet; pass every " \
+        "shard's folder" in lines
     assert lines[-1].startswith("gpuop: ") and lines[-1].endswith("errors; nothing written")
     assert not (w / "merged").exists()

@@ -98,7 +98,7 @@ def test_hostile_input_exits_2_located_and_keeps_dist(case_file, tmp_path, good_
 
 
 def test_every_case_file_quotes_its_bullet_and_expects_errors():
-    assert len(CASES) == 8
+    assert len(CASES) == 9
     for case_file in CASES:
         case = yaml.safe_load(case_file.read_text())
         assert case["bullet"] and case["stderr"].endswith("nothing written\n"), case_file.name

@@ -161,7 +161,7 @@ def test_validate_and_diff_on_a_bogus_index_json_are_exit_2(workdir, tmp_path):
                            "written by gpuop (restore it from git or recompile)"),
                           ('{"kind": "Index", "clusters": [{"name": "x"}]}', "dist/index.json: clusters[0].chart: "
                            "missing or not a string; not an index.json written by gpuop (restore it from git or recompile)"),
-                          ("[1", "dist/index.json: not valid JSON (Expecting ',' delimiter: line 1 column 3 (char 2)); "
+                          ("[1", "dist/index.json:1:3: not valid JSON (Expecting ',' delimiter); "
                            "restore it from git or recompile")):
         (w / "dist" / "index.json").write_text(text)
         for cmd in (("validate", "dist"), ("diff",)):

@@ -102,6 +102,16 @@ def _jobs(text: str) -> int:
     return int(text)
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 600:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds in (0, 600]")
+    return value
+
+
 def _shard(text: str) -> tuple[int, int]:
     k, _, n = text.partition("/")
     if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
@@ -376,6 +386,8 @@ def _images_parser(resolve: bool) -> argparse.ArgumentParser:
         ip.add_argument("--plain-http", action="store_true", help="registry without TLS (e.g. on loopback)")
         ip.add_argument("--lock", type=Path, default=Path("images.lock.json"), help="the digest lock to write "
                         "(default: images.lock.json); profiles pin with spec.images.digestLock")
+        ip.add_argument("--timeout", type=_seconds, default=30.0, help="seconds one registry request may take, "
+                        "connect, headers and body together (default: 30)")
     return ip
 
 
@@ -386,7 +398,7 @@ def cmd_images(args) -> int:
     a = _images_parser(resolve).parse_args((args.rest[1:] if resolve else args.rest) + (["-h"] if args.help else []))
     paths = a.paths or [Path("profiles")]
     if resolve:
-        found = images.resolve(paths, a.registry, a.lock, a.plain_http)
+        found = images.resolve(paths, a.registry, a.lock, a.plain_http, timeout=a.timeout)
         print(f"gpuop: {len(found)} image digest{'s' if len(found) != 1 else ''} written to {a.lock}",
               file=sys.stderr)
         return 0

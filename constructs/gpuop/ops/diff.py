@@ -17,21 +17,21 @@ What it shows:
   (everything of that kind or in it goes with it). Unlike `git diff`, these are named, because a
   reviewer reading 40 changed files misses the one deletion that takes a fleet's GPUs down.
 
-`--against` is a folder or a git revision. A revision is checked before git sees it (it may not start
-with `-`, and every git call separates options from arguments with `--end-of-options` / `--`), so
-`--against=--output=x` cannot become a git option. A project whose output is not in git yet (no
+`--against` is an output folder inside the project or a git revision of the project's repository (a
+folder outside it, `.` or a symlink is checked as a revision, and refused). A revision is checked before
+git sees it (at most 255 characters, never starting with `-`, and every git call separates options from
+arguments with `--end-of-options` / `--`), so `--against=--output=x` cannot become a git option. git
+runs with no command the repository configures (GIT_SAFE, GIT_ENV below). A project whose output is not in git yet (no
 repository, no commit, or no dist/ at that revision) is compared against the folder on disk, or, when
 that does not exist either, everything is new; that is a note, not an error.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import subprocess
 import sys
-import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,24 +88,86 @@ def tree_from_dir(folder: Path) -> Tree:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+# Every git call runs without the commands a repository or its config can name: no filters (smudge,
+# clean, process), textconv, external diff, hooks, fsmonitor or pager, and no system config.
+# The tree is read with ls-tree and cat-file --batch, which never apply attributes, instead of git
+# archive (whose export-subst and filters run what a committed .gitattributes names).
+GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_ATTR_NOSYSTEM": "1",
+           "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "GIT_EXTERNAL_DIFF": "", "GIT_NO_REPLACE_OBJECTS": "1",
+           "GIT_OPTIONAL_LOCKS": "0"}
+GIT_SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.attributesFile=/dev/null",
+            "-c", "diff.external=", "-c", "core.pager=cat", "-c", "protocol.allow=never", "-c", "core.sshCommand=false",
+            "-c", "uploadpack.packObjectsHook=", "--no-replace-objects")
+MAX_REVISION = 255
+MAX_GIT_TREE_BYTES = 4 * 1024 ** 3
+
+
 def _git(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], capture_output=True, check=False)   # callers read returncode
+    return _git_input(None, *args)
+
+
+def _git_input(stdin: bytes | None, *args: str) -> subprocess.CompletedProcess:
+    """git with the hardening above; the environment's own GIT_* variables (GIT_DIR, GIT_CONFIG_*...)
+    are dropped, so the repository is the one of the working directory."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | GIT_ENV
+    return subprocess.run(["git", *GIT_SAFE, *args], input=stdin, capture_output=True, check=False,
+                          env=env)   # callers read returncode
 
 
 def check_revision(ref: str) -> None:
     """Refuse what cannot be a revision before git sees it (a leading `-` would be an option)."""
     if ref.startswith("-"):
         why = "a revision cannot start with '-'"
+    elif len(ref) > MAX_REVISION:
+        why = f"a revision is at most {MAX_REVISION} characters, got {len(ref)}"
     elif not REVISION.fullmatch(ref) or ".." in ref or "@{-" in ref:
         why = "a revision is a branch, tag, commit or HEAD~N, without spaces, '..' or control characters"
     else:
         return
-    raise UserError(Issue("--against", 0, 0, "", f"{ref!r} is neither a folder nor a git revision: {why}"))
+    shown = ref if len(ref) <= 80 else ref[:80] + "..."
+    raise UserError(Issue("--against", 0, 0, "", f"{shown!r} is neither a folder nor a git revision: {why}"))
+
+
+def against_folder(against: str) -> bool:
+    """`--against` names an output folder of this project (compared as it is on disk); anything else is
+    a revision. A folder outside the working directory (/etc), the working directory itself (.) or a
+    symlink is never read as an output folder: it is then checked as a revision, and refused."""
+    import os
+
+    try:
+        if not Path(against).is_dir() or os.path.islink(against):
+            return False
+        here = Path.cwd().resolve()
+        real = Path(against).resolve()
+    except OSError:                      # a name too long for the file system is no folder
+        return False
+    return real != here and real.is_relative_to(here)
+
+
+def _batch_read(entries: list[tuple[str, str]]) -> dict[str, bytes]:
+    """Blob contents by path from one `git cat-file --batch` (no filters, no textconv)."""
+    proc = _git_input("".join(f"{sha}\n" for sha, _ in entries).encode(), "cat-file", "--batch")
+    if proc.returncode != 0:
+        raise UserError(Issue("--against", 0, 0, "", f"cannot read the git objects: "
+                              f"{proc.stderr.decode(errors='replace').strip()[:300]}"))
+    out, data, pos = {}, proc.stdout, 0
+    for sha, path in entries:
+        nl = data.index(b"\n", pos)
+        head = data[pos:nl].split()
+        if len(head) != 3 or head[1] != b"blob":
+            raise UserError(Issue("--against", 0, 0, "", f"cannot read {path} from git: {data[pos:nl][:80]!r}"))
+        size = int(head[2])
+        out[path] = data[nl + 1:nl + 1 + size]
+        pos = nl + 1 + size + 1
+    return out
 
 
 def tree_from_git(ref: str, folder: str) -> Tree | None:
     """`folder` at revision `ref`; None when the project has no git history for it yet (no repository,
-    no commit, or no `folder` at that revision). An unknown revision in a repository is bad input."""
+    no commit, or no `folder` at that revision). An unknown revision in a repository is bad input.
+    Only regular files are read (a committed symlink is not followed), each path inside `folder`."""
     check_revision(ref)
     if _git("rev-parse", "--is-inside-work-tree").returncode != 0:
         return None
@@ -118,22 +180,35 @@ def tree_from_git(ref: str, folder: str) -> Tree | None:
     commit = sha.stdout.decode().strip()
     if not _git("ls-tree", "-d", "--name-only", commit, "--", folder).stdout.strip():
         return None                                  # the output folder is not committed yet
-    proc = _git("archive", "--format=tar", commit, "--", folder)
-    if proc.returncode != 0:
+    # ls-tree paths are relative to the working directory's place in the repository, as `folder` is
+    listing = _git("ls-tree", "-r", "-z", "-l", commit, "--", folder)
+    if listing.returncode != 0:
         raise UserError(Issue("--against", 0, 0, "", f"cannot read {folder}/ at git revision {ref!r}: "
-                              f"{proc.stderr.decode(errors='replace').strip()}"))
-    base = folder             # run in a subfolder, git archive names members relative to it, as `folder` is
-    out: Tree = {}
-    with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
-        for m in tar.getmembers():
-            if m.isfile() and Path(m.name).is_relative_to(base):
-                out[Path(m.name).relative_to(base).as_posix()] = tar.extractfile(m).read()
-    return out
+                              f"{listing.stderr.decode(errors='replace').strip()[:300]}"))
+    entries, total = [], 0
+    for item in listing.stdout.split(b"\0"):
+        if not item:
+            continue
+        meta, _, name = item.partition(b"\t")
+        mode, kind, sha_, size = meta.split()
+        path = name.decode("utf-8", "surrogateescape")
+        if kind != b"blob" or mode not in (b"100644", b"100755"):
+            continue                                 # symlinks, submodules: not output files, never followed
+        rel = Path(path)
+        if not rel.is_relative_to(folder) or ".." in rel.parts:
+            continue
+        total += int(size)
+        if total > MAX_GIT_TREE_BYTES:
+            raise UserError(Issue("--against", 0, 0, "", f"{folder}/ at {ref!r} holds more than "
+                                  f"{MAX_GIT_TREE_BYTES} bytes; not a gpuop output folder"))
+        entries.append((sha_.decode(), path))
+    blobs = _batch_read(entries) if entries else {}
+    return {Path(p).relative_to(folder).as_posix(): data for p, data in blobs.items()}
 
 
 def old_tree(against: str | None, output: Path) -> tuple[Tree, str]:
     """The last compiled output and a note saying what it is when that is not what was asked."""
-    if against is None or Path(against).is_dir():
+    if against is None or against_folder(against):
         folder = Path(against) if against is not None else output
         return tree_from_dir(folder), ("" if folder.is_dir() else f"gpuop: {folder} does not exist yet: everything is new")
     folder = output.as_posix().rstrip("/")

@@ -6,9 +6,11 @@ filled from a registry, for air-gapped and pinned sites.
 - Resolve: for every image the clusters' plans use (StackPlan.image_keys: <path>:<tag> below the
   registry), the registry's manifest for <registry path>/<path>:<tag> is fetched over the Docker
   Registry HTTP API v2 (`GET /v2/<name>/manifests/<tag>`, Accept: OCI index / manifest and Docker
-  manifest list / v2) and its digest taken as sha256 of the bytes served (the registry's
-  Docker-Content-Digest must agree). An anonymous bearer token is fetched when the registry asks for one
-  (WWW-Authenticate: Bearer realm=...). The lock (kind ImageDigests) keeps entries of other images, so
+  manifest list / v2) and its digest taken as sha256 of the bytes served. The answer is untrusted
+  (ops/registry.py bounds it: same-host redirects, a deadline, a size cap): its media type must be a
+  manifest type and the registry's Docker-Content-Digest must be present and agree with the bytes. An
+  anonymous bearer token is fetched when the registry asks for one (WWW-Authenticate: Bearer
+  realm=...), from a realm over https or on the registry's own host only. The lock (kind ImageDigests) keeps entries of other images, so
   one lock can serve several profiles; keys are below the registry, so the digests hold in any mirror.
   A profile pins with spec.images.digestLock.
 """
@@ -18,18 +20,20 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import re
-import urllib.error
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
+from gpuop.bounded import parse_json, read_json
 from gpuop.errors import Issue, UserError
+from gpuop.ops import registry as registry_http
 
 LOCK_KIND = "ImageDigests"        # plan/build.py read_lock reads what this writes
 ACCEPT = ", ".join(("application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.list.v2+json",
                     "application/vnd.oci.image.manifest.v1+json", "application/vnd.docker.distribution.manifest.v2+json"))
-TIMEOUT = 30
+TIMEOUT = 30                      # seconds per registry request (connect, headers and body): --timeout
+MAX_LOCK_BYTES = 16 * 1024 * 1024
 
 
 def _plans(paths: list[Path]):
@@ -74,55 +78,91 @@ def list_images(paths: list[Path]) -> dict[str, list[str]]:
 
 
 def parse_registry(url: str, plain_http: bool) -> tuple[str, str, str]:
-    """URL -> (scheme, host[:port], path prefix). A bare host/path is https, or http with --plain-http."""
+    """URL -> (scheme, host[:port], path prefix). A bare host/path is https, or http with --plain-http.
+    Checked by the registry client's URL grammar (ops/registry.py): http(s) only, an ASCII host, a
+    port in range, no credentials (they would be sent to the resolver and every redirect)."""
+    shown = registry_http.redact(url)
     if "://" not in url:
         url = ("http://" if plain_http else "https://") + url
-    u = urllib.parse.urlsplit(url)
-    if u.scheme not in ("http", "https") or not u.netloc or u.query or u.fragment:
-        raise UserError([Issue("--registry", 0, 0, "", f"{url!r} is not a registry URL; allowed: "
+    u = registry_http.split_url(url, "--registry")
+    if not u.netloc or u.query or u.fragment or not re.fullmatch(r"[A-Za-z0-9._/-]*", u.path):
+        raise UserError([Issue("--registry", 0, 0, "", f"{shown!r} is not a registry URL; allowed: "
                                "[http[s]://]HOST[:PORT][/PATH]")])
     return u.scheme, u.netloc, u.path.strip("/")
 
 
-def _bearer(challenge: str) -> str | None:
-    """An anonymous token for a `WWW-Authenticate: Bearer realm=...,service=...,scope=...` challenge."""
+MANIFEST_TYPES = frozenset(ACCEPT.split(", "))
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def _bearer(challenge: str, registry_url: str, deadline: float) -> str | None:
+    """An anonymous token for a `WWW-Authenticate: Bearer realm=...,service=...,scope=...` challenge.
+    The realm receives the question, so it must be https, or the registry's own host (never file:)."""
     if not challenge.lower().startswith("bearer "):
         return None
     params = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
     realm = params.pop("realm", None)
     if not realm:
         return None
-    with urllib.request.urlopen(f"{realm}?{urllib.parse.urlencode(params)}", timeout=TIMEOUT) as r:
-        doc = json.loads(r.read())
-    return doc.get("token") or doc.get("access_token")
+    where = registry_http.redact(registry_url)
+    problem = registry_http.realm_problem(realm, urllib.parse.urlsplit(registry_url))
+    if problem:
+        raise UserError(Issue(where, 0, 0, "", f"registry error: {problem}"))
+    sep = "&" if urllib.parse.urlsplit(realm).query else "?"
+    r = registry_http.get(f"{realm}{sep}{urllib.parse.urlencode(params)}", where=where, deadline=deadline)
+    if r.status != 200:
+        raise UserError(Issue(where, 0, 0, "", f"registry error: the token realm answered HTTP {r.status}"))
+    doc = parse_json(f"{where} (token)", r.body)
+    token = (doc.get("token") or doc.get("access_token")) if isinstance(doc, dict) else None
+    if not isinstance(token, str) or not re.fullmatch(r"[\x21-\x7e]{1,16384}", token):
+        raise UserError(Issue(where, 0, 0, "", "registry error: the token realm's answer holds no token"))
+    return token
 
 
-def manifest_digest(scheme: str, host: str, name: str, tag: str) -> str | None:
+def check_manifest(url: str, r: "registry_http.Response") -> str:
+    """The digest of a manifest answer, or UserError: the media type must be a manifest type (an HTML
+    login page answered with 200 is not a manifest), the registry must name the digest
+    (Docker-Content-Digest) and the bytes must hash to it, and the body must be a JSON manifest."""
+    ctype = (r.headers.get("content-type") or "").split(";")[0].strip().lower()
+    if ctype not in MANIFEST_TYPES:
+        raise UserError(Issue(url, 0, 0, "", f"registry error: answered {ctype or 'no media type'!r}, not a "
+                              f"manifest; allowed: {ACCEPT}"))
+    served = (r.headers.get("docker-content-digest") or "").strip()
+    if not _DIGEST.fullmatch(served):
+        raise UserError(Issue(url, 0, 0, "", "registry error: the answer names no digest (Docker-Content-Digest "
+                              "missing or malformed); gpuop records only a digest the registry vouches for"))
+    digest = "sha256:" + hashlib.sha256(r.body).hexdigest()
+    if served != digest:        # the registry must serve what it names
+        raise UserError(Issue(url, 0, 0, "", f"registry error: served digest {served} but the bytes hash to "
+                              f"{digest}"))
+    doc = parse_json(url, r.body)
+    if not isinstance(doc, dict) or doc.get("schemaVersion") != 2 or doc.get("mediaType", ctype) not in MANIFEST_TYPES:
+        raise UserError(Issue(url, 0, 0, "", "registry error: the body is not an image manifest (schemaVersion 2 "
+                              "with a manifest media type)"))
+    return digest
+
+
+def manifest_digest(scheme: str, host: str, name: str, tag: str, timeout: float = TIMEOUT) -> str | None:
     """The digest of name:tag's manifest in the registry; None when the registry has no such tag."""
     url = f"{scheme}://{host}/v2/{name}/manifests/{urllib.parse.quote(tag)}"
     headers = {"Accept": ACCEPT}
     for _attempt in range(2):
-        req = urllib.request.Request(url, headers=headers)
-        try:
-            with urllib.request.urlopen(req, timeout=TIMEOUT) as r:
-                body, served = r.read(), r.headers.get("Docker-Content-Digest")
-        except urllib.error.HTTPError as exc:
-            if exc.code == 404:
-                return None
-            token = _bearer(exc.headers.get("WWW-Authenticate", "")) if exc.code == 401 and "Authorization" not in headers else None
+        r = registry_http.get(url, headers, cap=registry_http.MAX_MANIFEST_BYTES, deadline=timeout)
+        if r.status == 404:
+            return None
+        if r.status == 401 and "Authorization" not in headers:
+            token = _bearer(r.headers.get("www-authenticate", ""), url, timeout)
             if token:
                 headers["Authorization"] = f"Bearer {token}"
                 continue
-            raise UserError([Issue(url, 0, 0, "", f"registry error: HTTP {exc.code} {exc.reason}")])
-        digest = "sha256:" + hashlib.sha256(body).hexdigest()
-        if served and served != digest:        # the registry must serve what it names
-            raise UserError([Issue(url, 0, 0, "", f"registry error: served digest {served} but the bytes hash to "
-                                   f"{digest}")])
-        return digest
+        if r.status != 200:
+            raise UserError([Issue(url, 0, 0, "", f"registry error: HTTP {r.status}")])
+        return check_manifest(url, r)
     raise UserError([Issue(url, 0, 0, "", "registry error: authorization refused")])
 
 
-def resolve(paths: list[Path], registry: str, lock_path: Path, plain_http: bool = False) -> dict[str, str]:
+def resolve(paths: list[Path], registry: str, lock_path: Path, plain_http: bool = False,
+            timeout: float = TIMEOUT) -> dict[str, str]:
     """Fill `lock_path` with the digest of every image the profiles use; returns the entries resolved.
     Every image must be in the registry (a UserError lists the ones that are not)."""
     scheme, host, prefix = parse_registry(registry, plain_http)
@@ -131,26 +171,33 @@ def resolve(paths: list[Path], registry: str, lock_path: Path, plain_http: bool 
     for key in keys:
         path, _, tag = key.rpartition(":")
         name = f"{prefix}/{path}" if prefix else path
-        try:
-            digest = manifest_digest(scheme, host, name, tag)
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise UserError([Issue(registry, 0, 0, "", f"registry error: {reason}")])
+        digest = manifest_digest(scheme, host, name, tag, timeout)
         if digest is None:
             missing.append(f"{name}:{tag}")
         else:
             found[key] = digest
     if missing:
-        raise UserError([Issue(registry, 0, 0, "", f"not in the registry: {', '.join(missing)}; mirror them first "
+        raise UserError([Issue(registry_http.redact(registry), 0, 0, "", f"not in the registry: {', '.join(missing)}; mirror them first "
                                "(`gpuop images` lists them)")])
     old = {}
-    if lock_path.exists():
-        try:
-            doc = json.loads(lock_path.read_text())
-            old = doc.get("images", {}) if isinstance(doc, dict) and doc.get("kind") == LOCK_KIND else {}
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            old = {}
+    if os.path.lexists(lock_path):      # the previous lock: bounded, never through a symlink
+        doc = read_json(lock_path, str(lock_path), limit=MAX_LOCK_BYTES, what="a digest lock")
+        old = doc.get("images", {}) if isinstance(doc, dict) and doc.get("kind") == LOCK_KIND else {}
+        if not isinstance(old, dict) or not all(isinstance(k, str) and isinstance(v, str) and _DIGEST.fullmatch(v)
+                                                for k, v in old.items()):
+            raise UserError(Issue(str(lock_path), 0, 0, "images", "not a digest lock (image key -> sha256:...); "
+                                  "restore it from git or delete it"))
     images = {**old, **found}
-    lock_path.write_text(json.dumps({"apiVersion": "gpuop/v1alpha1", "kind": LOCK_KIND,
-                                     "images": dict(sorted(images.items()))}, indent=2) + "\n")
+    text = json.dumps({"apiVersion": "gpuop/v1alpha1", "kind": LOCK_KIND, "images": dict(sorted(images.items()))},
+                      indent=2) + "\n"
+    tmp = lock_path.with_name(f".{lock_path.name}.{os.getpid()}.tmp")
+    try:        # whole or not at all, and never through a link: a new file, then one rename
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, lock_path)
+    except OSError as exc:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise UserError(Issue(str(lock_path), 0, 0, "", f"cannot write the digest lock: {exc.strerror or exc}"))
     return found

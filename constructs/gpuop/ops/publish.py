@@ -1,7 +1,9 @@
 """`gpuop publish --oci oci://HOST/PATH`: push the packaged charts of an output folder to an OCI
 registry with Helm's own client (helm-python-sdk), never reusing a version for other content.
 
-For each cluster in index.json: if the registry has no tag for the chart's version, push the archive;
+For each cluster in index.json: if the registry's tag list lacks the chart's version, push the archive
+(a tag list gpuop cannot read — 401 for a push-only token, 403, 5xx — is exit 2, never taken as "no
+repository": only a 404 says the repository does not exist yet);
 if it has one, pull it and compare bytes — identical means already published (skipped), different
 means someone published other content under this version, and gpuop refuses (exit 2) instead of
 overwriting: Argo CD and Flux cache charts by version and would never see the change. Versions carry
@@ -11,11 +13,13 @@ no `+` build metadata, which OCI tags cannot hold.
 from __future__ import annotations
 
 import hashlib
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpuop.errors import Issue, UserError
+from gpuop.ops import registry
 
 
 @dataclass(frozen=True)
@@ -34,8 +38,13 @@ def publish_oci(dist: Path, remote: str, *, plain_http: bool = False) -> tuple[l
     from gpuop.pipeline.write import read_index
 
     if not remote.startswith("oci://") or remote.rstrip("/") == "oci:/":
-        raise UserError(Issue("--oci", 0, 0, "", f"{remote!r} is not an OCI reference; allowed: oci://HOST[:PORT]/PATH"))
+        raise UserError(Issue("--oci", 0, 0, "", f"{registry.redact(remote)!r} is not an OCI reference; allowed: "
+                              "oci://HOST[:PORT]/PATH"))
     remote = remote.rstrip("/")
+    registry.split_url("https://" + remote[len("oci://"):], "--oci")   # host, port, no credentials
+    if not re.fullmatch(r"oci://[^/]+(/[a-z0-9]+([._-][a-z0-9]+)*)*", remote):
+        raise UserError(Issue("--oci", 0, 0, "", f"{remote!r} is not an OCI reference; allowed: oci://HOST[:PORT]/PATH "
+                              "(a path of lower-case letters, digits and . _ - separators)"))
     index = read_index(dist)
     missing = [Issue(str(dist / c["package"]), 0, 0, "", "chart archive is missing; run gpuop synth to rebuild it")
                for c in index["clusters"] if not (dist / c["package"]).is_file()]
@@ -56,8 +65,17 @@ def publish_oci(dist: Path, remote: str, *, plain_http: bool = False) -> tuple[l
             ref = f"{remote}/{name}"
             try:
                 tags = client.tags(ref)
-            except helm.HelmError:
-                tags = []      # repository does not exist yet
+            except helm.HelmError as exc:
+                if not _no_repository(exc):
+                    # 401 (a push-only token), 403, 500, a timeout: the tag list is unreadable, so gpuop
+                    # cannot prove the version absent and pushing could overwrite a published chart
+                    detail = " ".join(str(exc).split())
+                    issues.append(Issue(remote, 0, 0, "", f"registry error: cannot read the tags of {ref} ({detail}); refusing to "
+                                        "push a version gpuop could not prove absent (a token that may push must "
+                                        "also be allowed to list tags)"))
+                    outcomes += [Outcome(t["name"], t["chartVersion"], "not attempted") for t in todo]
+                    break
+                tags = []      # the registry says the repository does not exist yet
             if version in tags:
                 with tempfile.TemporaryDirectory() as tmp:
                     client.pull(ref, version=version, destination=tmp, plain_http=plain_http)
@@ -81,6 +99,13 @@ def publish_oci(dist: Path, remote: str, *, plain_http: bool = False) -> tuple[l
     finally:
         client.close()
     return outcomes, issues
+
+
+def _no_repository(exc) -> bool:
+    """The registry answered the tag list with 404 (NAME_UNKNOWN in the distribution spec; some registries
+    word it otherwise): the repository does not exist yet, so no version of it can exist. Anything else
+    (401 for a push-only token, 403, 5xx, no answer) proves nothing."""
+    return re.search(r"response status code 404\b", " ".join(str(exc).split())) is not None
 
 
 def summary(outcomes: list[Outcome]) -> str:

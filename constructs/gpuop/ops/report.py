@@ -10,6 +10,7 @@ Deterministic: no timestamps; the same fleet gives the same bytes.
 
 from __future__ import annotations
 
+import os
 from html import escape
 from pathlib import Path
 
@@ -120,18 +121,22 @@ def html(plans, index: dict, effects: list, against: str | None = None) -> str:
 
 
 def run(paths: list[Path], against: str | None, output: Path, settings_path: Path) -> Path:
-    """Write <output>/report/index.html; returns its path."""
-    import json
+    """Write <output>/report/index.html; returns its path. Never through a symlink, never outside the
+    project."""
 
     from gpuop.pipeline.run import plan_all
 
     plans, _ = plan_all(paths)
+    from gpuop.bounded import read_json
+    from gpuop.errors import UserError
+
+    target = _report_target(output, settings_path)       # before any work: refuse early, write nothing
     index_file = output / "index.json"
     index = {}
     if index_file.is_file():
-        try:
-            index = {c["name"]: c for c in json.loads(index_file.read_text())["clusters"]}
-        except (ValueError, KeyError, TypeError):
+        try:      # the previous output is untrusted: bounded, never through a symlink
+            index = {c["name"]: c for c in read_json(index_file, str(index_file), what="an index.json")["clusters"]}
+        except (UserError, KeyError, TypeError):
             index = {}
     effects = []
     if against is not None:
@@ -140,9 +145,37 @@ def run(paths: list[Path], against: str | None, output: Path, settings_path: Pat
 
         old, new, _ = compile_trees(paths, against, output, settings_path)
         effects = impact.impact(old, new)
-    target = output / "report" / "index.html"
-    target.parent.mkdir(parents=True, exist_ok=True)
+    page = html(plans, index, effects, against).encode()
+    target.parent.mkdir(exist_ok=True)
+    _report_target(output, settings_path)                # again: nothing swapped a link in meanwhile
     tmp = target.with_suffix(".html.tmp")
-    tmp.write_text(html(plans, index, effects, against))
-    tmp.replace(target)
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(page)
+    os.replace(tmp, target)        # replaces a link at the target itself, never what it points to
     return target
+
+
+def _report_target(output: Path, settings_path: Path) -> Path:
+    """<output>/report/index.html, refused (exit 2) when the output or report folder is a symlink or the
+    output is outside the project (the folder of the settings file): the page is never written elsewhere."""
+    from gpuop.errors import Issue, UserError
+
+    project = Path(os.path.abspath(settings_path)).parent
+    out = Path(os.path.abspath(output))
+    if not out.is_relative_to(project) or out == project:
+        raise UserError(Issue(str(output), 0, 0, "", f"is not an output folder inside the project ({project}); "
+                              "the report is written only into the project's output"))
+    here = project
+    for part in (out / "report").relative_to(project).parts:
+        here = here / part
+        if os.path.islink(here):
+            from gpuop.profile.load import display
+
+            raise UserError(Issue(display(here), 0, 0, "", "is a symlink; the report is never written through a link "
+                                  "(remove it, gpuop creates the folder)"))
+    return out / "report" / "index.html"

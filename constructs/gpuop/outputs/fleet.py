@@ -23,6 +23,8 @@ own per-cluster projects (outputs/argocd.py).
 
 from __future__ import annotations
 
+import re
+
 from gpuop.kube.yamlio import dump, dump_json
 from gpuop.outputs import drift
 from gpuop.outputs import health
@@ -62,9 +64,18 @@ def rolling_sync(entries) -> dict | None:
         {"matchExpressions": [{"key": WAVE_LABEL, "operator": "In", "values": [w]}]} for w in waves]}}
 
 
+def go_literal(value: str) -> str:
+    """`value` as literal text inside an ApplicationSet with goTemplate: every brace written as a template
+    action printing it (`{{"{"}}`; single braces too, so none can join a neighbour into a delimiter), so
+    a settings string can never become a template action (the settings grammar already refuses braces;
+    this keeps the template safe whatever reaches it)."""
+    return re.sub(r"[{}]", lambda m: '{{"' + m.group(0) + '"}}', value)
+
+
 def application_set(gitops, entries=()) -> dict:
     a = gitops.argocd
     path = gitops.path.rstrip("/")
+    repo, revision = go_literal(gitops.repoURL), go_literal(gitops.revision)    # the template is rendered, the generator not
     appset = {
         "apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet",
         "metadata": {"name": "gpuop-fleet", "namespace": a.namespace, "labels": {"app.kubernetes.io/managed-by": "gpuop"}},
@@ -81,7 +92,7 @@ def application_set(gitops, entries=()) -> dict:
                 "spec": {
                     "project": PROJECT,
                     "destination": {"name": "{{.name}}", "namespace": "{{.namespace}}"},
-                    "source": {"repoURL": gitops.repoURL, "targetRevision": gitops.revision, "path": "{{.chartPath}}",
+                    "source": {"repoURL": repo, "targetRevision": revision, "path": "{{.chartPath}}",
                                "helm": {"releaseName": "{{.releaseName}}", "kubeVersion": "{{.kubeVersion}}",
                                         "skipTests": True, "valuesObject": {"createNamespace": True}}},
                     "syncPolicy": {"automated": {"prune": True, "selfHeal": True},

@@ -6,14 +6,21 @@ shard carries the chart history and the lock of the whole fleet). The merge take
 shards is an error), every packaged chart (the same name must be the same bytes), the lock entries of the shard that built each cluster (the history of other
 clusters is the same in every shard) and rebuilds index.json sorted by name — the same bytes a single
 run over the whole fleet writes.
+
+Shard folders are untrusted input (gpuop.bounded): no symlink is followed (a cluster folder or a file
+that is a link is refused), only regular files are read, each within its folder; every shard must be
+of this gpuop version, and every shard K of the same N must be there exactly once, so a forgotten
+shard cannot remove its clusters from the merged fleet.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from gpuop import __version__
+from gpuop.bounded import MAX_TREE_BYTES, MAX_TREE_ENTRIES, read_bytes, read_json, read_tree, walk
 from gpuop.errors import Issue, UserError
 from gpuop.outputs import charts
 from gpuop.outputs import fleet
@@ -23,28 +30,61 @@ from gpuop.outputs.version import LOCK_FILE
 from gpuop.kube.yamlio import dump_json
 
 
+SHARD_KEY = "shard"      # index.json of a `synth --shard K/N` folder: {"index": K, "count": N}
+
+
+def mark_shard(files: dict, shard: tuple[int, int]) -> None:
+    """Record which shard of how many a `synth --shard K/N` folder holds, in its index.json, so the merge
+    can tell a whole fleet from a forgotten shard (whose clusters would otherwise leave the output)."""
+    doc = json.loads(files["index.json"])
+    doc[SHARD_KEY] = {"index": shard[0], "count": shard[1]}
+    files["index.json"] = dump_json(doc)
+
+
 def _shard_lock(shard: Path) -> dict:
     path = shard / LOCK_FILE
     try:
-        lock = json.loads(path.read_text())["clusters"]
+        lock = read_json(path, str(path), what="a version lock")["clusters"]
         assert isinstance(lock, dict) and all(isinstance(v, dict) and "version" in v for v in lock.values())
         return lock
-    except (OSError, ValueError, KeyError, TypeError, AssertionError) as exc:
+    except UserError as exc:
+        raise UserError(Issue(str(path), 0, 0, "", f"not the version lock of a gpuop output folder "
+                              f"({exc.issues[0].message}); pass the folders `gpuop synth --shard K/N -o DIR` wrote"))
+    except (KeyError, TypeError, AssertionError) as exc:
         raise UserError(Issue(str(path), 0, 0, "", f"not the version lock of a gpuop output folder "
                               f"({type(exc).__name__}: {exc}); pass the folders `gpuop synth --shard K/N -o DIR` wrote"))
 
 
+def _shard_of(shard: Path, index: dict) -> tuple[int, int] | Issue:
+    """(K, N) from a shard's index.json, or the issue that it is not one shard of this gpuop."""
+    if index.get("gpuop") != __version__:
+        return Issue(str(shard / "index.json"), 0, 0, "gpuop", f"compiled by gpuop {str(index.get('gpuop'))[:40]}, "
+                     f"this is gpuop {__version__}; compile every shard with the same gpuop")
+    mark = index.get(SHARD_KEY)
+    if not (isinstance(mark, dict) and type(mark.get("index")) is int and type(mark.get("count")) is int
+            and 1 <= mark["index"] <= mark["count"] <= 1024):
+        return Issue(str(shard / "index.json"), 0, 0, SHARD_KEY, "not the output of `gpuop synth --shard K/N` (no "
+                     "shard K of N recorded); merge only the folders of one sharded compile")
+    return mark["index"], mark["count"]
+
+
 def merge_shards(shards: list[Path], settings) -> tuple[dict[str, bytes], list[str]]:
-    """The merged tree's files and its cluster names; a shard that is not gpuop output is exit 2."""
+    """The merged tree's files and its cluster names; a shard that is not gpuop output is exit 2, and so
+    is a fleet with a shard missing (its clusters would leave the output and GitOps)."""
     files: dict[str, bytes] = {}
     entries: dict[str, dict] = {}
     lock: dict[str, dict] = {}
     built_lock: dict[str, dict] = {}
     archives: dict[str, bytes] = {}
     issues: list[Issue] = []
+    seen: dict[int, Path] = {}
+    counts: set[int] = set()
+    budget = [MAX_TREE_ENTRIES, MAX_TREE_BYTES]
     for shard in shards:
-        if not shard.is_dir():
-            issues.append(Issue(str(shard), 0, 0, "", "not a folder; pass the folders `gpuop synth --shard K/N -o DIR` wrote"))
+        if os.path.islink(shard) or not shard.is_dir():
+            issues.append(Issue(str(shard), 0, 0, "", ("is a symlink; links are not followed" if os.path.islink(shard)
+                                                      else "not a folder") + "; pass the folders `gpuop synth "
+                                "--shard K/N -o DIR` wrote"))
             continue
         try:
             index = read_index(shard)
@@ -52,19 +92,30 @@ def merge_shards(shards: list[Path], settings) -> tuple[dict[str, bytes], list[s
         except UserError as exc:
             issues += exc.issues
             continue
+        which = _shard_of(shard, index)
+        if isinstance(which, Issue):
+            issues.append(which)
+            continue
+        k, n = which
+        counts.add(n)
+        if k in seen:
+            issues.append(Issue(str(shard), 0, 0, "", f"is shard {k}/{n} again (also {seen[k]})"))
+            continue
+        seen[k] = shard
         for entry in index["clusters"]:
             name = entry["name"]
             if name in entries:
                 issues.append(Issue(str(shard), 0, 0, "", f"cluster {name!r} is in more than one shard"))
                 continue
-            if name not in shard_lock or not (shard / name).is_dir():
+            if name not in shard_lock or not os.path.lexists(shard / name):
                 issues.append(Issue(str(shard), 0, 0, "", f"cluster {name!r} is listed in index.json but its "
                                     f"{'lock entry' if name not in shard_lock else 'folder'} is missing"))
                 continue
-            tree = {}
-            for f in sorted((shard / name).rglob("*")):
-                if f.is_file():
-                    tree[str(f.relative_to(shard))] = f.read_bytes()
+            try:        # no symlink followed, only regular files, every path inside the cluster folder
+                tree = read_tree(shard / name, str(shard / name), prefix=f"{name}/", budget=budget)
+            except UserError as exc:
+                issues += exc.issues
+                continue
             if entry.get("treeDigest") and tree_digest(tree) != entry["treeDigest"]:
                 issues.append(Issue(str(shard / name), 0, 0, "", "does not match its digest in the shard's "
                                     "index.json (edited after the shard was compiled); compile the shard again"))
@@ -74,11 +125,38 @@ def merge_shards(shards: list[Path], settings) -> tuple[dict[str, bytes], list[s
             files.update(tree)
         for name, entry in shard_lock.items():
             lock.setdefault(name, entry)
-        for tgz in sorted((shard / "charts").glob("*.tgz")):
-            data = tgz.read_bytes()
-            if archives.setdefault(tgz.name, data) != data:
+        if not os.path.lexists(shard / "charts"):
+            continue
+        try:
+            packaged = [(rel, p) for rel, p in walk(shard / "charts", str(shard / "charts"), budget=budget)
+                        if "/" not in rel and rel.endswith(".tgz")]
+        except UserError as exc:
+            issues += exc.issues
+            continue
+        for rel, tgz in packaged:
+            try:
+                data = read_bytes(tgz, str(tgz), what="a chart archive")
+                charts.entry(rel, data)
+            except UserError as exc:
+                issues += exc.issues
+                continue
+            except Exception:   # noqa: BLE001 - whatever the archive reader raises: not a chart archive
+                issues.append(Issue(str(tgz), 0, 0, "", "not a chart archive (a gzip'd tar with Chart.yaml); "
+                                    "compile the shard again"))
+                continue
+            if archives.setdefault(rel, data) != data:
                 issues.append(Issue(str(tgz), 0, 0, "", "differs from the archive of the same name in another "
                                     "shard; the shards were not compiled from the same previous output"))
+    if len(counts) > 1:
+        issues.append(Issue(str(shards[0]), 0, 0, "", f"the shards split the fleet in different counts "
+                            f"({', '.join(str(c) for c in sorted(counts))}); merge the folders of one sharded compile"))
+    elif counts:
+        n = counts.pop()
+        missing = [k for k in range(1, n + 1) if k not in seen]
+        if missing:
+            issues.append(Issue("merge", 0, 0, "", f"shard{'s' if len(missing) > 1 else ''} "
+                                f"{', '.join(f'{k}/{n}' for k in missing)} missing; the merged output would remove "
+                                "their clusters from the fleet; pass every shard's folder"))
     if issues:
         raise UserError(issues)
     lock.update(built_lock)

@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuop.bounded import MAX_JSON_BYTES, parse_json, read_bytes, read_json
 from gpuop.errors import Issue, UserError
 from gpuop.outputs.version import LOCK_FILE
 
@@ -69,26 +70,31 @@ def steps_taken() -> int:
 
 def read_lock(out: Path) -> dict:
     path = out / LOCK_FILE
-    if not path.is_file():
+    if not os.path.lexists(path):
         return {}
-    try:
-        lock = json.loads(path.read_text())
-        assert isinstance(lock.get("clusters"), dict)
+    try:          # bounded, never through a symlink (gpuop.bounded): the previous output is untrusted
+        lock = read_json(path, str(path), what="a version lock")
+        assert isinstance(lock, dict) and isinstance(lock.get("clusters"), dict)
         return lock
-    except (ValueError, AssertionError, AttributeError):
-        raise UserError(Issue(str(path), 0, 0, "", "version lock is not valid JSON of kind VersionLock; "
+    except (UserError, AssertionError) as exc:
+        why = exc.issues[0].message if isinstance(exc, UserError) else ""
+        why = f" ({why})" if why and not why.startswith("not valid JSON") else ""
+        raise UserError(Issue(str(path), 0, 0, "", f"version lock is not valid JSON of kind VersionLock{why}; "
                               "restore it from git (deleting it restarts every chart at version 0.1.0)"))
 
 
 def read_index(out: Path) -> dict:
     """index.json of an output folder, checked for shape: a UserError (exit 2) when it is not an Index."""
     path = Path(out) / "index.json"
+    try:          # bounded, never through a symlink (gpuop.bounded): the previous output is untrusted
+        raw = read_bytes(path, str(path), limit=MAX_JSON_BYTES, what="an index.json")
+    except UserError as exc:
+        raise UserError(Issue(str(path), 0, 0, "", f"{exc.issues[0].message}; not a gpuop output folder"))
     try:
-        doc = json.loads(path.read_text())
-    except OSError as exc:
-        raise UserError(Issue(str(path), 0, 0, "", f"cannot read: {exc.strerror or exc}; not a gpuop output folder"))
-    except ValueError as exc:
-        raise UserError(Issue(str(path), 0, 0, "", f"not valid JSON ({exc}); restore it from git or recompile"))
+        doc = parse_json(str(path), raw)
+    except UserError as exc:
+        i = exc.issues[0]
+        raise UserError(Issue(i.file, i.line, i.col, "", f"{i.message}; restore it from git or recompile"))
     problem = _index_problem(doc)
     if problem:
         raise UserError(Issue(str(path), 0, 0, problem[0], f"{problem[1]}; not an index.json written by gpuop "
@@ -137,9 +143,12 @@ class Previous:
             key = (str(path), st.st_ino, st.st_ctime_ns, st.st_size)
             if key not in _PARSED_INDEX:
                 _PARSED_INDEX.clear()
-                _PARSED_INDEX[key] = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
+                # bounded and never through a symlink; aliases stay shared (the C loader does not copy
+                # them) and only two levels are ever walked, so an alias bomb costs nothing here
+                raw = read_bytes(path, str(path), limit=MAX_JSON_BYTES, what="a Helm repository index")
+                _PARSED_INDEX[key] = yaml.load(raw, Loader=yaml.CSafeLoader)
             doc = _PARSED_INDEX[key]
-        except (OSError, yaml.YAMLError):
+        except (OSError, UserError, yaml.YAMLError):
             return None
         return doc if isinstance(doc, dict) else None
 
@@ -227,11 +236,11 @@ def check_target(out: Path, project: Path | None = None, inputs: tuple = (), rep
     if not any(out.iterdir()):
         return
     marker = out / MARKER
-    if marker.is_file():
-        try:
-            doc = json.loads(marker.read_text())
-            assert doc.get("kind") == "Output" and isinstance(doc.get("repoURL"), str)
-        except (ValueError, AssertionError, AttributeError, OSError):
+    if os.path.lexists(marker):
+        try:      # bounded, never through a symlink: a marker linked to another project's is not ours
+            doc = read_json(marker, str(marker), limit=64 * 1024, what="gpuop's output marker")
+            assert isinstance(doc, dict) and doc.get("kind") == "Output" and isinstance(doc.get("repoURL"), str)
+        except (UserError, AssertionError):
             raise UserError(Issue(str(marker), 0, 0, "", "not gpuop's output marker; refusing to replace the folder"))
         if repo is not None and doc["repoURL"] != repo:
             raise UserError(Issue(str(out), 0, 0, "", f"refusing to replace the output of another project "
@@ -246,16 +255,16 @@ def check_target(out: Path, project: Path | None = None, inputs: tuple = (), rep
 def _not_adoptable(out: Path) -> str | None:
     """Output from before the marker is adopted when every entry is one gpuop writes."""
     try:
-        doc = json.loads((out / "index.json").read_text())
-    except (OSError, ValueError):
+        doc = read_json(out / "index.json", what="an index.json")
+    except UserError:
         return "no gpuop marker and no index.json of kind Index"
     if _index_problem(doc):
         return "no gpuop marker and index.json is not of kind Index"
     lock = out / LOCK_FILE
     try:
-        if json.loads(lock.read_text()).get("kind") != "VersionLock":
+        if read_json(lock, what="a version lock").get("kind") != "VersionLock":
             return f"{LOCK_FILE} is not of kind VersionLock"
-    except (OSError, ValueError, AttributeError):
+    except (UserError, AttributeError):
         return f"no gpuop marker and no {LOCK_FILE}"
     allowed = {"index.json", LOCK_FILE, "charts", "fleet", "report"} | {c["name"] for c in doc["clusters"]}   # report: `gpuop report`
     strays = sorted(p.name for p in out.iterdir() if p.name not in allowed)
@@ -551,14 +560,16 @@ def output_issues(out: Path) -> list[Issue]:
     served = {}
     idx_path = out / "charts" / "index.yaml"
     try:
-        idx = yaml.load(idx_path.read_text(), Loader=yaml.CSafeLoader)
+        idx = yaml.load(read_bytes(idx_path, str(idx_path), limit=MAX_JSON_BYTES, what="a Helm repository index"),
+                        Loader=yaml.CSafeLoader)
         for versions in ((idx or {}).get("entries") or {}).values():
             for e in versions or ():
                 if isinstance(e, dict) and e.get("urls"):
                     served[e["urls"][0]] = e.get("digest")
-    except (OSError, yaml.YAMLError, AttributeError) as exc:
+    except (OSError, UserError, yaml.YAMLError, AttributeError) as exc:
+        why = exc.issues[0].message if isinstance(exc, UserError) else (getattr(exc, "strerror", None) or exc)
         issues.append(Issue(str(idx_path), 0, 0, "", f"the Helm repository index is missing or unreadable "
-                            f"({getattr(exc, 'strerror', None) or exc}); run gpuop synth to rebuild it"))
+                            f"({why}); run gpuop synth to rebuild it"))
         idx = None
     for i, c in enumerate(doc["clusters"]):
         for key in ("chart", "manifests", "overlay", "argocd", "flux"):

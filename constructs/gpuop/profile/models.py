@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WrapValidator, model_validator
 
 from gpuop.kube import validation as kv
 from gpuop.kube.types import Quantity, ResourceList, Resources, Toleration  # noqa: F401
 from gpuop.kube.types import INT32_MAX, INT64_MAX  # noqa: F401
 from gpuop.kube.types import dns_label as _dns_label, dns_subdomain as _dns_subdomain, label_key as _label_key
-from gpuop.kube.types import labels as _labels
+from gpuop.kube.types import label_key_problem, labels as _labels
 
 # List and mapping lengths (docs/input-limits.md): far above any real cluster, low enough that a hostile
 # profile is refused in milliseconds and the error names the limit.
@@ -35,7 +35,40 @@ ClusterName = Annotated[str, AfterValidator(_dns_label(53)), Field(
     description="DNS-1123 label, at most 53 characters (Helm's release-name limit). Names the Helm chart, "
                 "the release and the folder dist/<name>/. Required.")]
 PoolName = Annotated[str, AfterValidator(_dns_label(40))]
-Labels = Annotated[dict[str, str], AfterValidator(_labels), Field(max_length=MAX_LABELS)]
+def _every_label_problem(v, handler):
+    """Every problem of one labels / nodeSelector mapping, not only the first: a value of the wrong type
+    (a number) is reported with the invalid keys and values of the other entries, each one its own error,
+    as the API server's ValidateLabels lists every bad label."""
+    from pydantic import ValidationError
+    from pydantic_core import InitErrorDetails, PydanticCustomError
+
+    details = []
+    try:
+        out = handler(v)
+    except ValidationError as exc:
+        details = [InitErrorDetails(type=e["type"], loc=tuple(e["loc"]), input=e["input"],
+                                    ctx={k: c for k, c in (e.get("ctx") or {}).items() if isinstance(c, (str, int, float))})
+                   for e in exc.errors()]
+        out = None
+    if isinstance(v, dict):
+        for key, value in v.items():
+            if not isinstance(key, str):
+                continue
+            problem = label_key_problem(key) if isinstance(key, str) else None
+            if problem is None and isinstance(value, str):
+                try:
+                    _labels({key: value})
+                except ValueError as exc:
+                    problem = str(exc)
+            if problem:
+                details.append(InitErrorDetails(type=PydanticCustomError("value_error", "Value error, {m}", {"m": problem}),
+                                                loc=(), input=v))
+    if details:
+        raise ValidationError.from_exception_data("labels", details)
+    return out
+
+
+Labels = Annotated[dict[str, str], WrapValidator(_every_label_problem), Field(max_length=MAX_LABELS)]
 
 
 class Model(BaseModel):

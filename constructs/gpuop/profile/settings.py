@@ -14,7 +14,10 @@ gitops:
 ```
 
 Every string is checked before it reaches an object or a command line: URLs by scheme (Git: https, http,
-ssh, git or scp-like user@host:path; the Argo CD server: https or http; OCI: oci://), git revisions by
+ssh, git or scp-like user@host:path; the Argo CD server: https or http; OCI: oci://) and by a URL
+grammar (an ASCII/IDNA host, a port in 1..65535, no credentials, no leading '-', no '{', '}' or '$'
+that the ApplicationSet's Go templates or Flux's substitution would read, at most 2048 characters),
+`flux.interval` as a Go duration from 1s to 8760h (Go's own limit is ~2562047h), git revisions by
 `git check-ref-format`'s rules (no spaces, ';', leading '-', '..', control characters), namespaces and
 the AppProject name by the Kubernetes name rules, `path` as a relative path without '..'.
 
@@ -32,6 +35,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from gpuop.bounded import host_problem
 from gpuop.kube.types import dns_label, dns_subdomain
 
 from gpuop.errors import Issue, UserError
@@ -45,18 +49,99 @@ class _M(BaseModel):
 _CONTROL = re.compile(r"[\x00-\x20\x7f]")   # whitespace and control characters end a URL or a ref
 
 
+MAX_URL = 2048
+# what a URL path may hold: RFC 3986 unreserved, '%XX', and / + : @ = , — nothing a Go template (`{{`),
+# Flux's variable substitution (`${`), YAML, a shell or a query could read as syntax
+_URL_PATH = re.compile(r"(/([A-Za-z0-9._~+:@=,!-]|%[0-9A-Fa-f]{2})*)*")
+_USER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def url_problem(v: str, schemes: tuple[str, ...], scp: bool = False) -> str | None:
+    """Why `v` is not a URL of one of `schemes` (`scp`: or git's user@host:path); None when it is.
+    A host in ASCII/IDNA form (gpuop.bounded.host_problem), a port in 1..65535, no credentials (a
+    user name only for ssh and git), no leading '-' anywhere a program could read an option, at most
+    MAX_URL characters, no query or fragment."""
+    if len(v) > MAX_URL:
+        return f"is {len(v)} characters; a URL may hold at most {MAX_URL}"
+    if not v.isascii() or _CONTROL.search(v):
+        return "holds a space, a control character or a non-ASCII character (write a host in its IDNA form, xn--...)"
+    m = re.fullmatch(r"([a-z][a-z0-9+.-]*)://([^/?#]*)(.*)", v)
+    if m is None:
+        if scp and "://" not in v:
+            sm = re.fullmatch(r"([^@/:]+)@([^@/:]+):(.+)", v)
+            if sm is None or not _USER.fullmatch(sm.group(1)):
+                return "is not USER@HOST:PATH (a user of letters, digits, . _ -, not starting with '-')"
+            problem = host_problem(sm.group(2))
+            if problem:
+                return problem
+            if sm.group(3).startswith("-") or not re.fullmatch(r"[A-Za-z0-9._/~-]+", sm.group(3)):
+                return "has a path that starts with '-' or holds characters other than letters, digits and . _ / ~ -"
+            return None
+        return "is not SCHEME://HOST[:PORT]/PATH"
+    scheme, authority, rest = m.groups()
+    if scheme not in schemes:
+        return f"has scheme {scheme!r}; allowed: {', '.join(schemes)}"
+    user, at, hostport = authority.rpartition("@")
+    if at:
+        if scheme not in ("ssh", "git"):
+            return "holds credentials (USER[:PASSWORD]@); they would be written into every object and the marker"
+        if not _USER.fullmatch(user):
+            return "holds credentials or a user that is not letters, digits and . _ - (not starting with '-')"
+    hm = re.fullmatch(r"(\[[^\]]*\]|[^:]*)(:([0-9]*))?", hostport)
+    if hm is None:
+        return "has a malformed host or port"
+    problem = host_problem(hm.group(1))
+    if problem:
+        return problem
+    if hm.group(2) is not None and not (hm.group(3) and len(hm.group(3)) <= 5 and 1 <= int(hm.group(3)) <= 65535):
+        return "has a port outside 1..65535"
+    if "?" in rest or "#" in rest:
+        return "has a query or fragment; allowed: a path only"
+    if not _URL_PATH.fullmatch(rest):
+        return ("has a path with characters other than letters, digits, %XX and . _ ~ + : @ = , ! - / "
+                "(no '{', '}', '$', quotes or spaces: the path lands in templates and objects as it is)")
+    return None
+
+
 def _url(schemes: tuple[str, ...], scp: bool = False):
     """A URL with one of `schemes` and a host; `scp`: also git's user@host:path form. Never a shell word."""
     def check(v: str) -> str:
-        m = re.fullmatch(r"([a-z][a-z0-9+.-]*)://([^/?#]+)(.*)", v)
-        ok = m is not None and m.group(1) in schemes and not _CONTROL.search(v)
-        if not ok and scp:
-            ok = re.fullmatch(r"[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[A-Za-z0-9._/~-]+", v) is not None
-        if not ok:
+        problem = url_problem(v, schemes, scp)
+        if problem:
             forms = ", ".join(f"{s}://HOST/..." for s in schemes) + (", USER@HOST:PATH" if scp else "")
-            raise ValueError(f"{v!r} is not an allowed URL; allowed: {forms} (no spaces or control characters)")
+            shown = re.sub(r"(?<=://)[^/@]*@", "***@", v)      # never echo a password into a CI log
+            shown = shown if len(shown) <= 200 else shown[:200] + "..."
+            raise ValueError(f"{shown!r} is not an allowed URL: it {problem}; allowed: {forms}")
         return v
     return check
+
+
+# Go's time.ParseDuration: the units and the int64 nanosecond range; Flux reads every interval with it
+_GO_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 10 ** 9, "m": 60 * 10 ** 9, "h": 3600 * 10 ** 9}
+GO_DURATION_MAX_NS = 2 ** 63 - 1
+INTERVAL_BOUNDS = (10 ** 9, 8760 * 3600 * 10 ** 9)     # 1s .. 8760h (a year): shorter hammers the git host
+
+
+def go_duration_ns(v: str) -> int | None:
+    """Nanoseconds of a Go duration string (no sign), or None when time.ParseDuration refuses it."""
+    parts = re.findall(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)", v)
+    if not parts or "".join(n + u for n, u in parts) != v:
+        return None
+    from fractions import Fraction
+
+    total = sum(Fraction(n) * _GO_UNITS[u] for n, u in parts)
+    return int(total) if total <= GO_DURATION_MAX_NS else None
+
+
+def _interval(v: str) -> str:
+    ns = go_duration_ns(v) if len(v) <= 64 else None
+    if ns is None:
+        raise ValueError(f"{v[:64]!r} is not a Go duration within Go's range (at most 2562047h47m16.854775807s), "
+                         "e.g. 10m, 1h30m")
+    lo, hi = INTERVAL_BOUNDS
+    if not lo <= ns <= hi:
+        raise ValueError(f"{v!r} is outside 1s..8760h; allowed: an interval from 1s to 8760h, e.g. 10m")
+    return v
 
 
 def git_ref_problem(v: str) -> str | None:
@@ -134,7 +219,8 @@ class ArgoSettings(_M):
 
 class FluxSettings(_M):
     namespace: Namespace = Field("flux-system", description="Where Flux runs. Omitted: flux-system.")
-    interval: str = Field("10m", pattern=r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$", description="Omitted: 10m.")
+    interval: Annotated[str, AfterValidator(_interval)] = Field("10m", pattern=r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$", description=(
+        "How often Flux checks the source and the releases: a Go duration from 1s to 8760h. Omitted: 10m."))
     source: Literal["git", "oci"] = Field("git", description=(
         "Where the HelmRelease takes the chart from: git (the chart folder in this repository) or oci (the "
         "archives `gpuop publish --oci` pushed; set `oci`). Omitted: git."))
