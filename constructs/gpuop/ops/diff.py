@@ -441,7 +441,7 @@ def render(diffs: list[SectionDiff], effects: list | None = None) -> str:
             lines.append(f"DESTRUCTIVE: {len(destructive)} effect(s) interrupt GPU workloads or delete things on clusters")
             for e in destructive:
                 where = "fleet" if e.cluster == FLEET else f"cluster {e.cluster}"
-                lines.append(f"  !! {where}: {e.type}: {impact_.line(e)}")
+                lines.append(f"  !! {where}: {e.type}: {impact_.line(e, scoped=False)}")
                 for key in e.objects:
                     causes.setdefault((e.cluster, key), []).append(e.type)
     else:
@@ -468,7 +468,7 @@ def render(diffs: list[SectionDiff], effects: list | None = None) -> str:
         lines.append(head)
         marked = sorted(d.changes, key=lambda c: not (c.destructive or causes.get((d.name, c.what))))
         for c in marked:
-            why = sorted(set(causes.get((d.name, c.what), [])))
+            why = [] if c.destructive else sorted(set(causes.get((d.name, c.what), [])))
             mark = "!! " if c.destructive or why else ""
             lines.append(f"  {mark}{c.op} {c.what}" + (f"  ({', '.join(why)})" if why else ""))
             lines += [f"      {op} {key}" for op, key in c.objects]

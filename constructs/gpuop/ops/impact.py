@@ -471,14 +471,15 @@ def ordered(effects: list[Effect]) -> list[Effect]:
     return sorted(effects, key=lambda e: (not e.destructive, e.cluster, EFFECTS[e.kind][0], e.scope, e.text))
 
 
-def line(e: Effect) -> str:
+def line(e: Effect, scoped: bool = True) -> str:
     """One effect as a line: scope, text, trigger when not the merge, and what is known of its timing."""
     timing = e.timing()
     trigger = "" if e.trigger == "merge" else f" [trigger: {e.trigger}" + (
         f" of {e.node_group}" if e.node_group else "") + "]"
     # a driver roll's text names its waves and bounds already (the DaemonSet's update strategy)
     shown = timing and e.destructive and e.kind != "driver-reinstall"
-    return f"{e.scope}: {e.text}{trigger}" + (f" ({timing})" if shown else "")
+    scope = f"{e.scope}: " if scoped or e.scope not in ("cluster", "fleet") else ""
+    return f"{scope}{e.text}{trigger}" + (f" ({timing})" if shown else "")
 
 
 def render(effects: list[Effect]) -> str:
