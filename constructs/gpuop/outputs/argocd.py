@@ -55,7 +55,7 @@ def application(plan: StackPlan, gitops, chart_path: str) -> dict:
             "source": {"repoURL": gitops.repoURL, "targetRevision": gitops.revision, "path": chart_path,
                        "helm": {"releaseName": plan.name, "kubeVersion": plan.kube_version, **DELIVERY_HELM}},
             "syncPolicy": {"automated": {"prune": True, "selfHeal": True}, "syncOptions": options,
-                           "retry": rollout.argocd_retry()},        # sized for a driver rebuild per node
+                           "retry": rollout.argocd_retry(plan)},    # sized for a driver rebuild per node, if any
             "ignoreDifferences": drift.argocd_ignore_differences(),
         },
     }
