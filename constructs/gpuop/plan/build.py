@@ -67,9 +67,15 @@ def _nfd(spec, release, values: dict) -> NfdPlan:
     nfd_values = json.loads(json.dumps(chart.values))
     nfd_values["priorityClassName"] = values["priorityClassName"]
     nfd_values.setdefault("worker", {})["tolerations"] = [CONTROL_PLANE_TOLERATION] + values["tolerations"]
-    return NfdPlan(mode="deploy", rules=spec.nfd.rules, chart=chart.chart, repository=chart.repository,
+    if spec.images.pullSecrets:                    # NFD's chart: imagePullSecrets of every NFD pod
+        nfd_values["imagePullSecrets"] = [{"name": s} for s in spec.images.pullSecrets]
+    # a registry mirror serves NFD's image and chart too: an air-gapped cluster reaches nothing else
+    mirror = spec.images.registry
+    repository = spec.nfd.chartRepository or (f"oci://{mirror}" if mirror else chart.repository)
+    return NfdPlan(mode="deploy", rules=spec.nfd.rules, chart=chart.chart, repository=repository,
                    version=chart.version, namespace=chart.namespace, release_name=chart.releaseName,
-                   values_json=json.dumps(nfd_values, sort_keys=True, separators=(",", ":")))
+                   values_json=json.dumps(nfd_values, sort_keys=True, separators=(",", ":")),
+                   image=Image(chart.image.path, chart.image.tag), image_registry=mirror or chart.image.registry)
 
 
 def build_plan(valid: ValidProfile, cat: Catalog) -> StackPlan:
@@ -169,6 +175,7 @@ def build_plan(valid: ValidProfile, cat: Catalog) -> StackPlan:
         pool_configs=pool_configs,
         capacity=plan_capacity(spec),
         dra=dra_rules.build(spec, tolerations=values["tolerations"], priority_class=values["priorityClassName"]),
+        smoke_test=Image(release.smokeTest.image, release.smokeTest.version) if release.smokeTest else None,
     )
     plan = pin_digests(valid, plan)
     return dataclasses.replace(plan, operator=operator_plan.build(spec, plan, cat))   # None in stack mode
@@ -232,9 +239,11 @@ def pin_digests(valid, plan: StackPlan) -> StackPlan:
     if missing:
         raise UserError([valid.loaded.positions.issue(where, f"the digest lock has no digest for {', '.join(missing)}; "
                                                       "run `gpuop images resolve --registry URL` for this profile")])
+    pin = lambda i: None if i is None else dataclasses.replace(i, digest=lock.get(i.key))   # noqa: E731
     return dataclasses.replace(
-        plan, images=tuple((n, dataclasses.replace(i, digest=lock.get(i.key))) for n, i in plan.images),
-        driver_digests=tuple(sorted((k, lock[k]) for k in plan.driver_pod_keys())))
+        plan, images=tuple((n, pin(i)) for n, i in plan.images),
+        driver_digests=tuple(sorted((k, lock[k]) for k in plan.driver_pod_keys())),
+        smoke_test=pin(plan.smoke_test), nfd=dataclasses.replace(plan.nfd, image=pin(plan.nfd.image)))
 
 
 def _openshift(release) -> OpenShiftPlan:

@@ -296,12 +296,22 @@ class Nfd(Model):
         "Emit the NodeFeatureRule that labels GPU nodes (nvidia.com/gpu.present and the deploy labels of the "
         "enabled components). False: you label the nodes yourself, e.g. in the node group template. "
         "Omitted: true."))
+    chartRepository: str | None = Field(None, min_length=1, max_length=2048, pattern=r"^(https://|oci://)[^\s]+$",
+                                        description=(
+        "Where NFD's chart is pulled from (deploy mode): an https:// chart repository or an oci:// registry "
+        "path holding the chart `node-feature-discovery` (`helm pull` it from NFD's repository, `helm push` "
+        "it there). NFD's image comes from spec.images.registry when that is set "
+        "(<registry>/nfd/node-feature-discovery). Omitted: oci://<spec.images.registry> when a registry "
+        "mirror is set (a mirror-only cluster reaches nothing else), else NFD's own repository "
+        "(https://kubernetes-sigs.github.io/node-feature-discovery/charts)."))
 
 
 class Images(Model):
     registry: str | None = Field(None, pattern=r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", description=(
-        "Registry mirror that replaces the stack release's registry (nvcr.io/nvidia) for every image. "
-        "Omitted: the release's registry."))
+        "Registry mirror that replaces the stack release's registry (nvcr.io/nvidia) for every image: the "
+        "components', the chart's `helm test` image (<registry>/k8s/cuda-sample) and, in nfd mode deploy, "
+        "NFD's image (<registry>/nfd/node-feature-discovery) and chart (spec.nfd.chartRepository). "
+        "`gpuop images` lists every one. Omitted: the release's registry."))
     pullSecrets: list[Annotated[str, AfterValidator(_dns_subdomain)]] = Field(
         default_factory=list, max_length=MAX_PULL_SECRETS, description=(
             "Secret names (DNS-1123 subdomains) set as imagePullSecrets on every pod. Omitted: none."))
