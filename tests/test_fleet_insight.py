@@ -226,7 +226,7 @@ def test_report_shows_the_impact_of_the_next_synth(project):
     run_gpuop("report", "--against", "dist", cwd=project, check=True)
     html = (project / "dist" / "report" / "index.html").read_text()
     assert "east</a> <span class=\"bad\">1 destructive</span>" in html
-    assert "!! pool train: MIG reconfiguration (2x3g.40gb -&gt; 7x1g.10gb)" in html
+    assert "!! east: pool train: MIG reconfiguration (2x3g.40gb -&gt; 7x1g.10gb)" in html
 
 
 # ---- progressive fleet rollout ---------------------------------------------------------------------

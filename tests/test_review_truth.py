@@ -304,3 +304,69 @@ def test_wait_budgets_follow_what_rolls(fleet):
     assert timeout("infer") == f"{8 * 26}m"
     app = load_all((fleet / "dist" / "train" / "argocd" / "application.yaml").read_text())[0]
     assert app["spec"]["syncPolicy"]["retry"]["backoff"]["maxDuration"] == "2m"
+
+
+# ---- the fleet report against the revision ---------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def report(pull_request) -> str:
+    run_gpuop("report", "--against", "HEAD", cwd=pull_request, check=True)
+    return (pull_request / "dist" / "report" / "index.html").read_text()
+
+
+def test_report_shows_sharing_and_physical_apart_from_advertised_devices(report):
+    infer = report[report.index('id="c-infer"'):]
+    start = infer.index('data-pool="l4"')
+    row = infer[start:infer.index("</tr>", start)]
+    assert '<td class="sharing">4 GPUs x time-slicing 4</td>' in row
+    assert '<td class="physical">64</td>' in row                   # 16 nodes x 4 GPUs
+    assert "nvidia.com/gpu: 256" in row                           # what the device plugin advertises
+    train = report[report.index('id="c-train"'):]
+    assert '<td class="sharing">8 GPUs x MIG 7x1g.10gb</td>' in train
+    # the fleet total: 64 + 2 x 32 physical GPUs, the replicas and MIG devices apart
+    assert '<span id="fleet-physical">128</span> physical GPU(s)' in report
+    assert "nvidia.com/gpu: 288" in report[report.index('id="fleet-advertised"'):]
+
+
+def test_report_against_a_revision_has_before_after_columns_and_destructive_effects_on_top(report):
+    top = report.index('id="destructive"')
+    assert top < report.index('id="fleet"') < report.index('id="c-infer"')
+    section = report[top:report.index("</section>")]
+    assert section.count("<li") == 3 and "driver reinstall" in section
+    assert "change the node group p5-mig to nvidia.com/mig.config=7x1g.10gb" in section
+    assert 'data-trigger="node-group-change"' in section
+    train = report[report.index('id="c-train"'):]
+    assert "<th>Config labels: before &rarr; after</th>" in train
+    assert ('<span class="muted">nvidia.com/mig.config=2x3g.40gb</span> &rarr; nvidia.com/mig.config=7x1g.10gb'
+            in train)
+    assert '<span class="muted">0.1.0</span> &rarr; 0.1.1' in train      # the chart version, before -> after
+    # in each cluster, the destructive effects come before its pool table and first in its list
+    assert train.index("Next synth: impact") < train.index('<table class="pools">')
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--enable-logging=stderr", "--v=0"]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (.ci/run installs Debian's chromium)")
+def test_report_in_chromium_shows_the_destructive_effects_first(pull_request, report, tmp_path):
+    import os
+
+    page = pull_request / "dist" / "report" / "index.html"
+    profile = tmp_path / "chromium"
+    dom = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert [line for line in dom.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line] == []
+    html = dom.stdout
+    assert 'data-ready="yes"' in html
+    assert html.index('id="destructive"') < html.index('id="fleet"')
+    assert '<td class="sharing">4 GPUs x time-slicing 4</td>' in html
+    artifacts = Path(os.environ.get("GPUOP_ARTIFACTS", tmp_path))
+    artifacts.mkdir(parents=True, exist_ok=True)
+    shot = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--window-size=1400,1800",
+                           f"--screenshot={artifacts / 'report-against.png'}", page.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert shot.returncode == 0 and (artifacts / "report-against.png").stat().st_size > 10_000

@@ -53,6 +53,22 @@ CONTROL_PLANE_TOLERATION = {"key": "node-role.kubernetes.io/control-plane", "ope
                             "effect": "NoSchedule"}
 
 
+def _sharing_text(pool) -> str:
+    """How the pool's GPUs are shared, for the report: 'time-slicing 4', 'MPS 2', '' (none)."""
+    s = pool.sharing
+    if s is None:
+        return ""
+    if s.mps is not None:
+        return f"MPS {s.mps.replicas}"
+    ts = s.timeSlicing
+    if ts is None:
+        return ""
+    if ts.replicas and not ts.resources:
+        return f"time-slicing {ts.replicas}"
+    return "time-slicing " + ", ".join([f"{r.name} x{r.replicas}" for r in ts.resources]
+                                       + ([f"others x{ts.replicas}"] if ts.replicas else []))
+
+
 def _monitor(sm, platform: str) -> Monitor | None:
     if not (sm.enabled if sm.enabled is not None else platform == "openshift"):
         return None
@@ -157,7 +173,8 @@ def build_plan(valid: ValidProfile, cat: Catalog) -> StackPlan:
         mig_strategy=pool_rules.cluster_strategy([p for p in spec.nodePools if not dra_rules.is_dra(p)]) or "mixed",   # pools disagree: mixed (per pool)
         pools=tuple(Pool(pl.name, pl.gpu, tuple(sorted(pl.nodeSelector.items())),
                          pl.mig.strategy if pl.mig else "none",
-                         tuple(sorted(pl.mig.layout.items())) if pl.mig else ()) for pl in spec.nodePools),
+                         tuple(sorted(pl.mig.layout.items())) if pl.mig else (), _sharing_text(pl))
+                    for pl in spec.nodePools),
         values_json=json.dumps(values, sort_keys=True, separators=(",", ":")),
         scheduling=Scheduling(tuple(sorted(ds.nodeSelector.items())),
                               tuple((r.key, r.operator, tuple(r.values)) for r in ds.nodeAffinity)),

@@ -50,6 +50,7 @@ class Pool:
     node_selector: tuple[tuple[str, str], ...]
     mig_strategy: str
     mig_layout: tuple[tuple[str, int], ...]
+    sharing: str = ""            # "time-slicing 4", "MPS 2", "time-slicing nvidia.com/gpu x4"; "": none
 
 
 @dataclass(frozen=True)
