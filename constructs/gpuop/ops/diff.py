@@ -431,17 +431,15 @@ def render(diffs: list[SectionDiff], effects: list | None = None) -> str:
     """The diff text. `effects` (ops/impact.py, of the same two trees): every destructive effect on the
     nodes and the delivery comes first, typed, with its nodes, waves, time bound and trigger, and the
     changes that cause it are marked `!!` below; without, the destructive changes of the files."""
-    from gpuop.ops import impact as impact_
-
     lines = []
     causes: dict[str, list] = {}
     if effects is not None:
-        destructive = [e for e in impact_.ordered(effects) if e.destructive]
+        destructive = [e for e in sorted(effects, key=lambda e: e.order_key()) if e.destructive]
         if destructive:
             lines.append(f"DESTRUCTIVE: {len(destructive)} effect(s) interrupt GPU workloads or delete things on clusters")
             for e in destructive:
                 where = "fleet" if e.cluster == FLEET else f"cluster {e.cluster}"
-                lines.append(f"  !! {where}: {e.type}: {impact_.line(e, scoped=False)}")
+                lines.append(f"  !! {where}: {e.type}: {e.line(scoped=False)}")
                 for key in e.objects:
                     causes.setdefault((e.cluster, key), []).append(e.type)
     else:
@@ -497,11 +495,12 @@ def compile_trees(paths: list[Path], against: str | None, output: Path, settings
     return old, new_tree(result.files, result.reuse, output), settings
 
 
-def run(paths: list[Path], against: str | None, output: Path, settings_path: Path) -> tuple[str, bool]:
-    """The diff text and whether anything would change (for `--exit-code`)."""
-    from gpuop.ops import impact
-
+def run(paths: list[Path], against: str | None, output: Path, settings_path: Path,
+        effects=None) -> tuple[str, bool]:
+    """The diff text and whether anything would change (for `--exit-code`). `effects`: ops/impact.py's
+    impact(old, new, root, diffs), whose destructive effects the text starts with (diff does not import
+    impact: impact reads diff's deletions)."""
     old, new, settings = compile_trees(paths, against, output, settings_path)
     root = settings.gitops.path.rstrip("/")
     diffs = diff_trees(old, new, root)
-    return render(diffs, impact.impact(old, new, root, diffs)), changed(diffs)
+    return render(diffs, effects(old, new, root, diffs) if effects else None), changed(diffs)

@@ -107,6 +107,21 @@ class Effect:
                  objects=list(self.objects))
         return d
 
+    def order_key(self) -> tuple:
+        """Destructive first, then by cluster, rank and scope: the one order every view prints."""
+        return (not self.destructive, self.cluster, EFFECTS[self.kind][0], self.scope, self.text)
+
+    def line(self, scoped: bool = True) -> str:
+        """One effect as a line: scope, text, trigger when not the merge, and what is known of its timing
+        (`scoped` False: no scope when it is the whole cluster or the fleet)."""
+        timing = self.timing()
+        trigger = "" if self.trigger == "merge" else f" [trigger: {self.trigger}" + (
+            f" of {self.node_group}" if self.node_group else "") + "]"
+        # a driver roll's text names its waves and bounds already (the DaemonSet's update strategy)
+        shown = timing and self.destructive and self.kind != "driver-reinstall"
+        scope = f"{self.scope}: " if scoped or self.scope not in ("cluster", "fleet") else ""
+        return f"{scope}{self.text}{trigger}" + (f" ({timing})" if shown else "")
+
     def timing(self) -> str:
         """'16 node(s), 8 wave(s), each up to 21m, up to 2h48m' (what is known)."""
         parts = []
@@ -468,18 +483,11 @@ def impact(old: dict, new: dict, root: str = "dist", diffs: list | None = None) 
 
 def ordered(effects: list[Effect]) -> list[Effect]:
     """Destructive first, then by cluster, rank and scope: the one order every view prints."""
-    return sorted(effects, key=lambda e: (not e.destructive, e.cluster, EFFECTS[e.kind][0], e.scope, e.text))
+    return sorted(effects, key=Effect.order_key)
 
 
 def line(e: Effect, scoped: bool = True) -> str:
-    """One effect as a line: scope, text, trigger when not the merge, and what is known of its timing."""
-    timing = e.timing()
-    trigger = "" if e.trigger == "merge" else f" [trigger: {e.trigger}" + (
-        f" of {e.node_group}" if e.node_group else "") + "]"
-    # a driver roll's text names its waves and bounds already (the DaemonSet's update strategy)
-    shown = timing and e.destructive and e.kind != "driver-reinstall"
-    scope = f"{e.scope}: " if scoped or e.scope not in ("cluster", "fleet") else ""
-    return f"{scope}{e.text}{trigger}" + (f" ({timing})" if shown else "")
+    return e.line(scoped)
 
 
 def render(effects: list[Effect]) -> str:
