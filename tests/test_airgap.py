@@ -36,9 +36,12 @@ PROFILE = """\
       images: {registry: mirror.example.com/nvidia%s}
       nodePools: [{name: a, gpu: L40S}]
     """
-# what that profile runs: <path>:<tag> below the registry
+# what that profile runs: <path>:<tag> below the registry (the manifests' images, the chart's `helm test`
+# image and NFD's, which the mirror serves too)
 USED = ["cloud-native/k8s-driver-manager:v0.12.0", "driver:580.173.02-ubuntu24.04", "gpu-operator:v26.7.0",
-        "k8s-device-plugin:v0.20.0", "k8s/container-toolkit:v1.20.0"]
+        "k8s-device-plugin:v0.20.0", "k8s/container-toolkit:v1.20.0", "k8s/cuda-sample:vectoradd-cuda12.5.0",
+        "nfd/node-feature-discovery:v0.19.0"]
+AUXILIARY = ("k8s/cuda-sample:", "nfd/node-feature-discovery:")
 
 
 
@@ -117,20 +120,20 @@ def test_digest_round_trip_push_resolve_pin_render(tmp_path, registry, mirrored)
     proc = run_gpuop("images", "resolve", "--registry", f"{registry}/mirror", "--plain-http", "--lock",
                      "images.lock.json", "profiles", cwd=w)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr == "gpuop: 5 image digests written to images.lock.json\n"
+    assert proc.stderr == "gpuop: 7 image digests written to images.lock.json\n"
     lock = json.loads((w / "images.lock.json").read_text())
     assert lock == {"apiVersion": "gpuop/v1alpha1", "kind": "ImageDigests", "images": mirrored}
     run_gpuop("synth", "profiles", "-o", "dist", cwd=w, check=True)
     listed = (w / "dist" / "dark" / "images.txt").read_text().splitlines()
-    assert listed == sorted(manifest_images(w / "dist" / "dark" / "manifests"))
+    assert [r for r in listed if not any(a in r for a in AUXILIARY)] == sorted(manifest_images(w / "dist" / "dark" / "manifests"))
     assert listed == sorted(f"mirror.example.com/nvidia/{k}@{d}" for k, d in mirrored.items())
 
 
-def test_images_txt_lists_exactly_the_manifest_images(tmp_path):
+def test_images_txt_lists_the_manifest_images_and_the_auxiliary_ones(tmp_path):
     w = project(tmp_path)
     run_gpuop("synth", "profiles", "-o", "dist", cwd=w, check=True)
     listed = (w / "dist" / "dark" / "images.txt").read_text().splitlines()
-    assert listed == sorted(manifest_images(w / "dist" / "dark" / "manifests"))
+    assert [r for r in listed if not any(a in r for a in AUXILIARY)] == sorted(manifest_images(w / "dist" / "dark" / "manifests"))
     assert listed == [f"mirror.example.com/nvidia/{k}" for k in USED]
     proc = run_gpuop("images", "profiles", cwd=w, check=True)
     assert proc.stdout.splitlines() == [f"dark\t{ref}" for ref in listed]

@@ -60,7 +60,12 @@ def test_driver_version_change_names_the_driver_daemonset_and_image_only(project
     out = run_gpuop("diff", cwd=project, check=True).stdout
     lines = section(out, "prod-east")
     assert lines[0] == "chart 0.1.0 -> 0.2.0"
-    assert [l for l in lines if l.startswith("  ~ ") and " " in l[4:]] == ["  ~ DaemonSet gpu-operator/nvidia-driver-daemonset"]
+    # the one object change, marked destructive with the effect it causes, listed first
+    assert [l for l in lines if l.startswith(("  ~ ", "  !! ~ ")) and " " in l.split("~ ", 1)[1]] == [
+        "  !! ~ DaemonSet gpu-operator/nvidia-driver-daemonset  (driver-reinstall)"]
+    assert out.startswith("DESTRUCTIVE: 1 effect(s) interrupt GPU workloads or delete things on clusters\n"
+                          "  !! cluster prod-east: driver-reinstall: pool train: driver reinstall "
+                          "(580.173.02-ubuntu24.04 -> 595.91.07-ubuntu24.04)")
     assert ("      spec.template.spec.containers[nvidia-driver-ctr].image: "
             "nvcr.io/nvidia/driver:580.173.02-ubuntu24.04 -> nvcr.io/nvidia/driver:595.91.07-ubuntu24.04") in lines
     # every file synth rewrites is listed: the chart's version and the driver's template
@@ -113,15 +118,15 @@ def test_nfd_mode_existing_is_listed_first_as_nfd_uninstalled(project):
     assert proc.returncode == 1 and "internal error" not in proc.stderr, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[:5] == [
-        "DESTRUCTIVE: 4 change(s) delete things on clusters",
-        "  !! cluster full-stack: NFD uninstalled: Application gpuop-full-stack-nfd is deleted "
-        "(argocd/nfd-application.yaml)",
-        "  !! cluster full-stack: NFD uninstalled: Kustomization gpuop-full-stack-nfd is deleted "
-        "(flux-overlay/nfd-kustomization.yaml)",
-        "  !! cluster full-stack: NFD uninstalled: HelmRelease gpuop-full-stack-nfd is deleted "
-        "(flux-overlay/nfd/helmrelease.yaml)",
-        "  !! cluster full-stack: NFD uninstalled: HelmRelease gpuop-full-stack-nfd is deleted "
-        "(flux/nfd-helmrelease.yaml)",
+        "DESTRUCTIVE: 4 effect(s) interrupt GPU workloads or delete things on clusters",
+        "  !! cluster full-stack: gitops-deletion: NFD uninstalled: Application gpuop-full-stack-nfd is deleted "
+        "(argocd/nfd-application.yaml) (10 node(s))",
+        "  !! cluster full-stack: gitops-deletion: NFD uninstalled: HelmRelease gpuop-full-stack-nfd is deleted "
+        "(flux-overlay/nfd/helmrelease.yaml) (10 node(s))",
+        "  !! cluster full-stack: gitops-deletion: NFD uninstalled: HelmRelease gpuop-full-stack-nfd is deleted "
+        "(flux/nfd-helmrelease.yaml) (10 node(s))",
+        "  !! cluster full-stack: gitops-deletion: NFD uninstalled: Kustomization gpuop-full-stack-nfd is deleted "
+        "(flux-overlay/nfd-kustomization.yaml) (10 node(s))",
     ]
     cluster = section(proc.stdout, "full-stack")
     assert "  !! - flux/nfd-helmrelease.yaml" in cluster and "  - flux/nfd-helmrepository.yaml" in cluster
@@ -153,8 +158,9 @@ def test_removed_profile_is_destructive_and_leaves_the_applicationset(project):
     proc = run_gpuop("diff", "--exit-code", cwd=project)
     assert proc.returncode == 1 and "internal error" not in proc.stderr, proc.stderr
     assert proc.stdout.splitlines()[:2] == [
-        "DESTRUCTIVE: 1 change(s) delete things on clusters",
-        "  !! cluster lab-west: cluster lab-west removed from the output: Argo CD / Flux delete its GPU stack"]
+        "DESTRUCTIVE: 1 effect(s) interrupt GPU workloads or delete things on clusters",
+        "  !! cluster lab-west: removal: cluster leaves the output: Argo CD / Flux delete its GPU stack; the driver "
+        "is unloaded and GPU pods fail on every node (12 node(s), 1 wave(s))"]
     assert "cluster lab-west: removed (chart 0.1.0 and every object deleted)" in proc.stdout
 
 

@@ -41,9 +41,10 @@ BASE = {"apiVersion": "gpuop/v1alpha1", "kind": "ClusterProfile", "metadata": {"
                  "driver": {"version": "580.173.02"},
                  "dra": {"version": "0.5.0"},
                  "nodePools": [{"name": "infer", "gpu": "H100-SXM5-80GB", "allocation": "dra", "gpusPerNode": 8,
-                                "nodeSelector": {"pool": "infer"},
+                                "nodeSelector": {"pool": "infer"}, "nodeGroup": "infer",
                                 "mig": {"strategy": "mixed", "layout": {"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 2}}},
-                               {"name": "train", "gpu": "H100-SXM5-80GB", "nodeSelector": {"pool": "train"}}]}}
+                               {"name": "train", "gpu": "H100-SXM5-80GB", "nodeSelector": {"pool": "train"},
+                                "nodeGroup": "train"}]}}
 
 
 def issues(mutate) -> list:
@@ -492,8 +493,10 @@ def test_diff_names_changed_device_classes_and_claim_templates(tmp_path):
     assert "      spec.spec.devices.requests[mig-3g-40gb].exactly.count: 1 -> 2" in lines
     for name in ("infer.1g.10gb.gpuop", "infer.2g.20gb.gpuop", "infer.3g.40gb.gpuop"):
         at = lines.index(f"  ~ DeviceClass {name}")
-        assert lines[at + 1].startswith('      spec.config: added [{"opaque": {"driver": "gpu.nvidia.com", '
-                                        '"parameters": {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "MigDevi')
+        # a structure too long for one line is shown whole, as YAML
+        assert lines[at + 1] == "      spec.config: added (multi-line value):"
+        added = lines[at + 2:lines.index("", at) if "" in lines[at:] else None]
+        assert "        +- opaque:" in added and "        +    driver: gpu.nvidia.com" in added
 
 
 # ---- the construct from its props alone ----------------------------------------------------------------

@@ -87,7 +87,8 @@ def test_mig_layout_change_reconfigures_only_that_pool(project):
         "!! 1 destructive effect(s): GPU workloads are interrupted\n"
         "cluster east:\n"
         "  !! pool train: MIG reconfiguration (2x3g.40gb -> 7x1g.10gb): the MIG manager evicts the GPU pods on the "
-        "pool's nodes and repartitions every GPU; the pool's GPUs are unavailable until it is done\n")
+        "pool's nodes and repartitions every GPU; the pool's GPUs are unavailable until it is done (5 node(s), "
+        "1 wave(s), no time bound: mig-parted has no timeout)\n")
 
 
 def test_toolkit_change_reconfigures_the_container_runtime_without_evictions(project):
@@ -111,6 +112,11 @@ def test_impact_as_json_for_ci_bots(project):
     doc = json.loads(proc.stdout)
     assert doc["kind"] == "Impact" and doc["destructive"] == 1
     assert doc["effects"] == [{"cluster": "east", "scope": "pool train", "kind": "mig-reconfigure", "destructive": True,
+                               "type": "mig-repartition", "pool": "train", "nodes": 5, "waves": 1,
+                               "per_node_seconds": None, "bound_seconds": None, "trigger": "merge",
+                               "node_group": None, "set_labels": {},
+                               "objects": ["ConfigMap gpu-operator/custom-mig-parted-config",
+                                           "NodeFeatureRule nvidia-gpu-node-labels"],
                                "text": "MIG reconfiguration (2x3g.40gb -> 7x1g.10gb): the MIG manager evicts the GPU "
                                        "pods on the pool's nodes and repartitions every GPU; the pool's GPUs are "
                                        "unavailable until it is done"}]
@@ -220,7 +226,7 @@ def test_report_shows_the_impact_of_the_next_synth(project):
     run_gpuop("report", "--against", "dist", cwd=project, check=True)
     html = (project / "dist" / "report" / "index.html").read_text()
     assert "east</a> <span class=\"bad\">1 destructive</span>" in html
-    assert "!! pool train: MIG reconfiguration (2x3g.40gb -&gt; 7x1g.10gb)" in html
+    assert "!! east: pool train: MIG reconfiguration (2x3g.40gb -&gt; 7x1g.10gb)" in html
 
 
 # ---- progressive fleet rollout ---------------------------------------------------------------------

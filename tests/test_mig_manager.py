@@ -23,6 +23,7 @@ from gpuop.stack.registry import COMPONENTS, component_props
 from gpuop.components.mig_manager import MigManager
 from gpuop.mig import geometry
 from gpuop.kube.slots import fill
+from gpuop.kube.yamlio import load_all
 
 from conftest import ASSETS, by_key, load_dir, run_gpuop
 from test_plan_helpers import plan_for
@@ -282,8 +283,13 @@ def objects(spec: dict) -> dict:
     return out, plan
 
 
-def test_present_only_with_a_mig_layout_and_switchable():
-    objs, plan = objects({})
+def test_present_only_with_a_mig_capable_pool_and_switchable():
+    objs, plan = objects({"nodePools": [{"name": "a", "gpu": "L40S"}]})          # not MIG-capable
+    assert not [k for k in objs if "mig" in k[1]] and "migManager" not in plan.values
+    bare = {"nodePools": [{"name": "a", "gpu": "H100-SXM5-80GB"}]}                # MIG-capable, no layout
+    objs, plan = objects(bare)
+    assert ("DaemonSet", "nvidia-mig-manager") in objs and plan.values["migManager"]["enabled"] is True
+    objs, plan = objects({**bare, "migManager": {"disableMigWithoutLayout": False}})
     assert not [k for k in objs if "mig" in k[1]] and "migManager" not in plan.values
     layout = {"nodePools": [{"name": "a", "gpu": "H100-SXM5-80GB", "mig": {"strategy": "single", "layout": {"1g.10gb": 7}}}]}
     objs, plan = objects(layout)
@@ -322,9 +328,9 @@ def test_config_names_are_readable_and_valid_label_values():
 
 def test_same_gpu_different_layouts_get_no_guessed_rule():
     plan = plan_for({"nodePools": [
-        {"name": "small", "gpu": "H100-SXM5-80GB", "nodeSelector": {"pool": "small"},
+        {"name": "small", "gpu": "H100-SXM5-80GB", "nodeSelector": {"pool": "small"}, "nodeGroup": "ng-small",
          "mig": {"strategy": "single", "layout": {"1g.10gb": 7}}},
-        {"name": "big", "gpu": "H100-SXM5-80GB", "nodeSelector": {"pool": "big"},
+        {"name": "big", "gpu": "H100-SXM5-80GB", "nodeSelector": {"pool": "big"}, "labelsFrom": "user",
          "mig": {"strategy": "single", "layout": {"3g.40gb": 2}}},
         {"name": "infer", "gpu": "L40S"}]})
     pc = plan.pool_configs
@@ -332,14 +338,22 @@ def test_same_gpu_different_layouts_get_no_guessed_rule():
     assert [(p.name, dict(p.manual)) for p in pc.manual] == [
         ("small", {"nvidia.com/mig.config": "7x1g.10gb"}), ("big", {"nvidia.com/mig.config": "2x3g.40gb"})]
     doc = node_labels.document(plan)
-    assert doc["pools"][0] == {"name": "small", "gpu": "H100-SXM5-80GB", "nodeSelector": {"pool": "small"},
+    assert doc["pools"][0] == {"name": "small", "gpu": "H100-SXM5-80GB", "nodeGroup": "ng-small",
+                               "nodeSelector": {"pool": "small"},
                                "labels": {"nvidia.com/mig.config": "7x1g.10gb"}, "why": pc.manual[0].why}
     assert list(node_labels.write(plan, "t/node-labels.yaml")) == ["t/node-labels.yaml"]
-    assert node_labels.index_entry(plan) == {"nodeGroupLabels": {"small": {"nvidia.com/mig.config": "7x1g.10gb"},
-                                                           "big": {"nvidia.com/mig.config": "2x3g.40gb"}}}
+    entry = node_labels.index_entry(plan)
+    assert entry["nodeGroupLabels"] == {"small": {"nvidia.com/mig.config": "7x1g.10gb"},
+                                        "big": {"nvidia.com/mig.config": "2x3g.40gb"}}
+    assert entry["labelSources"]["small"] == {"nvidia.com/mig.config": "node group ng-small",
+                                              "pool": "node group ng-small"}
+    assert entry["labelSources"]["big"] == {"nvidia.com/mig.config": "user", "pool": "user"}
+    assert entry["labelSources"]["infer"] == {}                    # L40S: no MIG, no sharing
     objs, _ = objects({"nodePools": [
-        {"name": "small", "gpu": "H100-SXM5-80GB", "mig": {"strategy": "single", "layout": {"1g.10gb": 7}}},
-        {"name": "big", "gpu": "H100-SXM5-80GB", "mig": {"strategy": "single", "layout": {"3g.40gb": 2}}}]})
+        {"name": "small", "gpu": "H100-SXM5-80GB", "labelsFrom": "user",
+         "mig": {"strategy": "single", "layout": {"1g.10gb": 7}}},
+        {"name": "big", "gpu": "H100-SXM5-80GB", "labelsFrom": "user",
+         "mig": {"strategy": "single", "layout": {"3g.40gb": 2}}}]})
     rules = objs[("NodeFeatureRule", "nvidia-gpu-node-labels")]["spec"]["rules"]
     assert not [r for r in rules if "nvidia.com/mig.config" in r["labels"]]
     assert node_labels.document(plan_for({})) is None and node_labels.write(plan_for({}), "x") == {}
@@ -362,25 +376,87 @@ spec:
 """
 
 
-def test_ambiguous_pools_get_located_warnings(project):
+def test_ambiguous_pools_are_located_errors_until_the_profile_says_where_their_labels_come_from(project):
+    """Two pools of one GPU model with different layouts: no NodeFeatureRule can label them, and an
+    unlabelled MIG pool silently advertises whole GPUs, so the profile must name the node group (or say
+    the user labels the nodes); then it is a warning saying what to put there."""
+    pools = """\
+  nodePools:
+    - name: small
+      gpu: H100-SXM5-80GB%s
+      mig: {strategy: single, layout: {"1g.10gb": 7}}
+    - name: big
+      gpu: H100-SXM5-80GB%s
+      mig: {strategy: single, layout: {"3g.40gb": 2}}
+"""
+    (project / "profiles" / "c1.yaml").write_text(HEAD + pools % ("", ""))
+    proc = run_gpuop("validate", cwd=project)
+    why = ("NFD tells nodes apart by hardware (PCI device ids), not by node labels, so no NodeFeatureRule can set them")
+    where = "node group template (cloud node group, Karpenter NodePool or OpenShift MachineSet labels)"
+    fix = (f"without them the nodes get no MIG layout and no sharing config. Set nodeGroup to the node group whose "
+           f"{where} carries them, or labelsFrom: user if you label the nodes yourself")
+    assert (proc.returncode, proc.stderr.splitlines()) == (2, [
+        f"profiles/c1.yaml:8:7: spec.nodePools[0]: this pool's nodes need nvidia.com/mig.config=7x1g.10gb, and no "
+        f"NodeFeatureRule can set them (pool(s) big have the same GPU model (H100-SXM5-80GB) with other labels, and "
+        f"{why}); {fix}",
+        f"profiles/c1.yaml:11:7: spec.nodePools[1]: this pool's nodes need nvidia.com/mig.config=2x3g.40gb, and no "
+        f"NodeFeatureRule can set them (pool(s) small have the same GPU model (H100-SXM5-80GB) with other labels, and "
+        f"{why}); {fix}",
+        "gpuop: 2 errors; nothing written"])
+    (project / "profiles" / "c1.yaml").write_text(HEAD + pools % ("\n      nodeGroup: h100-small",
+                                                                  "\n      labelsFrom: user"))
+    proc = run_gpuop("validate", cwd=project)
+    assert (proc.returncode, proc.stderr.splitlines()) == (0, [
+        f"profiles/c1.yaml:8:7: warning: spec.nodePools[0]: label this pool's nodes nvidia.com/mig.config=7x1g.10gb "
+        f"through its {where} (node group h100-small): pool(s) big have the same GPU model (H100-SXM5-80GB) with "
+        f"other labels, and {why}",
+        f"profiles/c1.yaml:12:7: warning: spec.nodePools[1]: label this pool's nodes nvidia.com/mig.config=2x3g.40gb "
+        f"through its {where}: pool(s) small have the same GPU model (H100-SXM5-80GB) with other labels, and {why}",
+        "gpuop: 1 profile(s) valid"])
+
+
+def test_keep_mig_configs_must_name_a_config_of_the_pools_gpu(project):
     (project / "profiles" / "c1.yaml").write_text(HEAD + """\
   nodePools:
     - name: small
       gpu: H100-SXM5-80GB
+      keepMigConfigs: [2x3g.40gb, 2x4g.99gb]
       mig: {strategy: single, layout: {"1g.10gb": 7}}
-    - name: big
-      gpu: H100-SXM5-80GB
-      mig: {strategy: single, layout: {"3g.40gb": 2}}
 """)
     proc = run_gpuop("validate", cwd=project)
-    why = ("NFD tells nodes apart by hardware (PCI device ids), not by node labels, so no NodeFeatureRule can set them")
-    where = "node group template (cloud node group, Karpenter NodePool or OpenShift MachineSet labels)"
-    assert (proc.returncode, proc.stderr.splitlines()) == (0, [
-        f"profiles/c1.yaml:8:7: warning: spec.nodePools[0]: label this pool's nodes nvidia.com/mig.config=7x1g.10gb "
-        f"through its {where}: pool(s) big have the same GPU model (H100-SXM5-80GB) with other labels, and {why}",
-        f"profiles/c1.yaml:11:7: warning: spec.nodePools[1]: label this pool's nodes nvidia.com/mig.config=2x3g.40gb "
-        f"through its {where}: pool(s) small have the same GPU model (H100-SXM5-80GB) with other labels, and {why}",
-        "gpuop: 1 profile(s) valid"])
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[0].startswith(
+        "profiles/c1.yaml:10:35: spec.nodePools[0].keepMigConfigs[1]: '2x4g.99gb' is not a MIG config name of "
+        "H100-SXM5-80GB")
+
+
+def test_mig_capable_pools_without_a_layout_get_all_disabled_unless_the_profile_opts_out(project):
+    """As NVIDIA's operator applies all-disabled on MIG-capable nodes without a config: a GPU that arrives
+    with MIG mode on is returned to whole GPUs."""
+    (project / "profiles" / "c1.yaml").write_text(HEAD + """\
+  nodePools:
+    - name: whole
+      gpu: H100-SXM5-80GB
+    - name: l4
+      gpu: L4
+""")
+    run_gpuop("synth", "--no-cache", cwd=project, check=True)
+    objs = {(o["kind"], o["metadata"]["name"]): o for f in sorted((project / "dist" / "c1" / "manifests").glob("*.yaml"))
+            for o in load_all(f.read_text()) if isinstance(o, dict) and "metadata" in o}
+    assert ("DaemonSet", "nvidia-mig-manager") in objs
+    config = load_all(objs[("ConfigMap", "custom-mig-parted-config")]["data"]["config.yaml"])[0]
+    assert config == {"version": "v1", "mig-configs": {"all-disabled": [{"devices": "all", "mig-enabled": False}]}}
+    (rule,) = [r for r in objs[("NodeFeatureRule", "nvidia-gpu-node-labels")]["spec"]["rules"]
+               if r["name"] == "gpuop.pool.H100-SXM5-80GB"]
+    assert rule["labels"]["nvidia.com/mig.config"] == "all-disabled"
+    assert not any(r["name"] == "gpuop.pool.L4" and "nvidia.com/mig.config" in r.get("labels", {})
+                   for r in objs[("NodeFeatureRule", "nvidia-gpu-node-labels")]["spec"]["rules"])
+    text = (project / "profiles" / "c1.yaml").read_text()
+    (project / "profiles" / "c1.yaml").write_text(text.replace("  nodePools:", "  migManager: {disableMigWithoutLayout: false}\n  nodePools:"))
+    run_gpuop("synth", "--no-cache", cwd=project, check=True)
+    names = {o["metadata"]["name"] for f in (project / "dist" / "c1" / "manifests").glob("*.yaml")
+             for o in load_all(f.read_text()) if isinstance(o, dict) and "metadata" in o}
+    assert "nvidia-mig-manager" not in names and "custom-mig-parted-config" not in names
 
 
 def test_no_rules_and_mig_manager_off_warn(project):
@@ -417,10 +493,13 @@ def test_changing_a_layout_changes_exactly_the_mig_config_and_the_label_rule(wor
     assert '"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 2' in text
     path.write_text(text.replace('"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 2', '"3g.40gb": 2'))
     out = run_gpuop("diff", cwd=w, check=True).stdout
-    section = out.split("cluster prod-east: ")[1].split("\ncluster ")[0]
-    changed = [l for l in section.splitlines() if re.match(r"^  [~+-] [A-Z][A-Za-z]+ \S+$", l)]     # object lines
-    assert changed == ["  ~ ConfigMap gpu-operator/custom-mig-parted-config",
-                       "  ~ NodeFeatureRule nvidia-gpu-node-labels"]
+    assert out.startswith("DESTRUCTIVE: 1 effect(s) interrupt GPU workloads or delete things on clusters\n"
+                          "  !! cluster prod-east: mig-repartition: pool train: MIG reconfiguration "
+                          "(1x3g.40gb_1x2g.20gb_2x1g.10gb -> 2x3g.40gb)")
+    section = out.split("\ncluster prod-east: ")[1].split("\ncluster ")[0]
+    changed = [l for l in section.splitlines() if re.match(r"^  (!! )?[~+-] [A-Z][A-Za-z]+ \S+( .*)?$", l)]
+    assert changed == ["  !! ~ ConfigMap gpu-operator/custom-mig-parted-config  (mig-repartition)",
+                       "  !! ~ NodeFeatureRule nvidia-gpu-node-labels  (mig-repartition)"]
     assert ("spec.rules[gpuop.pool.H100-SXM5-80GB].labels.nvidia.com/mig.config: "
             "1x3g.40gb_1x2g.20gb_2x1g.10gb -> 2x3g.40gb") in section
     assert section.startswith("chart 0.1.0 -> 0.1.1")

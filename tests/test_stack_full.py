@@ -240,6 +240,7 @@ def test_every_later_operand_waits_for_the_chain(full):
         "nvidia-dcgm-exporter": ["toolkit-validation"],
         "gpu-feature-discovery": ["toolkit-validation"],
         "nvidia-node-status-exporter": [],
+        "nvidia-mig-manager": ["toolkit-validation"],        # all-disabled on the MIG-capable pools
     }
     for name in ("nvidia-device-plugin-daemonset", "nvidia-dcgm", "nvidia-dcgm-exporter", "gpu-feature-discovery"):
         assert "/run/nvidia/validations/toolkit-ready" in pod(full, name)["initContainers"][0]["args"][0]
@@ -274,16 +275,18 @@ def test_node_feature_rule_labels_every_deployed_component(full):
             assert term["feature"] == "pci.device"
             for expr in term["matchExpressions"].values():
                 assert expr["op"] in NFD_OPS and isinstance(expr["value"], list)
-            assert term["matchExpressions"] == {"vendor": {"op": "In", "value": ["10de"]},
-                                                "class": {"op": "In", "value": ["0300", "0302"]}}
+            # the MIG-capable and per-pool rules also match the GPU models' PCI device ids
+            assert {k: v for k, v in term["matchExpressions"].items() if k != "device"} == {
+                "vendor": {"op": "In", "value": ["10de"]}, "class": {"op": "In", "value": ["0300", "0302"]}}
+            assert r["name"] in ("nvidia.com/gpu.present", "nvidia.com/gpu.deploy") or "device" in term["matchExpressions"]
     assert rules[0]["labels"] == {"nvidia.com/gpu.present": "true"}
-    published = rules[1]["labels"]
+    published = {k: v for r in rules[1:] if r["name"].startswith("nvidia.com/gpu.deploy") for k, v in r["labels"].items()}
     selected = {}
     for k in full:
         if k[0] == "DaemonSet":
             selected.update({key: v for key, v in pod(full, k[2])["nodeSelector"].items() if key.startswith("nvidia.com/")})
     assert published == selected            # each DaemonSet's deploy label, and only those
-    assert len(published) == 8
+    assert len(published) == 9
 
 
 def test_service_monitors_select_their_services(full):

@@ -63,11 +63,19 @@ class RuntimeFiles(_Frozen):
     hooks: dict[str, str] = Field(default_factory=dict)     # platform -> crio-hooks host dir (else the asset's)
 
 
+class NfdImage(_Frozen):
+    """NFD's one image (master, worker, gc and the post-delete job run it): <registry>/<path>:<tag>."""
+    registry: str
+    path: str
+    tag: str
+
+
 class NfdChart(_Frozen):
     """Node Feature Discovery's own Helm chart, as the stack release pins it (deploy mode)."""
     chart: str
     repository: str
     version: str
+    image: NfdImage
     namespace: str
     releaseName: str
     source: str
@@ -119,6 +127,7 @@ class Release(_Frozen):
     runtimes: dict[str, RuntimeFiles]
     matrix: Matrix
     nfd: NfdChart | None = None
+    smokeTest: ImageRef | None = None            # the chart's `helm test` image, below `registry`
     nodeLabels: NodeLabels | None = None
     precompiled: dict[str, tuple[str, ...]] = Field(default_factory=dict)   # os -> driver branches
     openshift: OpenShiftFacts | None = None

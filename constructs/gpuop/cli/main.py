@@ -236,7 +236,9 @@ def cmd_diff(args) -> int:
         text, changed = impact.run(_paths(args), args.against, args.output, args.settings, args.format)
         sys.stdout.write(text)
         return 1 if args.exit_code and changed else 0
-    text, changed = run(_paths(args), args.against, args.output, args.settings)
+    from gpuop.ops.impact import impact
+
+    text, changed = run(_paths(args), args.against, args.output, args.settings, effects=impact)
     sys.stdout.write(text)
     return 1 if args.exit_code and changed else 0
 

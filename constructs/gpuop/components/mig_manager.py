@@ -16,12 +16,14 @@ each entry limited by `device-filter` to the PCI ids of the GPU model the layout
 config can only hit that model.
 
 Differences from upstream:
-- The DaemonSet is rendered only when some pool has a MIG layout (upstream: whenever migManager is on),
-  and its deploy label `nvidia.com/gpu.deploy.mig-manager` is published by the NodeFeatureRule on nodes
+- The DaemonSet is rendered only when some pool has a MIG-capable GPU (upstream: whenever migManager is
+  on): a pool with a layout, or one without, which gets `all-disabled` as upstream's default config
+  unless spec.migManager.disableMigWithoutLayout is false (plan/pools.py); its deploy label `nvidia.com/gpu.deploy.mig-manager` is published by the NodeFeatureRule on nodes
   with a MIG-capable GPU (by PCI device id), as the Operator labels only MIG-capable nodes.
 - `default-mig-parted-config` is not emitted: the Operator skips it too when a custom config is given.
 - No `nvidia.com/mig.config=all-disabled` default for unlabelled nodes (the Operator's node-labeling
-  controller sets it); gpuop labels every declared MIG-capable pool explicitly instead.
+  controller sets it); gpuop labels every declared MIG-capable pool explicitly instead (`all-disabled`
+  for a pool without a layout), through NFD or, where NFD cannot tell pools apart, the node group.
 - NFD owns the deploy labels, so it may set a paused label back to `true` during a repartition (the same
   caveat as driver upgrades, docs/components.md).
 

@@ -28,6 +28,8 @@ that does not exist either, everything is new; that is a note, not an error.
 
 from __future__ import annotations
 
+import difflib
+import io
 import json
 import re
 import subprocess
@@ -38,7 +40,7 @@ from pathlib import Path
 import yaml
 
 from gpuop.errors import Issue, UserError
-from gpuop.kube.yamlio import load_all
+from gpuop.kube.yamlio import dump_plain, load_all
 
 Tree = dict  # path relative to the output folder -> bytes
 
@@ -471,18 +473,57 @@ def diff_trees(old: Tree, new: Tree, root: str = "dist") -> list[SectionDiff]:
 
 # --- printing ---------------------------------------------------------------------------------------
 
+def _text(v) -> str:
+    """A value as the reviewer reads it, never cut: strings as they are, small structures as one JSON
+    line, larger ones as YAML (several lines, shown whole)."""
+    if isinstance(v, str):
+        return v
+    text = json.dumps(v, sort_keys=True)
+    return text if len(text) <= 120 else dump_plain(v).rstrip("\n")
+
+
 def _short(v) -> str:
-    text = json.dumps(v, sort_keys=True) if not isinstance(v, str) else v
-    return text if len(text) <= 120 else text[:117] + "..."
+    """One line of a value: the whole value when it fits on one line (multi-line values: _value_lines)."""
+    return _text(v)
 
 
-def render(diffs: list[SectionDiff]) -> str:
+def _value_lines(path: str, old, new) -> list[str]:
+    """A field's change; a multi-line value (a ConfigMap's config.yaml, a script) as a unified diff of
+    the value, whole."""
+    a, b = (None if v is None else _text(v) for v in (old, new))
+    if "\n" not in (a or "") and "\n" not in (b or ""):
+        if old is None:
+            return [f"      {path}: added {b}"]
+        if new is None:
+            return [f"      {path}: removed (was {a})"]
+        return [f"      {path}: {a} -> {b}"]
+    head = "added" if old is None else "removed" if new is None else "changed"
+    body = difflib.unified_diff((a or "").splitlines(), (b or "").splitlines(), "before", "after",
+                                lineterm="", n=max(len((a or "").splitlines()), len((b or "").splitlines())))
+    return [f"      {path}: {head} (multi-line value):"] + [f"        {x}" for x in list(body)[2:]]
+
+
+def render(diffs: list[SectionDiff], effects: list | None = None) -> str:
+    """The diff text. `effects` (ops/impact.py, of the same two trees): every destructive effect on the
+    nodes and the delivery comes first, typed, with its nodes, waves, time bound and trigger, and the
+    changes that cause it are marked `!!` below; without, the destructive changes of the files."""
     lines = []
-    destructive = [(d, c) for d in diffs for c in d.destructive]
-    if destructive:
-        lines.append(f"DESTRUCTIVE: {len(destructive)} change(s) delete things on clusters")
-        for d, c in destructive:
-            lines.append(f"  !! {'fleet' if d.name == FLEET else 'cluster ' + d.name}: {c.destructive}")
+    causes: dict[str, list] = {}
+    if effects is not None:
+        destructive = [e for e in sorted(effects, key=lambda e: e.order_key()) if e.destructive]
+        if destructive:
+            lines.append(f"DESTRUCTIVE: {len(destructive)} effect(s) interrupt GPU workloads or delete things on clusters")
+            for e in destructive:
+                where = "fleet" if e.cluster == FLEET else f"cluster {e.cluster}"
+                lines.append(f"  !! {where}: {e.type}: {e.line(scoped=False)}")
+                for key in e.objects:
+                    causes.setdefault((e.cluster, key), []).append(e.type)
+    else:
+        destructive = [(d, c) for d in diffs for c in d.destructive]
+        if destructive:
+            lines.append(f"DESTRUCTIVE: {len(destructive)} change(s) delete things on clusters")
+            for d, c in destructive:
+                lines.append(f"  !! {'fleet' if d.name == FLEET else 'cluster ' + d.name}: {c.destructive}")
     for d in diffs:
         label = "fleet" if d.name == FLEET else f"cluster {d.name}"
         if d.name != FLEET and not d.exists_before:
@@ -499,16 +540,14 @@ def render(diffs: list[SectionDiff]) -> str:
         else:
             head = f"{label}: chart {d.old_version} -> {d.new_version}"
         lines.append(head)
-        for c in d.changes:
-            lines.append(f"  {'!! ' if c.destructive else ''}{c.op} {c.what}")
+        marked = sorted(d.changes, key=lambda c: not (c.destructive or causes.get((d.name, c.what))))
+        for c in marked:
+            why = [] if c.destructive else sorted(set(causes.get((d.name, c.what), [])))
+            mark = "!! " if c.destructive or why else ""
+            lines.append(f"  {mark}{c.op} {c.what}" + (f"  ({', '.join(why)})" if why else ""))
             lines += [f"      {op} {key}" for op, key in c.objects]
             for path, old, new in c.fields:
-                if old is None:
-                    lines.append(f"      {path}: added {_short(new)}")
-                elif new is None:
-                    lines.append(f"      {path}: removed (was {_short(old)})")
-                else:
-                    lines.append(f"      {path}: {_short(old)} -> {_short(new)}")
+                lines += _value_lines(path, old, new)
     return "\n".join(lines) + "\n"
 
 
@@ -532,8 +571,12 @@ def compile_trees(paths: list[Path], against: str | None, output: Path, settings
     return old, new_tree(result.files, result.reuse, output), settings
 
 
-def run(paths: list[Path], against: str | None, output: Path, settings_path: Path) -> tuple[str, bool]:
-    """The diff text and whether anything would change (for `--exit-code`)."""
+def run(paths: list[Path], against: str | None, output: Path, settings_path: Path,
+        effects=None) -> tuple[str, bool]:
+    """The diff text and whether anything would change (for `--exit-code`). `effects`: ops/impact.py's
+    impact(old, new, root, diffs), whose destructive effects the text starts with (diff does not import
+    impact: impact reads diff's deletions)."""
     old, new, settings = compile_trees(paths, against, output, settings_path)
-    diffs = diff_trees(old, new, settings.gitops.path.rstrip("/"))
-    return render(diffs), changed(diffs)
+    root = settings.gitops.path.rstrip("/")
+    diffs = diff_trees(old, new, root)
+    return render(diffs, effects(old, new, root, diffs) if effects else None), changed(diffs)

@@ -69,12 +69,12 @@ def _unpinned_plans(paths: list[Path]):
 
 
 def list_images(paths: list[Path]) -> dict[str, list[str]]:
-    """cluster -> the container images of its rendered manifests (dist/<cluster>/images.txt)."""
+    """cluster -> every image its outputs pull (dist/<cluster>/images.txt)."""
     from gpuop.outputs import images, manifests
     from gpuop.stack.synth import Synthesizer
 
     synth = Synthesizer()
-    return {p.name: images.image_refs(manifests.rendered(synth.synthesize(p))) for p in _plans(paths)}
+    return {p.name: images.cluster_refs(p, manifests.rendered(synth.synthesize(p))) for p in _plans(paths)}
 
 
 def parse_registry(url: str, plain_http: bool) -> tuple[str, str, str]:

@@ -43,20 +43,27 @@ import yaml
 
 from gpuop.kube.yamlio import load_all
 
-# effect kind -> (rank: lower first, destructive)
+# effect kind -> (rank: lower first, destructive, type). The type is the reviewer's category, shared by
+# `gpuop diff`, `--impact`, the report and the gate.
 EFFECTS = {
-    "stack-removed": (0, True),
-    "driver-reinstall": (1, True),
-    "mig-reconfigure": (2, True),
-    "driver-restart": (3, False),
-    "runtime-reconfigure": (4, False),
-    "plugin-config-switch": (5, False),
-    "device-plugin-restart": (6, False),
-    "metrics-gap": (7, False),
-    "labels-refresh": (8, False),
-    "stack-added": (9, False),
-    "nothing": (10, False),
+    "stack-removed": (0, True, "removal"),
+    "gitops-deletion": (0, True, "gitops-deletion"),
+    "driver-reinstall": (1, True, "driver-reinstall"),
+    "mig-reconfigure": (2, True, "mig-repartition"),
+    "mig-config-lost": (2, True, "mig-repartition"),
+    "driver-restart": (3, False, "operand-restart"),
+    "runtime-reconfigure": (4, False, "operand-restart"),
+    "plugin-config-switch": (5, False, "config-relabel"),
+    "device-plugin-restart": (6, False, "operand-restart"),
+    "metrics-gap": (7, False, "operand-restart"),
+    "labels-refresh": (8, False, "operand-restart"),
+    "stack-added": (9, False, "install"),
+    "nothing": (10, False, "none"),
 }
+# what makes an effect happen: the merge (Argo CD / Flux apply the change), a change of the node group's
+# labels (on a managed node group: its nodes are replaced), a node reboot or restart of the MIG manager
+# pod, the deletion of a driver pod (updateStrategy OnDelete)
+TRIGGERS = ("merge", "node-group-change", "node-relabel", "node-reboot", "pod-deletion")
 DEPLOY = "nvidia.com/gpu.deploy."
 MIG_LABEL = "nvidia.com/mig.config"
 # what the driver manager compares with the node's state file before unloading anything (components/driver.py)
@@ -76,10 +83,65 @@ class Effect:
     scope: str              # "pool <name>" or "all GPU nodes" or "cluster"
     kind: str               # a key of EFFECTS
     text: str
+    pool: str | None = None                 # the pool it hits (None: every GPU node, or the cluster)
+    nodes: int | None = None                # how many nodes (the pool's `nodes`, max); None: unknown
+    waves: int | None = None                # how many rounds the nodes go through it; None: unknown
+    per_node_seconds: int | None = None     # the longest one node (one wave) takes; None: no bound known
+    bound_seconds: int | None = None        # the longest the whole effect takes (waves x per node)
+    trigger: str = "merge"                  # a TRIGGERS value: what makes it happen
+    node_group: str | None = None           # trigger node-group-change: the node group to change
+    set_labels: tuple[tuple[str, str], ...] = ()   # ...to these labels
+    objects: tuple[str, ...] = ()           # the objects (diff keys "Kind ns/name") or files that cause it
 
     @property
     def destructive(self) -> bool:
         return EFFECTS[self.kind][1]
+
+    @property
+    def type(self) -> str:
+        return EFFECTS[self.kind][2]
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d.update(destructive=self.destructive, type=self.type, set_labels=dict(self.set_labels),
+                 objects=list(self.objects))
+        return d
+
+    def order_key(self) -> tuple:
+        """Destructive first, then by cluster, rank and scope: the one order every view prints."""
+        return (not self.destructive, self.cluster, EFFECTS[self.kind][0], self.scope, self.text)
+
+    def line(self, scoped: bool = True) -> str:
+        """One effect as a line: scope, text, trigger when not the merge, and what is known of its timing
+        (`scoped` False: no scope when it is the whole cluster or the fleet)."""
+        timing = self.timing()
+        trigger = "" if self.trigger == "merge" else f" [trigger: {self.trigger}" + (
+            f" of {self.node_group}" if self.node_group else "") + "]"
+        # a driver roll's text names its waves and bounds already (the DaemonSet's update strategy)
+        shown = timing and self.destructive and self.kind != "driver-reinstall"
+        scope = f"{self.scope}: " if scoped or self.scope not in ("cluster", "fleet") else ""
+        return f"{scope}{self.text}{trigger}" + (f" ({timing})" if shown else "")
+
+    def timing(self) -> str:
+        """'16 node(s), 8 wave(s), each up to 21m, up to 2h48m' (what is known)."""
+        parts = []
+        if self.nodes is not None:
+            parts.append(f"{self.nodes} node(s)")
+        if self.waves is not None:
+            parts.append(f"{self.waves} wave(s)")
+        if self.per_node_seconds is not None:
+            parts.append(f"each up to {_duration(self.per_node_seconds)}")
+        if self.bound_seconds is not None:
+            parts.append(f"up to {_duration(self.bound_seconds)} in all")
+        elif self.kind == "mig-reconfigure":
+            parts.append("no time bound: mig-parted has no timeout")
+        return ", ".join(parts)
+
+
+def _obj_key(o: dict) -> str:
+    """The object's key as `gpuop diff` prints it."""
+    m = o.get("metadata") or {}
+    return f"{o.get('kind')} {m['namespace'] + '/' if m.get('namespace') else ''}{m.get('name')}"
 
 
 # ---- reading a tree --------------------------------------------------------------------------------
@@ -181,7 +243,8 @@ def _duration(seconds: int) -> str:
     return f"{h}h{m:02d}m" if h else f"{m}m"
 
 
-def _driver_text(ds: dict, old_ds: dict | None, nodes: int | None) -> str:
+def _driver_roll(ds: dict, old_ds: dict | None, nodes: int | None) -> dict:
+    """What a driver DaemonSet's roll does: the text and its nodes, waves and time bounds."""
     spec = ds["spec"]
     pod = spec["template"]["spec"]
     ctr = next((c for c in pod["containers"] if c["name"] == "nvidia-driver-ctr"), pod["containers"][0])
@@ -197,24 +260,48 @@ def _driver_text(ds: dict, old_ds: dict | None, nodes: int | None) -> str:
     drain = "node drained" if env.get("ENABLE_AUTO_DRAIN") == "true" else "no drain"
     probe = ctr.get("startupProbe") or {}
     per_node = probe.get("initialDelaySeconds", 0) + probe.get("failureThreshold", 3) * probe.get("periodSeconds", 10)
-    version = f" ({old_image.rsplit(':', 1)[-1]} -> {image.rsplit(':', 1)[-1]})" if old_image and old_image != image else ""
+    tag = lambda ref: ref.split("@")[0].rsplit(":", 1)[-1]      # noqa: E731 (tag of a digest-pinned ref too)
+    version = f" ({tag(old_image)} -> {tag(image)})" if old_image and old_image != image else ""
     strategy = spec.get("updateStrategy") or {}
+    fields = {"nodes": nodes, "per_node_seconds": per_node}
     if strategy.get("type") == "OnDelete":
-        return (f"driver reinstall{version} on each node when its driver pod is deleted (autoUpgrade off: "
-                f"updateStrategy OnDelete); then {evict}, {drain}, up to {_duration(per_node)} per node")
+        return {**fields, "trigger": "pod-deletion", "waves": None, "text": (
+            f"driver reinstall{version} on each node when its driver pod is deleted (autoUpgrade off: "
+            f"updateStrategy OnDelete); then {evict}, {drain}, up to {_duration(per_node)} per node")}
     most = (strategy.get("rollingUpdate") or {}).get("maxUnavailable", 1)
     if isinstance(most, str) and most.endswith("%"):
         parallel = f"{most} of the nodes at a time"
-        waves = f"{nodes} node(s) in {math.ceil(100 / max(int(most[:-1]), 1))} wave(s)" if nodes else ""
-        total = math.ceil(100 / max(int(most[:-1]), 1)) * per_node
+        # the DaemonSet controller rounds a percentage up (at least one node per wave)
+        per_wave = max(1, math.ceil(nodes * int(most[:-1]) / 100)) if nodes else None
     else:
         parallel = f"{most} node(s) at a time"
-        waves = f"{nodes} node(s) -> {math.ceil(nodes / max(int(most), 1))} wave(s)" if nodes else ""
-        total = math.ceil(nodes / max(int(most), 1)) * per_node if nodes else None
-    bound = f"; up to {_duration(total)} in all" if waves and total is not None else ""
-    return (f"driver reinstall{version}: {evict}, {drain}, {parallel}"
-            f"{', ' + waves if waves else ' (node count unknown: set nodes on the pool)'}, each up to "
-            f"{_duration(per_node)} (startup probe){bound}")
+        per_wave = max(int(most), 1)
+    waves = math.ceil(nodes / per_wave) if nodes and per_wave else None
+    total = waves * per_node if waves is not None else None
+    where = f"{nodes} node(s) -> {waves} wave(s)" if waves is not None else "node count unknown: set nodes on the pool"
+    bound = f"; up to {_duration(total)} in all" if total is not None else ""
+    return {**fields, "waves": waves, "bound_seconds": total, "text": (
+        f"driver reinstall{version}: {evict}, {drain}, {parallel}"
+        f"{', ' + where if waves is not None else ' (' + where + ')'}, each up to "
+        f"{_duration(per_node)} (startup probe){bound}")}
+
+
+def _source(entry: dict | None, pool: str, label: str) -> str:
+    """Where the pool's label comes from (index.json labelSources): 'nfd rule', 'node group <name>', 'user'."""
+    return (((entry or {}).get("labelSources") or {}).get(pool) or {}).get(label, "nfd rule")
+
+
+def _relabel(source: str, label: str, value: str | None) -> dict:
+    """The trigger of a change of a label the node group or the user sets: nothing happens on merge."""
+    setting = f"{label}={value}" if value else f"{label} removed"
+    if source.startswith("node group "):
+        group = source[len("node group "):]
+        return {"trigger": "node-group-change", "node_group": group, "set_labels": ((label, value or ""),),
+                "head": f"nothing happens on merge; change the node group {group} to {setting}, then "}
+    if source == "user":
+        return {"trigger": "node-relabel", "set_labels": ((label, value or ""),),
+                "head": f"nothing happens on merge; relabel the pool's nodes {setting}, then "}
+    return {"head": ""}
 
 
 # ---- the classification ---------------------------------------------------------------------------
@@ -222,13 +309,16 @@ def _driver_text(ds: dict, old_ds: dict | None, nodes: int | None) -> str:
 def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, new_entry: dict | None) -> list[Effect]:
     if new_entry is None:
         return [Effect(cluster, "cluster", "stack-removed", "cluster leaves the output: Argo CD / Flux delete its "
-                       "GPU stack; the driver is unloaded and GPU pods fail on every node")]
+                       "GPU stack; the driver is unloaded and GPU pods fail on every node",
+                       nodes=_total_nodes(_pools(old_entry)), waves=1, objects=(f"{cluster}/",))]
     if old_entry is None:
-        return [Effect(cluster, "cluster", "stack-added", "new cluster: the whole GPU stack is installed")]
+        return [Effect(cluster, "cluster", "stack-added", "new cluster: the whole GPU stack is installed",
+                       nodes=_total_nodes(_pools(new_entry)))]
     before, after = _objects(old, cluster), _objects(new, cluster)
     pools = _pools(new_entry) or _pools(old_entry)
     pool_keys = {k for p in pools for k in (p.get("nodeSelector") or {})}
     nodes = {p["pool"]: (p.get("nodes") or {}).get("max") for p in pools}
+    all_nodes = _total_nodes(pools)
     effects: list[Effect] = []
     changed_objects = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
     template_changed = set()
@@ -242,45 +332,74 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
         ds = a or b
         component = _component(ds)
         template_changed.add(component)
+        common = {"nodes": all_nodes, "waves": 1, "objects": (_obj_key(ds),)}
         if component == "driver":
             continue                               # per pool below: a pool may move between DaemonSets
         elif component == "container-toolkit":
             effects.append(Effect(cluster, "all GPU nodes", "runtime-reconfigure", "container runtime reconfiguration: "
                                   "the toolkit rewrites the runtime config and restarts the runtime; running "
-                                  "containers keep running, new pods wait for the restart"))
+                                  "containers keep running, new pods wait for the restart", **common))
         elif component in ("device-plugin", "mps-control-daemon"):
             effects.append(Effect(cluster, "all GPU nodes", "device-plugin-restart",
-                                  "device plugin restarts: no new GPU allocations meanwhile"))
+                                  "device plugin restarts: no new GPU allocations meanwhile", **common))
         elif component in RESTARTS:
             kind_, text = RESTARTS[component]
-            effects.append(Effect(cluster, "all GPU nodes", kind_, text))
+            effects.append(Effect(cluster, "all GPU nodes", kind_, text, **common))
     if "driver" in template_changed:
         effects += _driver_effects(cluster, before, after, pools, pool_keys, nodes)
     # per pool: MIG layout and device plugin config (labels and the configs behind them)
     old_labels = _pool_labels(old, cluster, before, pools)
     new_labels = _pool_labels(new, cluster, after, pools)
+    mig_cm, plugin_cm = _cm_key(after or before, "custom-mig-parted-config"), _cm_key(after or before, "device-plugin-config")
+    nfr = next((_obj_key(o) for (k, _), o in sorted((after or before).items()) if k == "NodeFeatureRule"), "")
     old_mig = _config_data(before, "custom-mig-parted-config").get("config.yaml", "")
     new_mig = _config_data(after, "custom-mig-parted-config").get("config.yaml", "")
     old_plugin, new_plugin = _config_data(before, "device-plugin-config"), _config_data(after, "device-plugin-config")
     for p in pools:
         name = p["pool"]
+        scope, n_nodes = f"pool {name}", nodes.get(name)
         o, n = old_labels.get(name, {}), new_labels.get(name, {})
         om, nm = o.get(MIG_LABEL), n.get(MIG_LABEL)
         if om != nm or (nm and old_mig != new_mig and _mig_entry(old_mig, nm) != _mig_entry(new_mig, nm)):
             what = f"{om} -> {nm}" if om != nm else f"{nm} changed"
-            effects.append(Effect(cluster, f"pool {name}", "mig-reconfigure", f"MIG reconfiguration ({what}): the MIG "
-                                  "manager evicts the GPU pods on the pool's nodes and repartitions every GPU; the "
-                                  "pool's GPUs are unavailable until it is done"))
+            src = _source(new_entry, name, MIG_LABEL)
+            how = _relabel(src, MIG_LABEL, nm) if om != nm else {"head": ""}
+            head = how.pop("head")
+            effects.append(Effect(cluster, scope, "mig-reconfigure", f"MIG reconfiguration ({what}): {head}the MIG "
+                                  f"manager evicts the GPU pods on the pool's nodes and repartitions every GPU; the "
+                                  "pool's GPUs are unavailable until it is done", pool=name, nodes=n_nodes, waves=1 if how.get("trigger") is None else None,
+                                  objects=tuple(k for k in (mig_cm, nfr) if k), **how))
+            if om and om != nm and src != "nfd rule" and om != "all-disabled" and _mig_entry(old_mig, om) is not None \
+                    and _mig_entry(new_mig, om) is None:
+                effects.append(Effect(cluster, scope, "mig-config-lost", f"config {om} leaves the MIG manager's "
+                                      f"ConfigMap while the pool's nodes still carry {MIG_LABEL}={om} (from the "
+                                      f"{src}): a node whose MIG manager restarts (a reboot) cannot apply it and "
+                                      f"reports {MIG_LABEL}.state=failed; keep it with keepMigConfigs: [{om}] on the "
+                                      "pool until the node group is relabelled", pool=name, nodes=n_nodes,
+                                      trigger="node-reboot", objects=(mig_cm,) if mig_cm else ()))
         op, np_ = o.get(PLUGIN_LABEL), n.get(PLUGIN_LABEL)
         if op != np_ or (np_ and old_plugin.get(np_) != new_plugin.get(np_)):
             what = f"{op or 'default'} -> {np_ or 'default'}" if op != np_ else f"{np_} changed"
-            effects.append(Effect(cluster, f"pool {name}", "plugin-config-switch", f"device plugin config switch "
-                                  f"({what}): the plugin restarts with it; no new GPU allocations meanwhile, running "
-                                  "pods keep their devices"))
+            how = _relabel(_source(new_entry, name, PLUGIN_LABEL), PLUGIN_LABEL, np_) if op != np_ else {"head": ""}
+            head = how.pop("head")
+            effects.append(Effect(cluster, scope, "plugin-config-switch", f"device plugin config switch "
+                                  f"({what}): {head}the plugin restarts with it; no new GPU allocations meanwhile, "
+                                  "running pods keep their devices", pool=name, nodes=n_nodes,
+                                  objects=tuple(k for k in (plugin_cm, nfr) if k), **how))
     if not effects and changed_objects | _other_changes(old, new, cluster):
         effects.append(Effect(cluster, "cluster", "nothing", "labels, annotations or delivery objects only: nothing "
                               "on the nodes"))
     return sorted(set(effects), key=lambda e: (EFFECTS[e.kind][0], e.scope, e.text))
+
+
+def _total_nodes(pools: list[dict]) -> int | None:
+    counts = [(p.get("nodes") or {}).get("max") for p in pools]
+    return sum(counts) if counts and None not in counts else None
+
+
+def _cm_key(objs: dict, name: str) -> str:
+    cm = objs.get(("ConfigMap", name))
+    return _obj_key(cm) if cm else ""
 
 
 def _driver_effects(cluster, before, after, pools, pool_keys, nodes) -> list[Effect]:
@@ -293,6 +412,7 @@ def _driver_effects(cluster, before, after, pools, pool_keys, nodes) -> list[Eff
     out = []
     for p in pools or [{"pool": "", "nodeSelector": {}}]:
         scope = f"pool {p['pool']}" if p["pool"] else "all GPU nodes"
+        pool = p["pool"] or None
         b = next((d for d in old_ds if _matches(d, p, pool_keys)), None)
         a = next((d for d in new_ds if _matches(d, p, pool_keys)), None)
         if a is None and b is None:
@@ -300,21 +420,24 @@ def _driver_effects(cluster, before, after, pools, pool_keys, nodes) -> list[Eff
         if a is None:
             out.append(Effect(cluster, scope, "driver-reinstall", f"driver DaemonSet {b['metadata']['name']} deleted: "
                               "the driver pods stop and unload the driver; GPU pods fail unless the driver is "
-                              "preinstalled on the nodes"))
+                              "preinstalled on the nodes", pool=pool, nodes=nodes.get(p["pool"]), waves=1,
+                              objects=(_obj_key(b),)))
             continue
         if b is not None and b["metadata"]["name"] == a["metadata"]["name"] and \
                 b["spec"]["template"] == a["spec"]["template"]:
             continue
+        keys = tuple(sorted({_obj_key(a)} | ({_obj_key(b)} if b is not None else set())))
         if b is not None and b["metadata"]["name"] == a["metadata"]["name"] and _config_digest(b) and \
                 _config_digest(b) == _config_digest(a):
             out.append(Effect(cluster, scope, "driver-restart", f"driver pods of {a['metadata']['name']} restart "
                               f"with the same install config ({DIGEST_ENV}): the driver manager keeps the loaded "
-                              "driver; GPU pods keep running"))
+                              "driver; GPU pods keep running", pool=pool, nodes=nodes.get(p["pool"]), objects=keys))
             continue
-        text = _driver_text(a, b, nodes.get(p["pool"]))
+        roll = _driver_roll(a, b, nodes.get(p["pool"]))
+        text = roll.pop("text")
         if b is not None and b["metadata"]["name"] != a["metadata"]["name"]:
             text = f"driver DaemonSet {b['metadata']['name']} replaced by {a['metadata']['name']}: " + text
-        out.append(Effect(cluster, scope, "driver-reinstall", text))
+        out.append(Effect(cluster, scope, "driver-reinstall", text, pool=pool, objects=keys, **roll))
     return out
 
 
@@ -329,13 +452,42 @@ def _other_changes(old: dict, new: dict, cluster: str) -> set:
             if p.startswith(prefix) and "/manifests/" not in p and old.get(p) != new.get(p)}
 
 
-def impact(old: dict, new: dict) -> list[Effect]:
-    """Every cluster's effects, clusters in name order, destructive effects first within each."""
+def impact(old: dict, new: dict, root: str = "dist", diffs: list | None = None) -> list[Effect]:
+    """Every cluster's effects, clusters in name order, destructive effects first within each, and the
+    deletions of the delivery (`gpuop diff`'s destructive changes: an ApplicationSet element, an Argo CD
+    Application or Flux object, a renamed release, a CRD or Namespace), each typed as one effect.
+    `root`: the output folder's path in the repository (the ApplicationSet's git files generator)."""
+    from gpuop.ops.diff import FLEET, diff_trees
+
     before, after = _index(old), _index(new)
     out: list[Effect] = []
     for cluster in sorted(set(before) | set(after)):
         out += cluster_effects(cluster, old, new, before.get(cluster), after.get(cluster))
+    gone = {e.cluster for e in out if e.kind == "stack-removed"}
+    if diffs is None:
+        try:
+            diffs = diff_trees(old, new, root)
+        except (ValueError, yaml.YAMLError):       # a hand-broken file of the last output: `gpuop validate dist`
+            diffs = []
+    for section in diffs:
+        for c in section.destructive:
+            if section.name in gone and c.what == f"{section.name}/":
+                continue                           # the cluster's removal is its stack-removed effect
+            cluster = "fleet" if section.name == FLEET else section.name
+            entry = before.get(cluster)
+            out.append(Effect(cluster, "cluster" if cluster != "fleet" else "fleet", "gitops-deletion",
+                              c.destructive, nodes=_total_nodes(_pools(entry)) if entry else None,
+                              objects=(c.what,)))
     return out
+
+
+def ordered(effects: list[Effect]) -> list[Effect]:
+    """Destructive first, then by cluster, rank and scope: the one order every view prints."""
+    return sorted(effects, key=Effect.order_key)
+
+
+def line(e: Effect, scoped: bool = True) -> str:
+    return e.line(scoped)
 
 
 def render(effects: list[Effect]) -> str:
@@ -346,18 +498,19 @@ def render(effects: list[Effect]) -> str:
     if destructive:
         lines.append(f"!! {len(destructive)} destructive effect(s): GPU workloads are interrupted")
     current = None
-    for e in sorted(effects, key=lambda e: (not e.destructive, e.cluster, EFFECTS[e.kind][0], e.scope)):
+    for e in ordered(effects):
         if e.cluster != current:
             current = e.cluster
-            lines.append(f"cluster {e.cluster}:")
-        lines.append(f"  {'!!' if e.destructive else '  '} {e.scope}: {e.text}")
+            lines.append(f"cluster {e.cluster}:" if e.cluster != "fleet" else "fleet:")
+        lines.append(f"  {'!!' if e.destructive else '  '} {line(e)}")
     return "\n".join(lines) + "\n"
 
 
 def as_json(effects: list[Effect]) -> str:
     return json.dumps({"apiVersion": "gpuop/v1alpha1", "kind": "Impact",
                        "destructive": sum(e.destructive for e in effects),
-                       "effects": [{**asdict(e), "destructive": e.destructive} for e in effects]},
+                       "triggers": list(TRIGGERS),
+                       "effects": [e.as_dict() for e in ordered(effects)]},
                       indent=2, sort_keys=True) + "\n"
 
 
@@ -365,7 +518,7 @@ def run(paths: list[Path], against: str | None, output: Path, settings_path: Pat
     """The impact report of compiling `paths` against the last output, and whether anything reaches a node."""
     from gpuop.ops.diff import compile_trees
 
-    old, new, _ = compile_trees(paths, against, output, settings_path)
-    effects = impact(old, new)
+    old, new, settings = compile_trees(paths, against, output, settings_path)
+    effects = impact(old, new, settings.gitops.path.rstrip("/"))
     text = as_json(effects) if fmt == "json" else render(effects)
     return text, any(e.kind != "nothing" for e in effects)

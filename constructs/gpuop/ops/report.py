@@ -1,9 +1,12 @@
 """`gpuop report`: one static HTML page of the fleet, written to <output>/report/index.html.
 
 Every cluster with its platform, stack release, chart version, pools (GPU model, node count, driver, MIG
-layout drawn as the GPU's slots, what each pool advertises per node and in total), and the fleet's
-totals; with `--against REV`, what the next synth changes and its impact on the nodes (ops/impact.py),
-destructive effects first. No external assets: styles, pictures (inline SVG from mig/picture.py) and
+layout drawn as the GPU's slots, how its GPUs are shared, e.g. "4 GPUs x time-slicing 4", its physical
+GPUs, what it advertises per node and in total), and the fleet's totals, physical GPUs apart from what
+the device plugin advertises (time-sliced replicas and MIG devices are not GPUs); with `--against REV`,
+before -> after columns (chart version, advertised devices, the config labels of each pool) and the
+impact of the next synth on the nodes (ops/impact.py), its destructive effects at the top of the page
+and first in each cluster, with their trigger (merge, node group change, node reboot). No external assets: styles, pictures (inline SVG from mig/picture.py) and
 the one small script (table filter) are in the page, so it opens from a CI artifact or a file share.
 Deterministic: no timestamps; the same fleet gives the same bytes.
 """
@@ -58,33 +61,106 @@ def _layout(pool) -> str:
     return f'{text}<div class="svg">{picture.svg(result)}</div>'
 
 
-def _cluster(plan, entry: dict, effects: list) -> str:
+def _physical(c) -> int | None:
+    """The pool's physical GPUs at its max node count (None: unknown)."""
+    if c is None or c.gpus_per_node is None or c.nodes is None:
+        return None
+    return c.gpus_per_node * c.nodes[1]
+
+
+def _sharing(pool, c) -> str:
+    """'4 GPUs x time-slicing 4' per node, 'MIG 2x3g.40gb', 'none'."""
+    gpus = f"{c.gpus_per_node} GPUs" if c is not None and c.gpus_per_node is not None else "? GPUs"
+    parts = []
+    if pool.mig_layout:
+        parts.append("MIG " + "+".join(f"{n}x{p}" for p, n in pool.mig_layout))
+    if pool.sharing:
+        parts.append(pool.sharing)
+    return f"{gpus} x {', '.join(parts)}" if parts else f"{gpus}, not shared"
+
+
+def _old_pool(before: dict | None, pool: str) -> dict | None:
+    return next((p for p in ((before or {}).get("capacity") or {}).get("pools") or [] if p.get("pool") == pool), None)
+
+
+def _old_counts(old: dict | None, key: str):
+    if old is None:
+        return None
+    v = old.get(key)
+    return None if v is None else (v.get("max") if key == "total" else v)
+
+
+def _pair(before: str, after: str) -> str:
+    return after if before == after else f'<span class="muted">{before}</span> &rarr; {after}'
+
+
+def _effect_item(e) -> str:
+    from gpuop.ops import impact
+
+    return (f'<li class="{"bad" if e.destructive else ""}" data-type="{escape(e.type)}" '
+            f'data-trigger="{escape(e.trigger)}">{"!! " if e.destructive else ""}{escape(e.cluster)}: '
+            f"{escape(impact.line(e))}</li>")
+
+
+def _cluster(plan, entry: dict, effects: list, before: dict | None = None, labels: dict | None = None) -> str:
+    """One cluster: its pools (sharing, physical and advertised devices; with a revision, before and
+    after), then the impact of the next synth, destructive first."""
+    from gpuop.ops import impact
+
     caps = {c.pool: c for c in plan.capacity.pools}
+    against = before is not None
     rows = []
     for pool in plan.pools:
         c = caps.get(pool.name)
         nodes = "?" if c is None or c.nodes is None else (
             str(c.nodes[0]) if c.nodes[0] == c.nodes[1] else f"{c.nodes[0]}-{c.nodes[1]}")
         total = c.total if c is not None else None
+        physical = _physical(c)
+        per_node, advertised = _counts(c.per_node if c else None), _counts(total[1] if total else None)
+        extra = ""
+        if against:
+            old = _old_pool(before, pool.name)
+            old_labels, new_labels = (labels or {}).get(pool.name, ({}, {}))
+            cfg = lambda d: "<br>".join(f"{escape(k)}={escape(v)}" for k, v in sorted(d.items())) or "-"  # noqa: E731
+            extra = (f"<td>{_pair(_counts(_old_counts(old, 'perNode')), per_node) if old else 'new'}</td>"
+                     f"<td>{_pair(_counts(_old_counts(old, 'total')), advertised) if old else 'new'}</td>"
+                     f"<td>{_pair(cfg(old_labels), cfg(new_labels))}</td>")
         rows.append(
-            f"<tr><td>{escape(pool.name)}</td><td>{escape(pool.gpu)}</td><td>{nodes}</td>"
-            f"<td>{escape(_driver(plan, pool))}</td><td>{_layout(pool)}</td>"
-            f"<td>{_counts(c.per_node if c else None)}</td>"
-            f"<td>{_counts(total[1] if total else None)}</td></tr>")
+            f'<tr data-pool="{escape(pool.name)}"><td>{escape(pool.name)}</td><td>{escape(pool.gpu)}</td>'
+            f"<td>{nodes}</td><td>{escape(_driver(plan, pool))}</td><td>{_layout(pool)}</td>"
+            f'<td class="sharing">{escape(_sharing(pool, c))}</td>'
+            f'<td class="physical">{"?" if physical is None else physical}</td>'
+            f"<td>{per_node}</td><td>{advertised}</td>{extra}</tr>")
     changes = ""
     if effects:
-        items = "".join(f'<li class="{"bad" if e.destructive else ""}">{"!! " if e.destructive else ""}'
-                        f"{escape(e.scope)}: {escape(e.text)}</li>" for e in effects)
+        items = "".join(_effect_item(e) for e in impact.ordered(effects))
         changes = f'<h3>Next synth: impact</h3><ul class="effects">{items}</ul>'
+    chart = escape(str(entry.get("chartVersion", "?")))
+    if against:
+        chart = _pair(escape(str(before.get("chartVersion", "none"))) if before else "none", chart)
+    head = ("<th>Pool</th><th>GPU</th><th>Nodes</th><th>Driver</th><th>MIG layout</th><th>Sharing (per node)</th>"
+            "<th>Physical GPUs (max)</th><th>Advertised per node</th><th>Advertised total (max)</th>")
+    if against:
+        head += ("<th>Per node: before &rarr; after</th><th>Total: before &rarr; after</th>"
+                 "<th>Config labels: before &rarr; after</th>")
     return (f'<h2 id="c-{escape(plan.name)}">{escape(plan.name)}</h2>'
             f'<p>{escape(plan.platform)} {escape(plan.platform_version)} &middot; stack release '
             f'{escape(plan.release)} (GPU Operator {escape(plan.operator_version)}) &middot; chart '
-            f'{escape(str(entry.get("chartVersion", "?")))} &middot; namespace {escape(plan.namespace)}</p>'
-            "<table><thead><tr><th>Pool</th><th>GPU</th><th>Nodes</th><th>Driver</th><th>MIG layout</th>"
-            f"<th>Per node</th><th>Total (max)</th></tr></thead><tbody>{''.join(rows)}</tbody></table>{changes}")
+            f'{chart} &middot; namespace {escape(plan.namespace)}</p>{changes}'
+            f'<table class="pools"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
 
-def html(plans, index: dict, effects: list, against: str | None = None) -> str:
+def _physical_total(plans) -> int | None:
+    counts = [_physical(c) for p in plans for c in p.capacity.pools if c.allocation != "dra"]
+    return None if not counts or None in counts else sum(counts)
+
+
+def html(plans, index: dict, effects: list, against: str | None = None, before: dict | None = None,
+         labels: dict | None = None) -> str:
+    """The page. `before`: with a revision, the index entries at it (cluster -> entry); `labels`:
+    cluster -> pool -> (config labels before, after)."""
+    from gpuop.ops import impact
+
     plans = sorted(plans, key=lambda p: p.name)
     by_cluster: dict[str, list] = {}
     for e in effects:
@@ -96,27 +172,45 @@ def html(plans, index: dict, effects: list, against: str | None = None) -> str:
         total = p.capacity.total()
         destructive = sum(e.destructive for e in by_cluster.get(p.name, []))
         flag = f' <span class="bad">{destructive} destructive</span>' if destructive else ""
+        chart = escape(str(entry.get("chartVersion", "?")))
+        if against is not None:
+            old = (before or {}).get(p.name)
+            chart = _pair(escape(str(old.get("chartVersion"))) if old else "none", chart)
+        physical = _physical_total([p])
         fleet_rows.append(
             f'<tr><td><a href="#c-{escape(p.name)}">{escape(p.name)}</a>{flag}</td><td>{escape(p.platform)} '
             f"{escape(p.platform_version)}</td><td>{escape(p.release)}</td>"
-            f"<td>{escape(str(entry.get('chartVersion', '?')))}</td><td>{len(p.pools)}</td>"
-            f"<td>{escape(', '.join(gpus))}</td><td>{_counts(total[1] if total else None)}</td></tr>")
-    removed = sorted({e.cluster for e in effects} - {p.name for p in plans})
+            f"<td>{chart}</td><td>{len(p.pools)}</td>"
+            f"<td>{escape(', '.join(gpus))}</td><td>{'?' if physical is None else physical}</td>"
+            f"<td>{_counts(total[1] if total else None)}</td></tr>")
+    destructive = [e for e in impact.ordered(effects) if e.destructive]
+    top = ""
+    if destructive:
+        items = "".join(_effect_item(e) for e in destructive)
+        top = (f'<section id="destructive"><h2 class="bad">{len(destructive)} destructive effect(s) of the next '
+               f'synth</h2><ul class="effects">{items}</ul></section>')
+    removed = sorted({e.cluster for e in effects} - {p.name for p in plans} - {"fleet"})
     gone = "".join(f'<li class="bad">!! {escape(c)}: {escape(e.text)}</li>'
                    for c in removed for e in by_cluster[c])
     total = fleet_total(plans)
+    physical = _physical_total(plans)
     subtitle = f"changes against {escape(against)}" if against else "as compiled"
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<title>gpuop fleet report</title>"
             f"<style>{CSS}</style></head><body>"
-            f'<h1>GPU fleet: {len(plans)} cluster(s)</h1><p class="muted">{subtitle}</p>'
+            f'<h1>GPU fleet: {len(plans)} cluster(s)</h1><p class="muted">{subtitle}</p>{top}'
             '<input id="filter" placeholder="filter clusters" aria-label="filter clusters">'
             '<table id="fleet"><thead><tr><th>Cluster</th><th>Platform</th><th>Release</th><th>Chart</th>'
-            "<th>Pools</th><th>GPU models</th><th>Capacity (max)</th></tr></thead>"
+            "<th>Pools</th><th>GPU models</th><th>Physical GPUs (max)</th><th>Advertised (max)</th></tr></thead>"
             f"<tbody>{''.join(fleet_rows)}</tbody></table>"
-            f'<p id="fleet-total">Fleet total (max): {_counts(total[1] if total else None)}</p>'
+            f'<p id="fleet-total">Fleet total (max): <span id="fleet-physical">{"?" if physical is None else physical}'
+            f'</span> physical GPU(s); advertised (time-sliced and MPS replicas and MIG devices counted as '
+            f'the device plugin advertises them): <span id="fleet-advertised">'
+            f'{_counts(total[1] if total else None)}</span></p>'
             + (f"<h2>Clusters leaving the output</h2><ul>{gone}</ul>" if gone else "")
-            + "".join(_cluster(p, index.get(p.name, {}), by_cluster.get(p.name, [])) for p in plans)
+            + "".join(_cluster(p, index.get(p.name, {}), by_cluster.get(p.name, []),
+                               (before or {}).get(p.name, {}) if against is not None else None,
+                               (labels or {}).get(p.name)) for p in plans)
             + f"<script>{SCRIPT}</script></body></html>\n")
 
 
@@ -138,14 +232,22 @@ def run(paths: list[Path], against: str | None, output: Path, settings_path: Pat
             index = {c["name"]: c for c in read_json(index_file, str(index_file), what="an index.json")["clusters"]}
         except (UserError, KeyError, TypeError):
             index = {}
-    effects = []
+    effects, before, labels = [], None, None
     if against is not None:
         from gpuop.ops import impact
         from gpuop.ops.diff import compile_trees
 
-        old, new, _ = compile_trees(paths, against, output, settings_path)
-        effects = impact.impact(old, new)
-    page = html(plans, index, effects, against).encode()
+        old, new, settings = compile_trees(paths, against, output, settings_path)
+        effects = impact.impact(old, new, settings.gitops.path.rstrip("/"))
+        before, after = impact._index(old), impact._index(new)
+        index = after or index                 # the next synth's chart versions beside the old ones
+        labels = {}
+        for name, entry in after.items():
+            pools = impact._pools(entry)
+            o = impact._pool_labels(old, name, impact._objects(old, name), pools)
+            n = impact._pool_labels(new, name, impact._objects(new, name), pools)
+            labels[name] = {p["pool"]: (o.get(p["pool"], {}), n.get(p["pool"], {})) for p in pools}
+    page = html(plans, index, effects, against, before, labels).encode()
     target.parent.mkdir(exist_ok=True)
     _report_target(output, settings_path)                # again: nothing swapped a link in meanwhile
     tmp = target.with_suffix(".html.tmp")

@@ -55,7 +55,7 @@ def application(plan: StackPlan, gitops, chart_path: str) -> dict:
             "source": {"repoURL": gitops.repoURL, "targetRevision": gitops.revision, "path": chart_path,
                        "helm": {"releaseName": plan.name, "kubeVersion": plan.kube_version, **DELIVERY_HELM}},
             "syncPolicy": {"automated": {"prune": True, "selfHeal": True}, "syncOptions": options,
-                           "retry": rollout.argocd_retry()},        # sized for a driver rebuild per node
+                           "retry": rollout.argocd_retry(plan)},    # sized for a driver rebuild per node, if any
             "ignoreDifferences": drift.argocd_ignore_differences(),
         },
     }
@@ -72,7 +72,7 @@ def nfd_application(plan: StackPlan, gitops) -> dict | None:
         "spec": {
             "project": nfd_project_name(plan),
             "destination": {"server": a.server, "namespace": n.namespace},
-            "source": {"repoURL": n.repository, "chart": n.chart, "targetRevision": n.version,
+            "source": {"repoURL": nfd_repo_url(plan), "chart": n.chart, "targetRevision": n.version,
                        "helm": {"releaseName": n.release_name, "kubeVersion": plan.kube_version,
                                 "valuesObject": n.values}},
             "syncPolicy": {"automated": {"prune": True, "selfHeal": True},
@@ -89,6 +89,12 @@ NFD_NAMESPACED = (("", "ConfigMap"), ("", "Service"), ("", "ServiceAccount"), ("
                   ("apps", "Deployment"), ("batch", "Job"), ("monitoring.coreos.com", "PodMonitor"),
                   ("networking.k8s.io", "NetworkPolicy"), ("policy", "PodDisruptionBudget"),
                   ("rbac.authorization.k8s.io", "Role"), ("rbac.authorization.k8s.io", "RoleBinding"))
+
+
+def nfd_repo_url(plan: StackPlan) -> str:
+    """NFD's chart repository as Argo CD names it: an OCI Helm repository without the oci:// scheme
+    (repoURL + chart; the repository's Argo CD Secret says enableOCI), an HTTP one as it is."""
+    return plan.nfd.repository.removeprefix("oci://")
 
 
 def nfd_project_name(plan: StackPlan) -> str:
@@ -112,7 +118,7 @@ def nfd_app_project(plan: StackPlan, gitops) -> dict | None:
                      "labels": {"app.kubernetes.io/managed-by": "gpuop", "gpuop/cluster": plan.name}},
         "spec": {
             "description": f"Node Feature Discovery of GPU cluster {plan.name}: its chart, namespace and kinds only.",
-            "sourceRepos": [n.repository],
+            "sourceRepos": [nfd_repo_url(plan)],
             "destinations": [{"server": a.server, "namespace": n.namespace}],
             "clusterResourceWhitelist": cluster,
             "namespaceResourceWhitelist": [{"group": g, "kind": k} for g, k in NFD_NAMESPACED],

@@ -164,7 +164,8 @@ def build_cluster(stack, settings) -> ClusterBuild:
     if plan.operator is not None:    # operator mode: NVIDIA's operator deploys the operands (outputs/operator.py)
         files, entry = operator.apply(files, entry, plan, gitops, c)
     else:                            # the images of manifests/, for mirroring (issue 16)
-        files.update(images.write(manifests.rendered(stack), c, plan.platform == "openshift"))
+        files.update(images.write(manifests.rendered(stack), c, plan.platform == "openshift",
+                                  extra=images.auxiliary_refs(plan)))
     layout = {p: [len(t.encode()), t.count(VERSION_PLACEHOLDER)] for p, t in files.items()}
     return ClusterBuild(c, files, digest, version.minor_key(plan), entry, files_digest(files), layout)
 

@@ -12,7 +12,8 @@ the chart version exactly when content changes, so Flux upgrades exactly then. C
 replaced on install and upgrade (Flux's upgrade default is Skip). The release is stored in Flux's
 namespace, so the chart can create its own target namespace.
 
-NFD: HelmRepository `node-feature-discovery` (the chart's HTTP repository) and HelmRelease
+NFD: HelmRepository `node-feature-discovery` (the chart's HTTP repository, or `type: oci` for a registry
+mirror's oci:// path) and HelmRelease
 `gpuop-<cluster>-nfd` pinned to the stack release's chart version, with the settings the GPU stack
 needs as `values`, into its own namespace (created on install), CRDs created and replaced. The GPU
 HelmRelease `dependsOn` it, so Flux installs and upgrades NFD (and its NodeFeatureRule CRD) first and
@@ -41,7 +42,8 @@ def nfd_objects(plan: StackPlan, gitops) -> list[dict]:
         return []
     repo = {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "HelmRepository",
             "metadata": {"name": NFD_REPO, "namespace": f.namespace, "labels": {"app.kubernetes.io/managed-by": "gpuop"}},
-            "spec": {"url": n.repository, "interval": f.interval}}
+            "spec": {**({"type": "oci"} if n.repository.startswith("oci://") else {}),
+                     "url": n.repository, "interval": f.interval}}
     release = {
         "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
         "metadata": {"name": f"gpuop-{plan.name}-nfd", "namespace": f.namespace, "labels": _labels(plan)},

@@ -127,7 +127,7 @@ def chart_files(stack: Synthesized, version: str) -> dict[str, str]:
     }
     runtime_class = any(o.body["kind"] == "RuntimeClass" and o.body["metadata"]["name"] == "nvidia"
                         for o in stack.objects)
-    files["templates/tests/gpu-smoke-test.yaml"] = smoke_test(runtime_class)
+    files["templates/tests/gpu-smoke-test.yaml"] = smoke_test(runtime_class, smoke_image(plan))
     for component, objs in by_component(stack.objects):
         key = objs[0].values_key
         if any(o.values_key != key for o in objs):
@@ -187,12 +187,24 @@ and validator are privileged).
 {{- end }}
 """
 
-# NVIDIA's CUDA vectorAdd sample, the image NVIDIA's GPU Operator docs verify installs with; pulled from
-# the chart's registry (a mirror of nvcr.io/nvidia) unless `smokeTestImage` names another.
+# NVIDIA's CUDA vectorAdd sample (catalog releases.yaml smokeTest), the image NVIDIA's GPU Operator docs
+# verify installs with; pulled from the chart's registry (a mirror of nvcr.io/nvidia), pinned by the
+# digest lock when the profile has one, unless `smokeTestImage` names another.
 SMOKE_IMAGE = "k8s/cuda-sample:vectoradd-cuda12.5.0"
 
 
-def smoke_test(runtime_class: bool) -> str:
+def smoke_image(plan: StackPlan) -> str:
+    """The smoke test image below the registry: <path>:<tag>[@digest]."""
+    i = plan.smoke_test
+    return SMOKE_IMAGE if i is None else i.key + (f"@{i.digest}" if i.digest else "")
+
+
+def smoke_refs(plan: StackPlan) -> list[str]:
+    """The smoke test image as the chart's defaults render it (images.txt)."""
+    return [f"{plan.values['imageRegistry']}/{smoke_image(plan)}"]
+
+
+def smoke_test(runtime_class: bool, image: str = SMOKE_IMAGE) -> str:
     """A `helm test` hook: one pod that requests one GPU and runs vectorAdd. Never part of a sync:
     the Argo CD Applications set skipTests and Flux runs tests only when asked (spec.test.enable)."""
     rc = "  runtimeClassName: nvidia\n" if runtime_class else ""
@@ -231,7 +243,7 @@ def smoke_test(runtime_class: bool) -> str:
         "      type: RuntimeDefault\n"
         "  containers:\n"
         "  - name: vectoradd\n"
-        f"    image: {{{{ .Values.smokeTestImage | default (print .Values.imageRegistry \"/{SMOKE_IMAGE}\") | toJson }}}}\n"
+        f"    image: {{{{ .Values.smokeTestImage | default (print .Values.imageRegistry \"/{image}\") | toJson }}}}\n"
         "    imagePullPolicy: {{ .Values.imagePullPolicy | toJson }}\n"
         "    securityContext:\n"
         "      allowPrivilegeEscalation: false\n"

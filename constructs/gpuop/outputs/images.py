@@ -1,9 +1,11 @@
 """Writer: the images a cluster's rendered manifests use (dist/<cluster>/images.txt), and on OpenShift an
 oc-mirror ImageSetConfiguration (dist/<cluster>/oc-mirror/imageset-config.yaml) that mirrors them.
 
-images.txt lists exactly the `image` of every container, init container and ephemeral container of the
-rendered manifests (value slots filled with the chart's defaults, as manifests/), one per line, sorted,
-each once: what a disconnected site copies into its mirror registry. The oc-mirror file leaves out
+images.txt lists every image any output can pull, one per line, sorted, each once: what a disconnected
+site copies into its mirror registry. That is the `image` of every container, init container and
+ephemeral container of the rendered manifests (value slots filled with the chart's defaults, as
+manifests/), the chart's `helm test` image, and NFD's image when gpuop deploys NFD (its chart's values
+name it; `extra`). The oc-mirror file leaves out
 references without a registry host (the Driver Toolkit sidecar's `driver-toolkit:<build>` is an
 ImageStream tag of the OpenShift release payload, mirrored with the platform, not by this list).
 """
@@ -34,6 +36,18 @@ def image_refs(objects: list[dict]) -> list[str]:
     return sorted(refs)
 
 
+def auxiliary_refs(plan) -> list[str]:
+    """The images outside the manifests an output pulls: the chart's `helm test` pod and NFD's pods."""
+    from gpuop.outputs.helm import smoke_refs
+
+    return smoke_refs(plan) + ([plan.nfd.image_ref] if plan.nfd.image_ref else [])
+
+
+def cluster_refs(plan, objects: list[dict]) -> list[str]:
+    """Every image of a cluster's outputs: images.txt."""
+    return sorted(set(image_refs(objects)) | set(auxiliary_refs(plan)))
+
+
 def images_txt(refs: list[str]) -> str:
     return "".join(f"{r}\n" for r in refs)
 
@@ -50,8 +64,8 @@ def imageset_config(refs: list[str]) -> str:
                           "mirror": {"additionalImages": [{"name": r} for r in refs if has_registry(r)]}}))
 
 
-def write(objects: list[dict], base: str, openshift: bool) -> dict[str, str]:
-    refs = image_refs(objects)
+def write(objects: list[dict], base: str, openshift: bool, extra: list[str] = ()) -> dict[str, str]:
+    refs = sorted(set(image_refs(objects)) | set(extra))
     files = {f"{base}/images.txt": images_txt(refs)}
     if openshift:
         files[f"{base}/oc-mirror/imageset-config.yaml"] = imageset_config(refs)

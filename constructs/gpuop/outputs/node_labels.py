@@ -1,5 +1,8 @@
-"""dist/<cluster>/node-labels.yaml and the index's `nodeGroupLabels`: the labels each pool's node group
-must carry because no NodeFeatureRule can set them (plan/pools.py decides which, and why).
+"""dist/<cluster>/node-labels.yaml and the index's `nodeGroupLabels` and `labelSources`: the labels each
+pool's node group must carry because no NodeFeatureRule can set them (plan/pools.py decides which, and
+why), and, per pool, where every label its nodes are selected and configured by comes from: `nfd rule`
+(the NodeFeatureRule gpuop writes), `node group <name>` (the profile's nodeGroup), `user` (the profile's
+nodeSelector without a nodeGroup, or labelsFrom: user).
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ def document(plan) -> dict | None:
         return None
     return {"apiVersion": "gpuop/v1alpha1", "kind": "NodePoolLabels", "cluster": plan.name,
             "note": f"No NodeFeatureRule can set these labels; put them on each pool's {WHERE}.",
-            "pools": [{"name": p.name, "gpu": p.gpu, "nodeSelector": dict(p.node_selector),
-                       "labels": dict(p.manual), "why": p.why} for p in manual]}
+            "pools": [{"name": p.name, "gpu": p.gpu, **({"nodeGroup": p.node_group} if p.node_group else {}),
+                       "nodeSelector": dict(p.node_selector), "labels": dict(p.manual), "why": p.why} for p in manual]}
 
 
 def write(plan, path: str) -> dict[str, str]:
@@ -27,4 +30,5 @@ def write(plan, path: str) -> dict[str, str]:
 
 def index_entry(plan) -> dict:
     """For the cluster's index.json entry: per pool, the labels its node group must carry."""
-    return {"nodeGroupLabels": {p.name: dict(p.manual) for p in plan.pool_configs.manual}}
+    return {"nodeGroupLabels": {p.name: dict(p.manual) for p in plan.pool_configs.manual},
+            "labelSources": {p.name: p.sources() for p in plan.pool_configs.pools}}

@@ -16,8 +16,15 @@ second node-by-node driver roll, in reverse. So:
   a timed-out upgrade leaves the release failed and the DaemonSet still rolling; the HelmRelease reports
   it and the next change upgrades again. Installs keep Flux's retries (uninstalling a half-installed
   stack is harmless: no node has the new driver yet).
-- Argo CD does not roll back; its sync retries back off up to one per-node budget, so a retry that
-  waits for a CRD or a node is not given up while a node rebuilds its driver.
+- Only what rolls counts: without a driver DaemonSet (the driver preinstalled, e.g. an EKS AMI, or
+  `driver.enabled: false`) there are no driver waves, and Helm's wait covers the other DaemonSets,
+  which roll one node at a time (their default maxUnavailable 1; they roll side by side, so the
+  slowest is one node's operand start per node): `timeout` = max(driver waves x per-wave budget,
+  GPU nodes x OPERAND_SECONDS). A release that cannot pull its images then fails within that, not
+  after a driver roll's hours.
+- Argo CD does not roll back; its sync retries back off up to one per-node budget (the driver's when
+  the cluster has a driver DaemonSet, an operand's otherwise), so a retry that waits for a CRD or a
+  node is not given up while a node rebuilds its driver.
 
 Where a pool does not say how many nodes it has (`nodes`), the timeout assumes ASSUMED_GPU_NODES per
 cluster; a larger cluster may then still time out, which with no rollback only marks the HelmRelease
@@ -36,6 +43,10 @@ DRIVER_STARTUP_SECONDS = 60 + 120 * 10
 DRAIN_SECONDS = 300            # evicting GPU pods and pulling the new driver image, per wave
 ASSUMED_GPU_NODES = 16         # nodes per cluster the Flux timeout is sized for (not known at compile time)
 PER_WAVE_SECONDS = DRIVER_STARTUP_SECONDS + DRAIN_SECONDS
+# one node's turn of an operand DaemonSet (toolkit, device plugin, GFD, DCGM exporter, validator...):
+# pulling its image and passing its validation init containers, as the driver's per-wave budget the
+# image pull allows for (DRAIN_SECONDS)
+OPERAND_SECONDS = 120
 
 
 def gpu_nodes(plan: StackPlan) -> int:
@@ -46,11 +57,24 @@ def gpu_nodes(plan: StackPlan) -> int:
     return max(1, sum(p.nodes[1] for p in pools))
 
 
+def has_driver(plan: StackPlan) -> bool:
+    """Whether gpuop renders a driver DaemonSet for the cluster (none: the driver is preinstalled)."""
+    return bool(plan.driver_variants)
+
+
 def waves(plan: StackPlan) -> int:
+    """Driver waves Helm's wait covers: 0 without a driver DaemonSet."""
+    if not has_driver(plan):
+        return 0
     u = plan.upgrade
     if not u.auto or u.max_parallel == 0:
         return 1
     return math.ceil(gpu_nodes(plan) / u.max_parallel)
+
+
+def wait_seconds(plan: StackPlan) -> int:
+    """How long Helm's wait may take: the driver roll, or the operands' node-by-node roll if longer."""
+    return max(waves(plan) * PER_WAVE_SECONDS, gpu_nodes(plan) * OPERAND_SECONDS)
 
 
 def _duration(seconds: int) -> str:
@@ -58,8 +82,8 @@ def _duration(seconds: int) -> str:
 
 
 def flux_timeout(plan: StackPlan) -> str:
-    """HelmRelease `spec.timeout`: Helm's wait for the stack's DaemonSets, sized for the driver roll."""
-    return _duration(waves(plan) * PER_WAVE_SECONDS)
+    """HelmRelease `spec.timeout`: Helm's wait for the stack's DaemonSets, sized for what rolls."""
+    return _duration(wait_seconds(plan))
 
 
 def flux_install(crds: str = "CreateReplace") -> dict:
@@ -72,6 +96,8 @@ def flux_upgrade(crds: str = "CreateReplace") -> dict:
             "remediation": {"retries": 0, "remediateLastFailure": False, "strategy": "rollback"}}
 
 
-def argocd_retry() -> dict:
-    """Sync retries of the GPU stack's Application: back off up to one node's driver rebuild."""
-    return {"limit": 10, "refresh": True, "backoff": {"duration": "30s", "factor": 2, "maxDuration": _duration(PER_WAVE_SECONDS)}}
+def argocd_retry(plan: StackPlan | None = None) -> dict:
+    """Sync retries of the GPU stack's Application: back off up to one node's driver rebuild (None: a
+    fleet-wide template, any cluster may have a driver), or one operand start without a driver."""
+    most = PER_WAVE_SECONDS if plan is None or has_driver(plan) else OPERAND_SECONDS
+    return {"limit": 10, "refresh": True, "backoff": {"duration": "30s", "factor": 2, "maxDuration": _duration(most)}}

@@ -53,6 +53,22 @@ CONTROL_PLANE_TOLERATION = {"key": "node-role.kubernetes.io/control-plane", "ope
                             "effect": "NoSchedule"}
 
 
+def _sharing_text(pool) -> str:
+    """How the pool's GPUs are shared, for the report: 'time-slicing 4', 'MPS 2', '' (none)."""
+    s = pool.sharing
+    if s is None:
+        return ""
+    if s.mps is not None:
+        return f"MPS {s.mps.replicas}"
+    ts = s.timeSlicing
+    if ts is None:
+        return ""
+    if ts.replicas and not ts.resources:
+        return f"time-slicing {ts.replicas}"
+    return "time-slicing " + ", ".join([f"{r.name} x{r.replicas}" for r in ts.resources]
+                                       + ([f"others x{ts.replicas}"] if ts.replicas else []))
+
+
 def _monitor(sm, platform: str) -> Monitor | None:
     if not (sm.enabled if sm.enabled is not None else platform == "openshift"):
         return None
@@ -67,9 +83,15 @@ def _nfd(spec, release, values: dict) -> NfdPlan:
     nfd_values = json.loads(json.dumps(chart.values))
     nfd_values["priorityClassName"] = values["priorityClassName"]
     nfd_values.setdefault("worker", {})["tolerations"] = [CONTROL_PLANE_TOLERATION] + values["tolerations"]
-    return NfdPlan(mode="deploy", rules=spec.nfd.rules, chart=chart.chart, repository=chart.repository,
+    if spec.images.pullSecrets:                    # NFD's chart: imagePullSecrets of every NFD pod
+        nfd_values["imagePullSecrets"] = [{"name": s} for s in spec.images.pullSecrets]
+    # a registry mirror serves NFD's image and chart too: an air-gapped cluster reaches nothing else
+    mirror = spec.images.registry
+    repository = spec.nfd.chartRepository or (f"oci://{mirror}" if mirror else chart.repository)
+    return NfdPlan(mode="deploy", rules=spec.nfd.rules, chart=chart.chart, repository=repository,
                    version=chart.version, namespace=chart.namespace, release_name=chart.releaseName,
-                   values_json=json.dumps(nfd_values, sort_keys=True, separators=(",", ":")))
+                   values_json=json.dumps(nfd_values, sort_keys=True, separators=(",", ":")),
+                   image=Image(chart.image.path, chart.image.tag), image_registry=mirror or chart.image.registry)
 
 
 def build_plan(valid: ValidProfile, cat: Catalog) -> StackPlan:
@@ -151,7 +173,8 @@ def build_plan(valid: ValidProfile, cat: Catalog) -> StackPlan:
         mig_strategy=pool_rules.cluster_strategy([p for p in spec.nodePools if not dra_rules.is_dra(p)]) or "mixed",   # pools disagree: mixed (per pool)
         pools=tuple(Pool(pl.name, pl.gpu, tuple(sorted(pl.nodeSelector.items())),
                          pl.mig.strategy if pl.mig else "none",
-                         tuple(sorted(pl.mig.layout.items())) if pl.mig else ()) for pl in spec.nodePools),
+                         tuple(sorted(pl.mig.layout.items())) if pl.mig else (), _sharing_text(pl))
+                    for pl in spec.nodePools),
         values_json=json.dumps(values, sort_keys=True, separators=(",", ":")),
         scheduling=Scheduling(tuple(sorted(ds.nodeSelector.items())),
                               tuple((r.key, r.operator, tuple(r.values)) for r in ds.nodeAffinity)),
@@ -169,6 +192,7 @@ def build_plan(valid: ValidProfile, cat: Catalog) -> StackPlan:
         pool_configs=pool_configs,
         capacity=plan_capacity(spec),
         dra=dra_rules.build(spec, tolerations=values["tolerations"], priority_class=values["priorityClassName"]),
+        smoke_test=Image(release.smokeTest.image, release.smokeTest.version) if release.smokeTest else None,
     )
     plan = pin_digests(valid, plan)
     return dataclasses.replace(plan, operator=operator_plan.build(spec, plan, cat))   # None in stack mode
@@ -232,9 +256,11 @@ def pin_digests(valid, plan: StackPlan) -> StackPlan:
     if missing:
         raise UserError([valid.loaded.positions.issue(where, f"the digest lock has no digest for {', '.join(missing)}; "
                                                       "run `gpuop images resolve --registry URL` for this profile")])
+    pin = lambda i: None if i is None else dataclasses.replace(i, digest=lock.get(i.key))   # noqa: E731
     return dataclasses.replace(
-        plan, images=tuple((n, dataclasses.replace(i, digest=lock.get(i.key))) for n, i in plan.images),
-        driver_digests=tuple(sorted((k, lock[k]) for k in plan.driver_pod_keys())))
+        plan, images=tuple((n, pin(i)) for n, i in plan.images),
+        driver_digests=tuple(sorted((k, lock[k]) for k in plan.driver_pod_keys())),
+        smoke_test=pin(plan.smoke_test), nfd=dataclasses.replace(plan.nfd, image=pin(plan.nfd.image)))
 
 
 def _openshift(release) -> OpenShiftPlan:

@@ -50,6 +50,7 @@ class Pool:
     node_selector: tuple[tuple[str, str], ...]
     mig_strategy: str
     mig_layout: tuple[tuple[str, int], ...]
+    sharing: str = ""            # "time-slicing 4", "MPS 2", "time-slicing nvidia.com/gpu x4"; "": none
 
 
 @dataclass(frozen=True)
@@ -104,10 +105,26 @@ class NfdPlan:
     namespace: str = ""
     release_name: str = ""
     values_json: str = "{}"          # the NFD chart's values (deploy mode), canonical JSON
+    image: Image | None = None       # NFD's image below `image_registry` (deploy mode): the values' image
+    image_registry: str = ""         # the profile's registry mirror, or NFD's own registry (registry.k8s.io)
 
     @property
     def values(self) -> dict:
-        return json.loads(self.values_json)
+        """The NFD chart's values, with its image set explicitly: through the registry mirror and pinned
+        by the digest lock when the profile says so."""
+        v = json.loads(self.values_json)
+        if self.image is not None:
+            v["image"] = {"repository": f"{self.image_registry}/{self.image.path}",
+                          "tag": self.image.tag + (f"@{self.image.digest}" if self.image.digest else "")}
+        return v
+
+    @property
+    def image_ref(self) -> str | None:
+        """The image NFD's pods run (what images.txt lists), None when gpuop does not deploy NFD."""
+        if self.image is None:
+            return None
+        v = self.values["image"]
+        return f"{v['repository']}:{v['tag']}"
 
 
 @dataclass(frozen=True)
@@ -166,6 +183,7 @@ class StackPlan:
     openshift: OpenShiftPlan | None = None            # None: not OpenShift
     pool_configs: PoolConfigs = field(default_factory=PoolConfigs)  # MIG / plugin configs, labels
     dra: DraPlan | None = None                        # None: no pool uses allocation: dra (plan/dra.py)
+    smoke_test: Image | None = None                   # the chart's `helm test` image (below imageRegistry)
     operator: OperatorPlan | None = None              # spec.delivery.mode: operator (plan/operator.py)
     capacity: ClusterCapacity = field(default_factory=ClusterCapacity)   # per pool resources (plan/capacity.py)
     distribution: str = "generic"                      # spec.platform.distribution (catalog/distributions.py)
@@ -211,7 +229,7 @@ class StackPlan:
 
     def image_keys(self) -> list[str]:
         """Every image (<path>:<tag>, below the registry) the stack's components run: what a digest lock must
-        hold (the DRA driver's and NFD's charts bring their own images)."""
+        hold, with the chart's `helm test` image and NFD's (deploy mode; the DRA driver's chart brings its own)."""
         pc = self.pool_configs
         used = {"validator": True, "toolkit": self.toolkit, "gfd": self.gfd, "dcgm": self.dcgm,
                 "devicePlugin": self.device_plugin or (self.gfd and bool(pc.plugin_configs)),
@@ -219,6 +237,7 @@ class StackPlan:
                 "nodeStatusExporter": self.node_status_exporter is not None,
                 "driverManager": bool(self.driver_variants)}
         keys = {i.key for name, i in self.images if used.get(name)}
+        keys |= {i.key for i in (self.smoke_test, self.nfd.image) if i is not None}
         return sorted(keys | set(self.driver_pod_keys()))
 
     def driver_pod_keys(self) -> list[str]:

@@ -65,6 +65,18 @@ class PoolLabels:
     nfd: tuple[tuple[str, str], ...] = ()        # set by a NodeFeatureRule on the GPU's PCI device ids
     manual: tuple[tuple[str, str], ...] = ()     # must come from the node group template
     why: str = ""                                # why `manual` is not NFD's
+    node_group: str = ""                         # the profile's nodeGroup: where `manual` comes from
+    user: bool = False                           # labelsFrom user (or spec.nfd.rules false): the user labels
+
+    def sources(self) -> dict[str, str]:
+        """Where each label the pool's nodes need comes from: its selection labels (nodeSelector) from
+        the node group or the user, the config and deploy labels from gpuop's NodeFeatureRule or, where
+        no rule can set them, the node group / the user."""
+        elsewhere = f"node group {self.node_group}" if self.node_group else "user" if self.user else "unknown"
+        out = {k: (f"node group {self.node_group}" if self.node_group else "user") for k, _ in self.node_selector}
+        out.update({k: "nfd rule" for k, _ in self.nfd})
+        out.update({k: elsewhere for k, _ in self.manual})
+        return dict(sorted(out.items()))
 
 
 @dataclass(frozen=True)
@@ -112,6 +124,21 @@ def mig_config_name(layout) -> str:
     """{'3g.40gb': 1, '2g.20gb': 1, '1g.10gb': 2} -> '1x3g.40gb_1x2g.20gb_2x1g.10gb' (largest first)."""
     items = sorted(dict(layout).items(), key=lambda kv: (-_compute(kv[0]), kv[0]))
     return _label_value("_".join(f"{n}x{p.replace('+', '.')}" for p, n in items), dict(layout))
+
+
+def _layout_from_name(name: str, gpu) -> dict:
+    """A config name back to its layout ('2x3g.40gb_1x1g.10gb' -> {'3g.40gb': 2, '1g.10gb': 1}), the
+    profiles matched against the GPU's catalog profiles ('.' in a name may stand for '+'); {} when the
+    name is not one mig_config_name writes for this GPU."""
+    family = geometry.load_mig().families.get(gpu.migFamily) if gpu is not None and gpu.migCapable else None
+    known = {p.name.replace("+", "."): p.name for p in family.profiles} if family else {}
+    out = {}
+    for part in name.split("_"):
+        count, x, profile = part.partition("x")
+        if not (x and count.isdigit() and profile in known):
+            return {}
+        out[known[profile]] = int(count)
+    return out if mig_config_name(out) == name else {}
 
 
 def layout_of(pool) -> dict:
@@ -180,7 +207,11 @@ def build(spec, cat) -> PoolConfigs:
             if dra:
                 wanted[i][DRA_LABEL] = "true"
 
-    mig_manager = spec.migManager.enabled and bool(layouts)
+    # MIG-capable pools without a layout: `all-disabled` enforced (the operator's default on MIG-capable
+    # nodes without a config), so a GPU that arrives with MIG mode on is returned to whole GPUs
+    bare = [p for i, p in enumerate(pools) if gpus[i] is not None and gpus[i].migCapable and not layout_of(p)
+            and not (dynamic and dra_rules.is_dra(p))]
+    mig_manager = spec.migManager.enabled and bool(layouts or (bare and spec.migManager.disableMigWithoutLayout))
     mig_parted = ""
     if mig_manager:
         configs: dict[str, list] = {ALL_DISABLED: [{"devices": "all", "mig-enabled": False}]}
@@ -197,7 +228,16 @@ def build(spec, cat) -> PoolConfigs:
                          "mig-devices": {k: layout[k] for k in sorted(layout, key=lambda k: (_compute(k), k))}}
                 if entry not in configs.setdefault(name, []):
                     configs[name].append(entry)
+            elif not spec.migManager.disableMigWithoutLayout:
+                continue                           # left as it is: no label, the MIG manager does nothing here
             wanted[i][MIG_CONFIG_LABEL] = name
+            for kept in p.keepMigConfigs:          # nodes of the group may still carry a former config
+                old = _layout_from_name(kept, gpus[i])
+                if old and kept != name:
+                    entry = {"device-filter": list(gpus[i].pciDeviceIds), "devices": "all", "mig-enabled": True,
+                             "mig-devices": {k: old[k] for k in sorted(old, key=lambda k: (_compute(k), k))}}
+                    if entry not in configs.setdefault(kept, []):
+                        configs[kept].append(entry)
         ordered = {ALL_DISABLED: configs.pop(ALL_DISABLED), **dict(sorted(configs.items()))}
         mig_parted = dump_plain({"version": "v1", "mig-configs": ordered})
 
@@ -258,5 +298,6 @@ def _labels(pools, gpus, wanted, nfd_rules: bool):
             rules.append(NfdPoolRule(gpu, tuple(sorted({nfd_id(x) for x in gpus[idxs[0]].pciDeviceIds})),
                                      tuple(sorted(rule.items()))))
     out = tuple(PoolLabels(i, p.name, p.gpu, tuple(sorted(p.nodeSelector.items())), tuple(sorted(nfd[i].items())),
-                           tuple(sorted(manual[i].items())), why.get(i, "")) for i, p in enumerate(pools))
+                           tuple(sorted(manual[i].items())), why.get(i, ""), p.nodeGroup or "",
+                           p.labelsFrom == "user" or not nfd_rules) for i, p in enumerate(pools))
     return out, tuple(rules)

@@ -320,6 +320,14 @@ class Dcgm(ComponentSettings):
         "engine. Omitted: false (the Operator's Helm default)."))
 
 
+class MigManager(ComponentSettings):
+    disableMigWithoutLayout: bool = Field(True, description=(
+        "Apply the mig-parted config `all-disabled` on the nodes of MIG-capable pools without a layout, as "
+        "NVIDIA's operator does on MIG-capable nodes without a config: a GPU that arrives with MIG mode on "
+        "(a re-pooled node, a previous tenant) is returned to whole GPUs; the MIG manager is deployed for it. "
+        "False: such GPUs are left as they are (no MIG manager unless some pool has a layout). Omitted: true."))
+
+
 class NodeStatusExporter(ComponentSettings):
     enabled: bool = Field(False, description="Omitted: false (the Operator's default).")
     serviceMonitor: ServiceMonitor = Field(default_factory=ServiceMonitor, description="Omitted: no ServiceMonitor.")
@@ -335,12 +343,22 @@ class Nfd(Model):
         "Emit the NodeFeatureRule that labels GPU nodes (nvidia.com/gpu.present and the deploy labels of the "
         "enabled components). False: you label the nodes yourself, e.g. in the node group template. "
         "Omitted: true."))
+    chartRepository: str | None = Field(None, min_length=1, max_length=2048, pattern=r"^(https://|oci://)[^\s]+$",
+                                        description=(
+        "Where NFD's chart is pulled from (deploy mode): an https:// chart repository or an oci:// registry "
+        "path holding the chart `node-feature-discovery` (`helm pull` it from NFD's repository, `helm push` "
+        "it there). NFD's image comes from spec.images.registry when that is set "
+        "(<registry>/nfd/node-feature-discovery). Omitted: oci://<spec.images.registry> when a registry "
+        "mirror is set (a mirror-only cluster reaches nothing else), else NFD's own repository "
+        "(https://kubernetes-sigs.github.io/node-feature-discovery/charts)."))
 
 
 class Images(Model):
     registry: str | None = Field(None, pattern=r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", description=(
-        "Registry mirror that replaces the stack release's registry (nvcr.io/nvidia) for every image. "
-        "Omitted: the release's registry."))
+        "Registry mirror that replaces the stack release's registry (nvcr.io/nvidia) for every image: the "
+        "components', the chart's `helm test` image (<registry>/k8s/cuda-sample) and, in nfd mode deploy, "
+        "NFD's image (<registry>/nfd/node-feature-discovery) and chart (spec.nfd.chartRepository). "
+        "`gpuop images` lists every one. Omitted: the release's registry."))
     pullSecrets: list[Annotated[str, AfterValidator(_dns_subdomain)]] = Field(
         default_factory=list, max_length=MAX_PULL_SECRETS, description=(
             "Secret names (DNS-1123 subdomains) set as imagePullSecrets on every pod. Omitted: none."))
@@ -524,6 +542,24 @@ class NodePool(Model):
     sharing: Sharing | None = Field(None, description=(
         "GPU sharing on this pool's nodes, written into the device plugin's config and selected by the node "
         "label nvidia.com/device-plugin.config. Omitted: no sharing (one pod per GPU or MIG device)."))
+    nodeGroup: str | None = Field(None, min_length=1, max_length=253, description=(
+        "The node group that carries this pool's nodes (EKS managed node group, Karpenter NodePool, GKE node "
+        "pool, OpenShift MachineSet). Needed when the pool shares its GPU model with another pool whose MIG "
+        "layout or sharing differs: no NodeFeatureRule can tell their nodes apart, so the pool's "
+        "nvidia.com/mig.config and nvidia.com/device-plugin.config labels must come from this node group's "
+        "template (dist/<cluster>/node-labels.yaml lists them; `gpuop diff --impact` and the report name the "
+        "node group when a change needs it relabelled). Omitted: such a pool is refused unless labelsFrom "
+        "is user."))
+    labelsFrom: Literal["user"] | None = Field(None, description=(
+        "user: you put the labels no NodeFeatureRule can set (node-labels.yaml) on the pool's nodes yourself, "
+        "outside any node group gpuop knows of. Omitted: they come from nodeGroup (required then)."))
+    keepMigConfigs: list[Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")]] = Field(
+        default_factory=list, max_length=16, description=(
+            "Names of former MIG configs (nvidia.com/mig.config values) of this pool that stay in the MIG "
+            "manager's ConfigMap while nodes may still carry them: after a layout change on a pool whose "
+            "labels come from its node group, nothing changes on the nodes until the node group's label is "
+            "changed, and a node labelled with a config the ConfigMap lacks fails to apply it. Remove a name "
+            "once every node of the group carries the new label. Omitted: none kept."))
 
 
 class OperatorDelivery(Model):
@@ -604,9 +640,10 @@ class ClusterSpec(Model):
         "GPU feature discovery. Omitted: enabled."))
     nodeStatusExporter: NodeStatusExporter = Field(default_factory=NodeStatusExporter, description=(
         "Omitted: disabled."))
-    migManager: ComponentSettings = Field(default_factory=ComponentSettings, description=(
-        "MIG manager: applies each pool's MIG layout on its nodes; deployed only when some pool has a MIG "
-        "layout. False: nothing applies the layouts (partition the GPUs yourself). Omitted: enabled."))
+    migManager: MigManager = Field(default_factory=MigManager, description=(
+        "MIG manager: applies each pool's MIG layout on its nodes, and `all-disabled` on MIG-capable pools "
+        "without a layout; deployed when some pool has a MIG-capable GPU. False: nothing applies the layouts "
+        "(partition the GPUs yourself). Omitted: enabled."))
     nfd: Nfd = Field(default_factory=Nfd, description=(
         "Node Feature Discovery and the GPU node labels. Omitted: deploy NFD, emit the NodeFeatureRule."))
     images: Images = Field(default_factory=Images, description="Omitted: release registry, no pull secrets.")

@@ -10,7 +10,7 @@ api/config/v1 (replicas >= 2, flags precedence) and cmd/nvidia-device-plugin val
 
 from __future__ import annotations
 
-from gpuop.plan.pools import WHERE, advertised, build, layout_of
+from gpuop.plan.pools import WHERE, _layout_from_name, advertised, build, layout_of
 from gpuop.validate.rules import Context, run
 
 
@@ -62,18 +62,40 @@ def check_mig_manager_present(ctx: Context) -> list:
 
 
 def check_labels_nfd_cannot_set(ctx: Context) -> list:
-    """Warn at each pool whose labels must come from its node group (plan/pools.py decides which)."""
+    """Each pool whose labels no NodeFeatureRule can set (plan/pools.py decides which) must say where they
+    come from (nodeGroup, or labelsFrom: user): unlabelled, a MIG pool silently advertises whole GPUs and
+    a sharing pool advertises one pod per GPU. Named: a warning saying what to put on the node group."""
     out = []
     for pool in build(ctx.spec, ctx.cat).manual:
         labels = ", ".join(f"{k}={v}" for k, v in pool.manual)
-        out.append(ctx.at(("spec", "nodePools", pool.index), f"label this pool's nodes {labels} through its "
-                          f"{WHERE}: {pool.why}", "warning"))
+        if pool.node_group or pool.user:
+            group = f" (node group {pool.node_group})" if pool.node_group else ""
+            out.append(ctx.at(("spec", "nodePools", pool.index), f"label this pool's nodes {labels} through its "
+                              f"{WHERE}{group}: {pool.why}", "warning"))
+            continue
+        out.append(ctx.at(("spec", "nodePools", pool.index), f"this pool's nodes need {labels}, and no "
+                          f"NodeFeatureRule can set them ({pool.why}); without them the nodes get no MIG layout "
+                          f"and no sharing config. Set nodeGroup to the node group whose {WHERE} carries them, "
+                          "or labelsFrom: user if you label the nodes yourself"))
+    return out
+
+
+def check_keep_mig_configs(ctx: Context) -> list:
+    """keepMigConfigs names a config gpuop can rebuild for the pool's GPU (a name mig_config_name writes)."""
+    out = []
+    for i, p in enumerate(ctx.spec.nodePools):
+        gpu = ctx.cat.gpus.get(p.gpu)
+        for j, name in enumerate(p.keepMigConfigs):
+            if not _layout_from_name(name, gpu):
+                out.append(ctx.at(("spec", "nodePools", i, "keepMigConfigs", j), f"{name!r} is not a MIG config "
+                                  f"name of {p.gpu} (names read like 2x3g.40gb or 1x3g.40gb_2x1g.10gb: count x "
+                                  "profile, largest first, as nvidia.com/mig.config values gpuop writes)"))
     return out
 
 
 RULES = (
     (check_sharing, check_mig_manager_present),
-    (check_labels_nfd_cannot_set,),          # the pool configs need valid sharing settings
+    (check_labels_nfd_cannot_set, check_keep_mig_configs),          # the pool configs need valid sharing settings
 )
 
 
