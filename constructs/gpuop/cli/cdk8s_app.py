@@ -46,8 +46,7 @@ def main() -> int:
     for a in (app, preview) if preview is not None else (app,):
         for chart in a.charts:
             path = Path(a.outdir) / f"{chart.node.id}{a.output_file_extension}"
-            path.write_text("---
-".join(dump(obj) for obj in chart.to_json()))
+            path.write_text("---\n".join(dump(obj) for obj in chart.to_json()))
     return 0
 
 

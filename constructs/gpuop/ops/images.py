@@ -25,7 +25,7 @@ import re
 import urllib.parse
 from pathlib import Path
 
-from gpuop.bounded import parse_json, read_json
+from gpuop.profile.bounded import parse_json, read_json
 from gpuop.errors import Issue, UserError
 from gpuop.ops import registry as registry_http
 

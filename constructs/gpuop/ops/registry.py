@@ -27,7 +27,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 
-from gpuop.bounded import host_problem
+from gpuop.profile.bounded import host_problem
 from gpuop.errors import Issue, UserError
 
 MAX_REDIRECTS = 5

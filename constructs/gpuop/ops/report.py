@@ -221,7 +221,7 @@ def run(paths: list[Path], against: str | None, output: Path, settings_path: Pat
     from gpuop.pipeline.run import plan_all
 
     plans, _ = plan_all(paths)
-    from gpuop.bounded import read_json
+    from gpuop.profile.bounded import read_json
     from gpuop.errors import UserError
 
     target = _report_target(output, settings_path)       # before any work: refuse early, write nothing

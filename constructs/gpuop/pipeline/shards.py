@@ -7,7 +7,7 @@ shards is an error), every packaged chart (the same name must be the same bytes)
 clusters is the same in every shard) and rebuilds index.json sorted by name — the same bytes a single
 run over the whole fleet writes.
 
-Shard folders are untrusted input (gpuop.bounded): no symlink is followed (a cluster folder or a file
+Shard folders are untrusted input (gpuop.profile.bounded): no symlink is followed (a cluster folder or a file
 that is a link is refused), only regular files are read, each within its folder; every shard must be
 of this gpuop version, and every shard K of the same N must be there exactly once, so a forgotten
 shard cannot remove its clusters from the merged fleet.
@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 from gpuop import __version__
-from gpuop.bounded import MAX_TREE_BYTES, MAX_TREE_ENTRIES, read_bytes, read_json, read_tree, walk
+from gpuop.profile.bounded import MAX_TREE_BYTES, MAX_TREE_ENTRIES, read_bytes, read_json, read_tree, walk
 from gpuop.errors import Issue, UserError
 from gpuop.outputs import charts
 from gpuop.outputs import fleet

@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuop.bounded import MAX_JSON_BYTES, parse_json, read_bytes, read_json
+from gpuop.profile.bounded import MAX_JSON_BYTES, parse_json, read_bytes, read_json
 from gpuop.errors import Issue, UserError
 from gpuop.outputs.version import LOCK_FILE
 
@@ -72,7 +72,7 @@ def read_lock(out: Path) -> dict:
     path = out / LOCK_FILE
     if not os.path.lexists(path):
         return {}
-    try:          # bounded, never through a symlink (gpuop.bounded): the previous output is untrusted
+    try:          # bounded, never through a symlink (gpuop.profile.bounded): the previous output is untrusted
         lock = read_json(path, str(path), what="a version lock")
         assert isinstance(lock, dict) and isinstance(lock.get("clusters"), dict)
         return lock
@@ -86,7 +86,7 @@ def read_lock(out: Path) -> dict:
 def read_index(out: Path) -> dict:
     """index.json of an output folder, checked for shape: a UserError (exit 2) when it is not an Index."""
     path = Path(out) / "index.json"
-    try:          # bounded, never through a symlink (gpuop.bounded): the previous output is untrusted
+    try:          # bounded, never through a symlink (gpuop.profile.bounded): the previous output is untrusted
         raw = read_bytes(path, str(path), limit=MAX_JSON_BYTES, what="an index.json")
     except UserError as exc:
         raise UserError(Issue(str(path), 0, 0, "", f"{exc.issues[0].message}; not a gpuop output folder"))

@@ -35,7 +35,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from gpuop.bounded import host_problem
+from gpuop.profile.bounded import host_problem
 from gpuop.kube.types import dns_label, dns_subdomain
 
 from gpuop.errors import Issue, UserError
@@ -58,7 +58,7 @@ _USER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 def url_problem(v: str, schemes: tuple[str, ...], scp: bool = False) -> str | None:
     """Why `v` is not a URL of one of `schemes` (`scp`: or git's user@host:path); None when it is.
-    A host in ASCII/IDNA form (gpuop.bounded.host_problem), a port in 1..65535, no credentials (a
+    A host in ASCII/IDNA form (gpuop.profile.bounded.host_problem), a port in 1..65535, no credentials (a
     user name only for ssh and git), no leading '-' anywhere a program could read an option, at most
     MAX_URL characters, no query or fragment."""
     if len(v) > MAX_URL:
