@@ -48,11 +48,17 @@ def tree(folder: Path) -> dict[str, str]:
 
 
 def built(proc) -> tuple[int, int]:
+    """(built, not built) from the summary; `summary_counts` has the three counts."""
+    b, c, u = summary_counts(proc)
+    return b, c + u
+
+
+def summary_counts(proc) -> tuple[int, int, int]:
     line = proc.stderr.strip().splitlines()[-1]
-    # "gpuop: compiled N cluster(s) into OUT (B built, U unchanged)"
+    # "gpuop: compiled N cluster(s) into OUT (B built, C reused from the cache, U unchanged on disk)"
     inner = line.rsplit("(", 1)[1].rstrip(")")
-    b, u = inner.split(", ")
-    return int(b.split()[0]), int(u.split()[0])
+    b, c, u = inner.split(", ")[:3]
+    return int(b.split()[0]), int(c.split()[0]), int(u.split()[0])
 
 
 @pytest.fixture(scope="module")

@@ -40,7 +40,7 @@ def test_nothing_changed_writes_nothing_and_prints_the_same_summary(w):
     before = os.stat(w / "dist").st_ino
     files = {p: p.stat().st_ino for p in (w / "dist").rglob("*")}
     proc = _synth(w)
-    assert proc.stderr.strip().splitlines()[-1] == "gpuop: compiled 6 cluster(s) into dist (0 built, 6 unchanged)"
+    assert proc.stderr.strip().splitlines()[-1] == "gpuop: compiled 6 cluster(s) into dist (0 built, 0 reused from the cache, 6 unchanged on disk)"
     assert os.stat(w / "dist").st_ino == before          # the normal path exchanges the folder: a new inode
     assert {p: p.stat().st_ino for p in (w / "dist").rglob("*")} == files
     assert not list(w.glob(".dist.*"))
@@ -88,7 +88,7 @@ def test_warnings_of_the_last_run_are_printed_again(w):
     assert warned, first.stderr
     again = _synth(w)
     assert [line for line in again.stderr.splitlines() if ": warning: " in line] == warned
-    assert again.stderr.strip().splitlines()[-1] == "gpuop: compiled 6 cluster(s) into dist (0 built, 6 unchanged)"
+    assert again.stderr.strip().splitlines()[-1] == "gpuop: compiled 6 cluster(s) into dist (0 built, 0 reused from the cache, 6 unchanged on disk)"
 
 
 def test_no_cache_never_takes_the_shortcut(w):

@@ -537,10 +537,11 @@ _COMMITTED: list = []
 
 # ---- integrity of a compiled output (gpuop validate DIST) -------------------------------------------
 
-def output_issues(out: Path) -> list[Issue]:
+def output_issues(out: Path, only: frozenset | None = None) -> list[Issue]:
     """What makes an output folder unusable as a Helm repository and a GitOps source, beyond the
     objects themselves: index.json of kind Index, every cluster's folders and chart archive present, and
-    charts/index.yaml listing every archive with its digest (an index with no entries is not valid)."""
+    charts/index.yaml listing every archive with its digest (an index with no entries is not valid).
+    `only`: the clusters to check (the review gate's selection); None: every cluster."""
     import yaml
 
     from gpuop.outputs import charts as charts_mod
@@ -561,6 +562,8 @@ def output_issues(out: Path) -> list[Issue]:
                             f"({getattr(exc, 'strerror', None) or exc}); run gpuop synth to rebuild it"))
         idx = None
     for i, c in enumerate(doc["clusters"]):
+        if only is not None and c["name"] not in only:
+            continue
         for key in ("chart", "manifests", "overlay", "argocd", "flux"):
             if not (out / c[key]).is_dir():
                 issues.append(Issue(str(out / "index.json"), 0, 0, f"clusters[{i}].{key}",
