@@ -59,8 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("paths", nargs="*", type=Path)
     v.add_argument("--settings", type=Path, default=Path("gpuop.yaml"))
     v.add_argument("--against", default=None, help="an output folder: check only the clusters that changed against "
-                   "this git revision (default: every cluster's objects; the clusters that differ from HEAD are "
-                   "compiled and compared)")
+                   "this git revision (default: every cluster's objects, and the clusters that differ from origin/HEAD, "
+                   "else HEAD, are compiled and compared)")
     v.add_argument("--all", action="store_true", help="an output folder: compile and compare every cluster")
     ck = sub.add_parser("check", help="the review gate in one process: stale check, semantic diff against the base "
                         "revision (destructive first), validation of what changed; exit 3 when the output is stale")
@@ -330,7 +330,7 @@ def _provenance_issues(args, out: Path, notes: dict) -> list:
         notes["tail"] = f" (not compared with its inputs: no {profiles}/ and {args.settings} here)"
         return []
     settings = load_settings(args.settings)
-    sel = gate.select([profiles], out, settings, args.against or "HEAD", args.all)
+    sel = gate.select([profiles], out, settings, args.against or gate.default_base(), args.all)
     if args.against:
         notes["only"] = frozenset(sel.clusters)
     stale, _ = gate.verify(sel, [profiles], out, settings)

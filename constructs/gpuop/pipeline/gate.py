@@ -82,6 +82,12 @@ def resolve(ref: str) -> str | None:
     return sha.stdout.decode().strip()
 
 
+def default_base() -> str:
+    """The base a change is verified against when none is named: the remote's default branch (a pull
+    request's checkout, a developer's clone), else HEAD."""
+    return "origin/HEAD" if _git("rev-parse", "--verify", "--quiet", "origin/HEAD^{commit}").returncode == 0 else "HEAD"
+
+
 def _prefix() -> str:
     """The working folder's path inside the repository ('' at the top, else 'sub/')."""
     return _git("rev-parse", "--show-prefix").stdout.decode().strip()
@@ -282,3 +288,44 @@ def _compare(expected: dict, on_disk: dict) -> list[Stale]:
 def stale_issues(stale: list[Stale], output: Path) -> list[Issue]:
     return [Issue(str(output / s.where), 0, 0, "", f"{s.what}: not what the profiles compile to; run "
                   "gpuop synth and commit the output") for s in stale]
+
+
+def verify_folders(clusters: dict, source: Path, paths: list[Path], settings) -> list[Issue]:
+    """Clusters carried from another output folder (a shard): {name: (index entry, files)}. Each must come
+    from the inputs here (its provenance), and its files must be what those inputs compile to: proven by the
+    committed output at the default base (same inputs, chart version and tree digest), else compiled."""
+    from gpuop.outputs.cluster import tree_digest
+    from gpuop.pipeline.run import compile_profiles
+    from gpuop.pipeline.write import read_previous
+
+    current = current_records(paths, settings)
+    folder = Path(settings.gitops.path.rstrip("/")).as_posix()
+    commit = resolve(default_base())
+    base = _entries(git_blob(commit, f"{folder}/index.json")) if commit else {}
+    issues, todo = [], []
+    for name, (entry, files) in sorted(clusters.items()):
+        record = current.get(name)
+        inputs = (entry.get("provenance") or {}).get("inputs")
+        where = str(source / name)
+        if record is None:
+            issues.append(Issue(where, 0, 0, "", "no profile here names this cluster; compile the shard from these profiles"))
+        elif inputs != record[1]["inputs"]:
+            issues.append(Issue(where, 0, 0, "", "was compiled from other inputs than the profiles here (its provenance "
+                                "in index.json differs); compile the shard again"))
+        else:
+            b = base.get(name) or {}
+            same = ((b.get("provenance") or {}).get("inputs") == inputs and b.get("chartVersion") == entry.get("chartVersion")
+                    and b.get("treeDigest") == tree_digest(files))
+            if not same:
+                todo.append(name)
+    if todo and not issues:
+        previous = read_previous(source, repair=True)
+        result = compile_profiles([current[n][0] for n in todo], settings, previous, cache_dir=None, reuse=False,
+                                  check_kept=False)
+        expected = {k: (v.encode() if isinstance(v, str) else v) for k, v in result.files.items()}
+        for name in todo:
+            mine = {k: v for k, v in expected.items() if k.startswith(name + "/")}
+            for s in _compare(mine, clusters[name][1]):
+                issues.append(Issue(str(source / s.where), 0, 0, "", f"{s.what}: not what the profiles compile to "
+                                    "(edited after the shard was compiled?); compile the shard again"))
+    return issues

@@ -42,6 +42,7 @@ def merge_shards(shards: list[Path], settings) -> tuple[dict[str, bytes], list[s
     built_lock: dict[str, dict] = {}
     archives: dict[str, bytes] = {}
     issues: list[Issue] = []
+    carried: dict = {}
     for shard in shards:
         if not shard.is_dir():
             issues.append(Issue(str(shard), 0, 0, "", "not a folder; pass the folders `gpuop synth --shard K/N -o DIR` wrote"))
@@ -72,6 +73,7 @@ def merge_shards(shards: list[Path], settings) -> tuple[dict[str, bytes], list[s
             entries[name] = entry
             built_lock[name] = shard_lock[name]
             files.update(tree)
+            carried.setdefault(shard, {})[name] = (entry, tree)
         for name, entry in shard_lock.items():
             lock.setdefault(name, entry)
         for tgz in sorted((shard / "charts").glob("*.tgz")):
@@ -79,6 +81,13 @@ def merge_shards(shards: list[Path], settings) -> tuple[dict[str, bytes], list[s
             if archives.setdefault(tgz.name, data) != data:
                 issues.append(Issue(str(tgz), 0, 0, "", "differs from the archive of the same name in another "
                                     "shard; the shards were not compiled from the same previous output"))
+    if not issues and Path("profiles").is_dir():
+        # a tree digest in the shard's own index.json proves nothing (whoever edits the folder can recompute
+        # it): each cluster is checked against the committed output at the base, or compiled (pipeline/gate.py)
+        from gpuop.pipeline.gate import verify_folders
+
+        for shard, clusters in carried.items():
+            issues += verify_folders(clusters, shard, [Path("profiles")], settings)
     if issues:
         raise UserError(issues)
     lock.update(built_lock)
