@@ -222,8 +222,27 @@ def _cache_lock(cache, locked):
     return nullcontext() if path is None else locked(path, str(cache.root))
 
 
+def _settle_journal(out: Path, strict: bool) -> None:
+    """Before a command reads an output: a commit a stopped synth left half done (its journal in the output,
+    pipeline/journal.py) is completed under the output lock; `strict` commands (validate, check,
+    diff --exit-code) refuse it instead, so a half-applied tree never passes the gate."""
+    from gpuop.errors import Issue
+    from gpuop.pipeline import journal
+    from gpuop.pipeline.write import output_lock
+
+    if not journal.pending(out):
+        return
+    if strict:
+        raise UserError(Issue(str(out / journal.JOURNAL), 0, 0, "", f"{out} holds an unfinished commit (a gpuop synth "
+                              "was stopped or is running); run gpuop synth to complete it, then check again"))
+    with output_lock(out):          # recover() completes it
+        pass
+
+
 def cmd_diff(args) -> int:
     from gpuop.ops.diff import run
+
+    _settle_journal(args.output, strict=args.exit_code)
 
     if args.impact:
         from gpuop.ops import impact
@@ -245,12 +264,14 @@ def cmd_check(args) -> int:
 
     if args.against is None and not args.all:
         raise UserError(Issue("check", 0, 0, "", "pass --against REV (the base branch, e.g. origin/main) or --all"))
+    _settle_journal(args.output, strict=True)
     return check.run(_paths(args), args.against, args.output, args.settings, args.all)
 
 
 def cmd_publish(args) -> int:
     from gpuop.ops.publish import publish_oci, summary
 
+    _settle_journal(args.dist, strict=True)        # never publish from a half-applied output
     outcomes, issues = publish_oci(args.dist, args.oci, plain_http=args.plain_http)
     for o in outcomes:
         print(f"gpuop: {o.chart} {o.version}: {o.action}", file=sys.stderr)
@@ -292,6 +313,8 @@ def cmd_validate(args) -> int:
     notes: dict = {}
     for out in outputs:
         from gpuop.pipeline.write import output_issues
+
+        _settle_journal(out, strict=True)
 
         found = output_issues(out)          # a bogus index.json is exit 2 here, before anything reads it
         found = found or _provenance_issues(args, out, notes)
@@ -350,6 +373,7 @@ def cmd_capacity(args) -> int:
 def cmd_report(args) -> int:
     from gpuop.ops.report import run
 
+    _settle_journal(args.output, strict=False)
     target = run(_paths(args), args.against, args.output, args.settings)
     print(f"gpuop: wrote {target}", file=sys.stderr)
     return 0
@@ -394,8 +418,12 @@ def _interrupted(args) -> str:
     out = getattr(args, "output", None)
     if args.command not in ("synth", "merge") or out is None:
         return "gpuop: interrupted"
+    from gpuop.pipeline import journal
     from gpuop.pipeline.write import committed
 
+    if journal.pending(Path(out)):
+        return (f"gpuop: interrupted during the commit of {out}: every cluster folder is whole, and the next gpuop "
+                "command completes the commit")
     if committed():
         return f"gpuop: interrupted after the new {out} was in place; it is whole (only the old tree's removal was cut short)"
     return f"gpuop: interrupted; {out} was not changed (the previous tree is kept)"
