@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.gpuop-installed
 # and the `cdk8s` command itself.
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: setup run test test-fast test-quick test-crash fuzz bench bench-10k bench-floors bench-profile schema clean checkov-venv
+.PHONY: setup run test test-fast test-quick test-crash fuzz bench bench-10k bench-floors bench-gate bench-profile schema clean checkov-venv
 
 setup: $(STAMP)
 
@@ -56,6 +56,9 @@ bench-10k: setup
 
 bench-floors: setup
 	$(PY) bench/floors.py
+
+bench-gate: setup
+	$(PY) bench/gate.py
 
 bench-profile: setup
 	$(PY) bench/profile.py --profiles 200

@@ -184,3 +184,19 @@ def test_a_catalog_or_settings_change_selects_every_cluster(pr, tmp_path):
     (gate,) = run_gate(pr, tmp_path / "summary.md")
     assert gate.rc == 3, gate.out
     assert "9 cluster(s) to check, 0 proven unchanged" in gate.out
+
+
+def test_gate_passes_a_driver_bump_with_its_new_chart_version(pr, tmp_path):
+    """A new chart version: its archive is new in the pull request; the gate packages it again and compares."""
+    p = pr / "profiles" / "prod-east.yaml"
+    p.write_text(p.read_text().replace("  containerRuntime: containerd\n",
+                                       "  containerRuntime: containerd\n  driver: {version: \"595.91.07\"}\n"))
+    run_gpuop("synth", "--no-progress", cwd=pr, check=True)
+    git(pr, "add", "-A")
+    git(pr, "commit", "-q", "-m", "prod-east: driver 595")
+    shutil.rmtree(pr / ".gpuop-cache")
+    (gate,) = run_gate(pr, tmp_path / "summary.md")
+    assert gate.rc == 0, gate.out
+    assert re.search(r"cluster prod-east: chart 0\.1\.\d+ -> 0\.2\.0", gate.out), gate.out
+    assert "driver reinstall" in gate.out                     # the impact on the nodes
+    assert "+ charts/prod-east-0.2.0.tgz" in gate.out

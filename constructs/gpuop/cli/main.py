@@ -265,7 +265,7 @@ def cmd_check(args) -> int:
     if args.against is None and not args.all:
         raise UserError(Issue("check", 0, 0, "", "pass --against REV (the base branch, e.g. origin/main) or --all"))
     _settle_journal(args.output, strict=True)
-    return check.run(_paths(args), args.against, args.output, args.settings, args.all)
+    return check.run(_paths(args), args.against, args.output, args.settings, args.all, timings=args.verbose)
 
 
 def cmd_publish(args) -> int:

@@ -68,7 +68,11 @@ def review_trees(sel, output: Path) -> tuple[dict, dict, set]:
     return _partial(old, names), _partial(new, names), names
 
 
-def run(paths: list[Path], against: str | None, output: Path, settings_path: Path, everything: bool) -> int:
+def run(paths: list[Path], against: str | None, output: Path, settings_path: Path, everything: bool,
+        timings: bool = False) -> int:
+    """`timings` (-v): the time of each phase on stderr (bench/gate.py reads it)."""
+    import time
+
     from gpuop.ops import impact
     from gpuop.ops.diff import diff_trees, render
     from gpuop.pipeline import gate
@@ -76,8 +80,10 @@ def run(paths: list[Path], against: str | None, output: Path, settings_path: Pat
     from gpuop.profile.settings import load_settings
     from gpuop.verify.output import validate_output
 
+    marks = [("start", time.perf_counter())]
     settings = load_settings(settings_path)
     sel = gate.select(paths, output, settings, against, everything)
+    marks.append(("select", time.perf_counter()))
     base = f"{against} ({sel.base_rev[:12]})" if sel.base_rev else "no base"
     print(f"gpuop check against {base}: {len(sel.clusters)} cluster(s) to check, {sel.proven} proven unchanged "
           "from the base without compiling", file=sys.stderr)
@@ -88,10 +94,16 @@ def run(paths: list[Path], against: str | None, output: Path, settings_path: Pat
     sys.stdout.write(render(diffs))
     sys.stdout.write(impact.render(impact.impact(old, new)))
     sys.stdout.flush()
+    marks.append(("review", time.perf_counter()))
     stale, _ = gate.verify(sel, paths, output, settings)
+    marks.append(("compile", time.perf_counter()))
     only = frozenset(sel.clusters)
     issues = output_issues(output, only=only)
     issues = issues or validate_output(output, only=only)
+    marks.append(("validate", time.perf_counter()))
+    if timings:
+        print("gpuop: check timings: " + json.dumps({name: round(t - marks[i][1], 3)
+                                                      for i, (name, t) in enumerate(marks[1:])}), file=sys.stderr)
     if issues:
         raise UserError(issues)
     if stale:

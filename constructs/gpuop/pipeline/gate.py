@@ -224,15 +224,24 @@ def verify(sel: Selection, paths: list[Path], output: Path, settings) -> tuple[l
     from gpuop.pipeline.write import read_previous
 
     stale: list[Stale] = []
-    # charts/ as in the base (git says so): its archives are listed from index.yaml, not read again
-    charts_same = sel.base_rev is not None and not any(p.startswith("charts/") for p in sel.changed_paths)
-    previous = read_previous(output, repair=True, charts_unchanged=charts_same)
     if sel.orphans and not sel.clusters and not sel.fleet:
         return [Stale(f"{n}/", "removed") for n in sel.orphans], None
     files = [sel.current[n][0] for n in sorted(sel.clusters)]
     everything = len(sel.clusters) == len(sel.current)
     if not files:
         return stale, None
+    if sel.base_rev is not None:
+        # the archives as in the base (git proves it) are listed from the base's index.yaml, not read; those
+        # that differ from it are not carried, so the compile packages the current ones again to compare
+        import yaml
+
+        raw = git_blob(sel.base_rev, f"{output.as_posix().rstrip('/')}/charts/index.yaml")
+        doc = yaml.load(raw, Loader=yaml.CSafeLoader) if raw else None
+        changed = frozenset(p for p in sel.changed_paths if p.startswith("charts/") and p.endswith(".tgz"))
+        previous = read_previous(output, repair=True, charts_unchanged=isinstance(doc, dict),
+                                 charts_doc=doc if isinstance(doc, dict) else None, skip=changed)
+    else:
+        previous = read_previous(output, repair=True)
     result = compile_profiles(paths if everything else files, settings, previous, cache_dir=None, reuse=False,
                               check_kept=False)
     expected = {k: (v.encode() if isinstance(v, str) else v) for k, v in result.files.items()}
@@ -254,9 +263,10 @@ def verify(sel: Selection, paths: list[Path], output: Path, settings) -> tuple[l
     for name in sel.orphans:
         if everything:
             stale.append(Stale(f"{name}/", "removed"))
-    for rel in sel.changed_paths:        # a historical chart archive edited: never written by the compile
-        if rel.startswith("charts/") and rel.endswith(".tgz") and rel not in expected:
-            stale.append(Stale(rel, "differs from the base (a published chart archive never changes)"))
+    for rel in sel.changed_paths:        # an archive the compile does not write: a published version edited
+        if rel.startswith("charts/") and rel.endswith(".tgz") and rel not in expected and (output / rel).exists():
+            stale.append(Stale(rel, "differs from the base and is not the chart the profiles compile to "
+                               "(a published chart archive never changes)"))
     return stale, result
 
 

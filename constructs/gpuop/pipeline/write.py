@@ -133,11 +133,15 @@ class Previous:
     charts: dict          # archive file name -> Path (published versions stay downloadable), verified
 
     charts_trusted: bool = False   # charts/ as the last run wrote it (stats): index.yaml's digests hold
+    charts_doc: dict | None = None  # the Helm repository index to trust instead of charts/index.yaml (the base's)
 
     def charts_index(self) -> dict | None:
         """charts/index.yaml, parsed (only when a new chart version must be added to it). Parsed once per
         process and file version (a fleet's index has thousands of entries): the caller must not change it."""
         import yaml             # here, not at the top: the no-op path imports this module and never parses
+
+        if self.charts_doc is not None:
+            return self.charts_doc
 
         path = self.out / "charts" / "index.yaml"
         try:
@@ -162,11 +166,14 @@ class Previous:
         return doc is not None and listed == set(self.charts)
 
 
-def read_previous(out: Path, *, repair: bool = False, charts_unchanged: bool = False) -> Previous:
+def read_previous(out: Path, *, repair: bool = False, charts_unchanged: bool = False,
+                  charts_doc: dict | None = None, skip: frozenset = frozenset()) -> Previous:
     """`repair`: the folder is known to be gpuop's (check_target passed), so a damaged index.json only
     means nothing is reused; otherwise a present index.json that is not an Index is exit 2.
     `charts_unchanged`: charts/ is as the last run wrote it (its stats, pipeline/noop.py), so the
-    archives are listed without reading them again."""
+    archives are listed without reading them again. `charts_doc`: the Helm repository index whose digests
+    are trusted (the review gate passes the base revision's, which git proves); `skip`: archives not carried
+    (the gate drops those that differ from the base, so the compile packages them again to compare)."""
     out = Path(out)
     lock = read_lock(out)
     index = {}
@@ -176,7 +183,7 @@ def read_previous(out: Path, *, repair: bool = False, charts_unchanged: bool = F
         except UserError:
             if not repair:
                 raise
-    prev = Previous(out, lock, index, {})
+    prev = Previous(out, lock, index, {}, charts_doc=charts_doc)
     folder = out / "charts"
     charts = {}
     if folder.is_dir():
@@ -188,7 +195,7 @@ def read_previous(out: Path, *, repair: bool = False, charts_unchanged: bool = F
         from gpuop.outputs import charts as charts_mod
 
         for f in sorted(folder.glob("*.tgz")):
-            if not f.is_file() or f.is_symlink():
+            if not f.is_file() or f.is_symlink() or f"charts/{f.name}" in skip:
                 continue
             if charts_unchanged and f.name in known:
                 charts[f.name] = f
@@ -202,7 +209,7 @@ def read_previous(out: Path, *, repair: bool = False, charts_unchanged: bool = F
                 except Exception:   # noqa: BLE001 - not a chart archive: not carried, never served
                     continue
             charts[f.name] = f
-    return Previous(out, lock, index, charts, charts_trusted=charts_unchanged)
+    return Previous(out, lock, index, charts, charts_trusted=charts_unchanged, charts_doc=charts_doc)
 
 
 # ---- ownership: what may be replaced ---------------------------------------------------------------
