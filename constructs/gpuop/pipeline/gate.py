@@ -141,16 +141,42 @@ def changed_paths(commit: str, folder: str) -> set[str] | None:
 
 # ---- the selection -----------------------------------------------------------------------------------
 
-def current_records(paths: list[Path], settings) -> dict:
+def current_records(paths: list[Path], settings, base: dict | None = None) -> dict:
     """name -> (profile file, provenance record) of every profile, from hashing the inputs only. A profile
-    the quick walk cannot read is left out (the compile that follows reports it)."""
+    whose input files all hash to what the base records for it keeps the base's chain of parents (the
+    bytes decide it) without being parsed; any other is walked (parsed). A profile the quick walk cannot
+    read is left out (the compile that follows reports it)."""
+    import hashlib
+
     from gpuop import catalog as catalog_mod
-    from gpuop.pipeline.keys import fleet_inputs, provenance, walk
+    from gpuop.pipeline.keys import _rel, fleet_inputs, inputs_digest, provenance, walk
     from gpuop.profile.load import discover
 
     shared = fleet_inputs(catalog_mod.load().digest, settings.model_dump_json())
+    by_profile = {}
+    for name, entry in (base or {}).items():
+        rec = entry.get("provenance")
+        if isinstance(rec, dict) and isinstance(rec.get("profile"), str) and isinstance(rec.get("files"), dict):
+            by_profile[rec["profile"]] = (name, rec)
+    digests: dict = {}
+
+    def digest(path: str) -> str | None:
+        if path not in digests:
+            try:
+                with open(path, "rb") as fh:
+                    digests[path] = "sha256:" + hashlib.sha256(fh.read()).hexdigest()
+            except OSError:
+                digests[path] = None
+        return digests[path]
+
     out = {}
     for f in discover(paths):
+        known = by_profile.get(_rel(f))
+        if known and all(digest(p) == d for p, d in known[1]["files"].items()):
+            record = {**known[1], **shared}
+            record["inputs"] = inputs_digest(record)
+            out[known[0]] = (f, record)
+            continue
         w = walk(f)
         if w is not None:
             out[w[1]] = (f, provenance(w[0], shared))
@@ -169,12 +195,13 @@ def select(paths: list[Path], output: Path, settings, against: str | None, every
     every cluster)."""
     from gpuop.pipeline.write import read_index
 
-    current = current_records(paths, settings)
     disk = {c["name"]: c for c in read_index(output)["clusters"]} if (output / "index.json").exists() else {}
     folder = output.as_posix().rstrip("/")
     commit = resolve(against) if against and not everything else None
     base_raw = git_blob(commit, f"{folder}/index.json") if commit else None
-    sel = Selection(commit if base_raw is not None else None, _entries(base_raw), current, disk)
+    base = _entries(base_raw)
+    current = current_records(paths, settings, base)
+    sel = Selection(commit if base_raw is not None else None, base, current, disk)
     sel.orphans = tuple(sorted(set(disk) - set(current)))
     if sel.base_rev is None:
         sel.clusters = {n: "checked in full" if everything or against is None else

@@ -4,8 +4,8 @@ validation and no heavy import: the cache lookup of a fleet, the review gate's s
 a change touches (pipeline/gate.py) and the no-op path (pipeline/noop.py) run before anything else is
 loaded.
 
-The provenance (`provenance`) is what index.json records per cluster: the digest of every input file
-(profile, parents, digest lock) by its path, the catalogs', the settings' and gpuop's version, and
+The provenance (`provenance`) is what index.json records per cluster: the profile's path, the digest of
+every input file (profile, parents, digest lock) by its path, the catalogs', the settings' and gpuop's version, and
 `inputs`, the digest of all of them. It is the committed, reviewable statement "this folder is what
 these inputs compile to"; a fresh clone recomputes it by hashing the inputs only."""
 
@@ -112,7 +112,7 @@ def fleet_inputs(catalog_digest: str, settings_json: str) -> dict:
 def provenance(files: list[tuple[str, bytes, str]], shared: dict) -> dict:
     """A cluster's provenance record (index.json `provenance`): its input files by path, the shared inputs,
     and `inputs`, the digest of all of them (what the review gate compares with the base revision's)."""
-    record = {"files": {p: f"sha256:{d}" for p, _, d in files}, **shared}
+    record = {"profile": files[0][0], "files": {p: f"sha256:{d}" for p, _, d in files}, **shared}
     record["inputs"] = inputs_digest(record)
     return record
 
