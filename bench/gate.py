@@ -53,7 +53,9 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com", 
 
 
 def git(cwd: Path, *args: str) -> str:
-    proc = subprocess.run(["git", *args], cwd=cwd, env={**os.environ, **GIT_ENV}, capture_output=True, text=True)
+    # no automatic gc: a background repack of the fleet's loose objects would race with the clones
+    proc = subprocess.run(["git", "-c", "gc.auto=0", *args], cwd=cwd, env={**os.environ, **GIT_ENV},
+                          capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"git {' '.join(args)} failed:\n{proc.stderr}")
     return proc.stdout
