@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 # when offline); its yargs options read CDK8S_* variables, so this turns the check off (--no-check-upgrade).
 export CDK8S_CHECK_UPGRADE := false
 
-.PHONY: setup refs run test test-fast test-quick test-crash fuzz bench bench-10k bench-floors bench-profile schema clean checkov-venv
+.PHONY: setup refs run test test-fast test-quick test-crash fuzz bench bench-10k bench-floors bench-gate bench-profile schema clean checkov-venv
 
 setup: $(STAMP)
 
@@ -65,6 +65,9 @@ bench-10k: setup
 
 bench-floors: setup
 	$(PY) bench/floors.py
+
+bench-gate: setup
+	$(PY) bench/gate.py
 
 bench-profile: setup
 	$(PY) bench/profile.py --profiles 200

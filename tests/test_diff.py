@@ -115,7 +115,7 @@ def test_nfd_mode_existing_is_listed_first_as_nfd_uninstalled(project):
     Application and HelmRelease, which uninstalls NFD."""
     edit(project / "profiles" / "full-stack.yaml", "nfd: {mode: deploy}", "nfd: {mode: existing}")
     proc = run_gpuop("diff", "--exit-code", cwd=project)
-    assert proc.returncode == 1 and "internal error" not in proc.stderr, proc.stderr
+    assert proc.returncode == 3 and "internal error" not in proc.stderr, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[:5] == [
         "DESTRUCTIVE: 4 effect(s) interrupt GPU workloads or delete things on clusters",
@@ -145,18 +145,18 @@ def test_label_change_shows_in_the_gitops_objects(project):
     assert "DESTRUCTIVE" not in out
 
 
-def test_exit_code_is_0_without_changes_and_1_with_changes(project):
+def test_exit_code_is_0_without_changes_and_3_with_changes(project):
     assert run_gpuop("diff", "--exit-code", cwd=project).returncode == 0
     edit(project / "profiles" / "prod-east.yaml", "environment: production", "environment: staging")
     proc = run_gpuop("diff", "--exit-code", cwd=project)
-    assert proc.returncode == 1 and "internal error" not in proc.stderr, proc.stderr
+    assert proc.returncode == 3 and "internal error" not in proc.stderr, proc.stderr
     assert run_gpuop("diff", cwd=project).returncode == 0          # without the flag: 0 either way
 
 
 def test_removed_profile_is_destructive_and_leaves_the_applicationset(project):
     (project / "profiles" / "lab-west.yaml").unlink()
     proc = run_gpuop("diff", "--exit-code", cwd=project)
-    assert proc.returncode == 1 and "internal error" not in proc.stderr, proc.stderr
+    assert proc.returncode == 3 and "internal error" not in proc.stderr, proc.stderr
     assert proc.stdout.splitlines()[:2] == [
         "DESTRUCTIVE: 1 effect(s) interrupt GPU workloads or delete things on clusters",
         "  !! cluster lab-west: removal: cluster leaves the output: Argo CD / Flux delete its GPU stack; the driver "
@@ -205,7 +205,7 @@ def test_new_project_without_output_says_everything_is_new(workdir, tmp_path):
     shutil.copytree(workdir / "profiles", w / "profiles")
     shutil.copy(workdir / "gpuop.yaml", w / "gpuop.yaml")
     proc = run_gpuop("diff", "--exit-code", cwd=w)
-    assert proc.returncode == 1 and "internal error" not in proc.stderr, proc.stderr
+    assert proc.returncode == 3 and "internal error" not in proc.stderr, proc.stderr
     assert "gpuop: dist does not exist yet: everything is new" in proc.stderr
     assert "cluster prod-east: new, chart 0.1.0" in proc.stdout
     assert not (w / "dist").exists()

@@ -61,7 +61,7 @@ def impact_of(project: Path, old: str, new: str, fmt: str = "text") -> subproces
 
 def test_driver_version_change_reinstalls_each_pool_in_waves_with_a_time_bound(project):
     proc = impact_of(project, 'version: "580.173.02"', 'version: "595.91.07"')
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 3, proc.stderr
     assert proc.stdout == (
         "!! 2 destructive effect(s): GPU workloads are interrupted\n"
         "cluster east:\n"
@@ -73,7 +73,7 @@ def test_driver_version_change_reinstalls_each_pool_in_waves_with_a_time_bound(p
 
 def test_a_pool_driver_of_its_own_reinstalls_the_other_pool_too_because_its_daemonset_is_renamed(project):
     proc = impact_of(project, "      nodes: 5\n", "      nodes: 5\n      driver: {version: \"595.91.07\"}\n")
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 3, proc.stderr
     assert proc.stdout.splitlines()[2] == (
         "  !! pool infer: driver DaemonSet nvidia-driver-daemonset replaced by nvidia-driver-daemonset-580.173.02: "
         "driver reinstall: GPU pods evicted, no drain, 2 node(s) at a time, 6 node(s) -> 3 wave(s), each up to 21m "
@@ -82,7 +82,7 @@ def test_a_pool_driver_of_its_own_reinstalls_the_other_pool_too_because_its_daem
 
 def test_mig_layout_change_reconfigures_only_that_pool(project):
     proc = impact_of(project, 'layout: {"3g.40gb": 2}', 'layout: {"1g.10gb": 7}')
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 3, proc.stderr
     assert proc.stdout == (
         "!! 1 destructive effect(s): GPU workloads are interrupted\n"
         "cluster east:\n"
@@ -93,7 +93,7 @@ def test_mig_layout_change_reconfigures_only_that_pool(project):
 
 def test_toolkit_change_reconfigures_the_container_runtime_without_evictions(project):
     proc = impact_of(project, "  nodePools:\n", "  toolkit: {version: v1.18.1}\n  nodePools:\n")
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 3, proc.stderr
     assert proc.stdout == (
         "cluster east:\n"
         "     all GPU nodes: container runtime reconfiguration: the toolkit rewrites the runtime config and restarts "
@@ -126,7 +126,7 @@ def test_a_hand_broken_manifest_in_the_last_output_is_no_traceback(project):
     broken = project / "dist" / "east" / "manifests" / "03-driver.yaml"
     broken.write_text("kind: [unclosed\n")
     proc = impact_of(project, 'version: "580.173.02"', 'version: "595.91.07"')
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc.stderr
     assert "pool train: driver reinstall" in proc.stdout
 
 

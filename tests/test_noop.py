@@ -37,11 +37,11 @@ def w(fleet, tmp_path) -> Path:
 
 
 def test_nothing_changed_writes_nothing_and_prints_the_same_summary(w):
-    before = os.stat(w / "dist").st_ino
+    before = os.stat(w / "dist" / "index.json").st_ino
     files = {p: p.stat().st_ino for p in (w / "dist").rglob("*")}
     proc = _synth(w)
-    assert proc.stderr.strip().splitlines()[-1] == "gpuop: compiled 6 cluster(s) into dist (0 built, 6 unchanged)"
-    assert os.stat(w / "dist").st_ino == before          # the normal path exchanges the folder: a new inode
+    assert proc.stderr.strip().splitlines()[-1] == "gpuop: compiled 6 cluster(s) into dist (0 built, 0 reused from the cache, 6 unchanged on disk)"
+    assert os.stat(w / "dist" / "index.json").st_ino == before          # the normal path writes index.json again: a new inode
     assert {p: p.stat().st_ino for p in (w / "dist").rglob("*")} == files
     assert not list(w.glob(".dist.*"))
 
@@ -54,10 +54,10 @@ def test_a_hand_edit_that_keeps_size_and_mtime_is_seen_and_repaired(w):
     edited.write_bytes(data.replace(b"gpu-operator", b"gpu-operatoX", 1))
     os.utime(edited, ns=(st.st_atime_ns, st.st_mtime_ns))         # size and mtime as they were: only ctime moved
     assert edited.stat().st_size == st.st_size and edited.stat().st_mtime_ns == st.st_mtime_ns
-    before = os.stat(w / "dist").st_ino
+    before = os.stat(w / "dist" / "index.json").st_ino
     proc = _synth(w)
     assert built(proc) == (0, 6)                                    # the cache: rewritten, not rebuilt
-    assert os.stat(w / "dist").st_ino != before
+    assert os.stat(w / "dist" / "index.json").st_ino != before
     assert tree(w / "dist") == clean
 
 
@@ -72,12 +72,12 @@ def test_a_changed_parent_profile_takes_the_normal_path(w):
 def test_a_touched_settings_file_takes_the_normal_path_and_then_the_shortcut_again(w):
     settings = w / "gpuop.yaml"
     settings.write_text(settings.read_text())                        # same bytes, new ctime
-    before = os.stat(w / "dist").st_ino
+    before = os.stat(w / "dist" / "index.json").st_ino
     _synth(w)
-    after = os.stat(w / "dist").st_ino
+    after = os.stat(w / "dist" / "index.json").st_ino
     assert after != before
     _synth(w)
-    assert os.stat(w / "dist").st_ino == after
+    assert os.stat(w / "dist" / "index.json").st_ino == after
 
 
 def test_warnings_of_the_last_run_are_printed_again(w):
@@ -88,13 +88,13 @@ def test_warnings_of_the_last_run_are_printed_again(w):
     assert warned, first.stderr
     again = _synth(w)
     assert [line for line in again.stderr.splitlines() if ": warning: " in line] == warned
-    assert again.stderr.strip().splitlines()[-1] == "gpuop: compiled 6 cluster(s) into dist (0 built, 6 unchanged)"
+    assert again.stderr.strip().splitlines()[-1] == "gpuop: compiled 6 cluster(s) into dist (0 built, 0 reused from the cache, 6 unchanged on disk)"
 
 
 def test_no_cache_never_takes_the_shortcut(w):
-    before = os.stat(w / "dist").st_ino
+    before = os.stat(w / "dist" / "index.json").st_ino
     run_gpuop("synth", "-o", "dist", "--no-cache", "--no-progress", cwd=w, check=True)
-    assert os.stat(w / "dist").st_ino != before
+    assert os.stat(w / "dist" / "index.json").st_ino != before
 
 
 @pytest.mark.parametrize("change", ["stray deep in a cluster", "file removed", "stray at the top",
@@ -114,7 +114,7 @@ def test_a_file_added_removed_or_replaced_anywhere_in_the_output_is_seen_and_rep
         shutil.copytree(templates, templates.with_name("copy"), copy_function=shutil.copy2)
         shutil.rmtree(templates)
         templates.with_name("copy").rename(templates)       # same names and bytes, new inodes
-    before = os.stat(w / "dist").st_ino
+    before = os.stat(w / "dist" / "index.json").st_ino
     proc = _synth(w)
-    assert os.stat(w / "dist").st_ino != before, proc.stderr      # the normal path ran: a new tree
+    assert os.stat(w / "dist" / "index.json").st_ino != before, proc.stderr      # the normal path ran: index.json written again
     assert tree(w / "dist") == clean

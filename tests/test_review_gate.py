@@ -9,6 +9,7 @@ dist/ committed on `main`, cloned, and a pull-request branch on top. The one ste
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -117,7 +118,8 @@ def test_workflow_runs_bash_steps_and_installs_gpuop_with_node():
     assert wf["defaults"]["run"]["shell"] == "bash"
     install = next(s for s in gate_steps() if s.get("id") == "install")["run"]
     assert "pip install" in install and "npm ci" in install
-    assert [s["id"] for s in gate_steps() if "run" in s] == ["install", "review", "current", "fresh", "validate"]
+    assert [s["id"] for s in gate_steps() if "run" in s] == ["install", "gate"]
+    assert 'gpuop check --against "origin/$BASE"' in next(s for s in gate_steps() if s.get("id") == "gate")["run"]
 
 
 def test_gate_passes_a_pull_request_that_recompiled_dist(pr, tmp_path):
@@ -125,13 +127,16 @@ def test_gate_passes_a_pull_request_that_recompiled_dist(pr, tmp_path):
     run_gpuop("synth", "--no-progress", cwd=pr, check=True)
     git(pr, "add", "-A")
     git(pr, "commit", "-q", "-m", "prod-east: team label")
+    shutil.rmtree(pr / ".gpuop-cache")                       # a fresh clone in CI: no build cache
     summary = tmp_path / "summary.md"
     runs = run_gate(pr, summary)
-    assert [(r.id, r.rc) for r in runs] == [("review", 0), ("current", 0), ("fresh", 0), ("validate", 0)], \
-        "\n".join(r.out for r in runs)
+    assert [(r.id, r.rc) for r in runs] == [("gate", 0)], "\n".join(r.out for r in runs)
     review = runs[0].out
-    assert "prod-east" in review and "team" in review          # the reviewer sees the label change
-    assert summary.read_text().startswith("### gpuop diff against `main`\n```\n")
+    assert "prod-east: inputs changed" in review                # only the changed cluster is compiled
+    assert "1 cluster(s) to check, 8 proven unchanged from the base" in review
+    assert "metadata.labels.team: added ml" in review           # the reviewer sees the label change
+    assert summary.read_text().startswith("### gpuop check against `main`\n```\n")
+    assert "metadata.labels.team: added ml" in summary.read_text()
     assert git(pr, "status", "--porcelain", "--", "dist/") == ""    # the gate leaves dist/ as committed
 
 
@@ -139,22 +144,59 @@ def test_gate_fails_when_profiles_changed_but_dist_was_not_recompiled(pr, tmp_pa
     relabel(pr)
     git(pr, "commit", "-q", "-am", "prod-east: team label, dist/ forgotten")
     runs = run_gate(pr, tmp_path / "summary.md")
-    assert [(r.id, r.rc) for r in runs] == [("review", 0), ("current", 1)], "\n".join(r.out for r in runs)
-    assert "::error::dist/ is stale: the profiles compile to something else (above)." in runs[1].out
-    assert "prod-east" in runs[1].out
-    # the compile step on its own refuses it too: synth rewrites dist/
-    (fresh,) = run_gate(pr, tmp_path / "summary.md", only=("fresh",))
-    assert fresh.rc == 1, fresh.out
-    assert "::error::dist/ is stale: `gpuop synth` changed the files above." in fresh.out
+    assert [(r.id, r.rc) for r in runs] == [("gate", 3)], "\n".join(r.out for r in runs)
+    assert "::error::dist/ is stale: the profiles compile to something else (above)." in runs[0].out
+    assert "dist/prod-east/argocd/application.yaml: differs" in runs[0].out
 
 
-def test_compile_step_fails_on_a_stray_file_in_dist(pr, tmp_path):
-    """A file synth does not write (a hand-added manifest) is stale output: synth removes it."""
+def test_gate_fails_on_a_stray_file_in_dist(pr, tmp_path):
+    """A file synth does not write (a hand-added manifest) is stale output: synth would remove it."""
     stray = pr / "dist" / "prod-east" / "manifests" / "hand-added.yaml"
     assert stray.parent.is_dir()
     stray.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: hand-added}\n")
     git(pr, "add", "-A")
     git(pr, "commit", "-q", "-m", "hand edit")
-    (fresh,) = run_gate(pr, tmp_path / "summary.md", only=("fresh",))
-    assert fresh.rc == 1, fresh.out
-    assert " D dist/prod-east/manifests/hand-added.yaml" in fresh.out
+    (gate,) = run_gate(pr, tmp_path / "summary.md")
+    assert gate.rc == 3, gate.out
+    assert "prod-east: committed output differs from the base" in gate.out
+    assert "dist/prod-east/manifests/hand-added.yaml: not written by gpuop" in gate.out
+
+
+def test_gate_fails_on_a_hand_edit_of_index_json(pr, tmp_path):
+    """index.json alone edited (a cluster's labels): the cluster is recompiled and compared, not trusted."""
+    index = json.loads((pr / "dist" / "index.json").read_text())
+    entry = next(c for c in index["clusters"] if c["name"] == "prod-east")
+    entry["labels"]["team"] = "ml"
+    (pr / "dist" / "index.json").write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
+    git(pr, "commit", "-q", "-am", "index edit")
+    (gate,) = run_gate(pr, tmp_path / "summary.md")
+    assert gate.rc == 3, gate.out
+    assert "prod-east: index.json entry differs from the base" in gate.out
+    assert "dist/index.json: differs" in gate.out
+
+
+def test_a_catalog_or_settings_change_selects_every_cluster(pr, tmp_path):
+    """A whole-fleet input (here the settings; the catalogs and gpuop's version are recorded alike) changes
+    every cluster's provenance: all are compiled and compared."""
+    settings = pr / "gpuop.yaml"
+    settings.write_text(settings.read_text().replace("revision: main", "revision: release"))
+    git(pr, "commit", "-q", "-am", "deliver from the release branch")
+    (gate,) = run_gate(pr, tmp_path / "summary.md")
+    assert gate.rc == 3, gate.out
+    assert "9 cluster(s) to check, 0 proven unchanged" in gate.out
+
+
+def test_gate_passes_a_driver_bump_with_its_new_chart_version(pr, tmp_path):
+    """A new chart version: its archive is new in the pull request; the gate packages it again and compares."""
+    p = pr / "profiles" / "prod-east.yaml"
+    p.write_text(p.read_text().replace("  containerRuntime: containerd\n",
+                                       "  containerRuntime: containerd\n  driver: {version: \"595.91.07\"}\n"))
+    run_gpuop("synth", "--no-progress", cwd=pr, check=True)
+    git(pr, "add", "-A")
+    git(pr, "commit", "-q", "-m", "prod-east: driver 595")
+    shutil.rmtree(pr / ".gpuop-cache")
+    (gate,) = run_gate(pr, tmp_path / "summary.md")
+    assert gate.rc == 0, gate.out
+    assert re.search(r"cluster prod-east: chart 0\.1\.\d+ -> 0\.2\.0", gate.out), gate.out
+    assert "driver reinstall" in gate.out                     # the impact on the nodes
+    assert "+ charts/prod-east-0.2.0.tgz" in gate.out

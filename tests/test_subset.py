@@ -39,7 +39,7 @@ def test_subset_compile_keeps_every_other_cluster_its_index_entry_history_and_fl
     one.write_text(yaml.safe_dump(doc))
     proc = run_gpuop("synth", "profiles/c01.yaml", "-o", "dist", "--cache", "cache", cwd=w, check=True)
     assert proc.stderr.strip().splitlines()[-1] == \
-        "gpuop: compiled 1 cluster(s) into dist (1 built, 0 unchanged, 3 kept as they were)"
+        "gpuop: compiled 1 cluster(s) into dist (1 built, 0 reused from the cache, 0 unchanged on disk, 3 kept as they were)"
     after, index_after = tree(w / "dist"), _index(w / "dist")
     assert sorted(index_after) == ["c00", "c01", "c02", "c03"]
     for name in ("c00", "c02", "c03"):

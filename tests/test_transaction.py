@@ -10,6 +10,7 @@ SIGKILLs itself right before that file-system step)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -23,6 +24,8 @@ from conftest import run_gpuop
 
 pytestmark = pytest.mark.slow       # kills compiles mid-write, up to a minute (`make test-fast` leaves these out)
 from test_fleet import make_fleet, tree
+
+JOURNAL = ".gpuop-journal"
 
 OLD_DRIVER, NEW_DRIVER = "580.173.02", "595.91.07"
 # Every trial costs a kill and a rerun of the fleet's compile, so the suite runs a 64-cluster fleet at
@@ -77,15 +80,44 @@ def _trial(w: Path, env_extra: dict, *, kill_after: float | None = None) -> None
     if not (w / "dist").exists():       # killed between the fallback's two renames: what the next run restores
         (stash,) = [p for p in w.iterdir() if p.name.startswith(".dist.old-")]
         mid = tree(stash / "tree")
+    listed = _listed(w / "dist")
     rerun = run_gpuop("synth", "-o", "dist", "--cache", "cache", "--no-progress", cwd=w, check=True)
     new = tree(w / "dist")
     assert _leftovers(w) == [], "the rerun removes what the killed run left"
-    assert mid in (old, new), (f"{env_extra} {kill_after}: a mix of trees: "
-                               f"{len(set(mid.items()) - set(old.items()) - set(new.items()))} odd files")
+    assert JOURNAL not in new, "the rerun completes the journal"
+    assert_valid(mid, listed, old, new, f"{env_extra} {kill_after}")
     assert len([k for k in new if k.endswith("params/cluster.json")]) == N, rerun.stderr
 
 
-STEPS = ["1", str(N * 10), "marker", "exchange", "cleanup"] + (["60", "4500", "6600"] if ALL else [])
+def _listed(out: Path) -> list[str]:
+    try:
+        return [c["name"] for c in json.loads((out / "index.json").read_text())["clusters"]]
+    except (OSError, ValueError):
+        return []
+
+
+def assert_valid(mid: dict, listed: list[str], old: dict, new: dict, what: str) -> None:
+    """What a kill left is a valid output (docs/output-transaction.md): the old tree or the new one, whole; or,
+    while the journal is in the output, each cluster folder whole (old or new) and every cluster index.json
+    lists present."""
+    core = {k: v for k, v in mid.items() if k != JOURNAL}
+    if core in (old, new):
+        return
+    assert JOURNAL in mid, f"{what}: a mix of trees without a journal"
+    clusters = {k.split("/", 1)[0] for t in (old, new) for k in t if k.endswith("/params/cluster.json")}
+    for c in sorted(clusters):
+        part = {k: v for k, v in core.items() if k.startswith(c + "/")}
+        assert part in ({k: v for k, v in old.items() if k.startswith(c + "/")},
+                        {k: v for k, v in new.items() if k.startswith(c + "/")}), f"{what}: {c} is half old, half new"
+    missing = [n for n in listed if f"{n}/params/cluster.json" not in core]
+    assert not missing, f"{what}: index.json lists clusters that are not there: {missing[:3]}"
+
+
+# the whole-tree steps (a first write, the fallback) and the journaled commit's steps: before the journal is
+# written, the first and a middle exchange of a cluster, the fleet files, the journal's removal
+STEPS = (["1", str(N * 10), "journal", f"journal-exchange:{N // 4}", "journal-fleet:2", "cleanup"]
+         + (["60", "4500", "6600", "marker", "journal-exchange:1", f"journal-exchange:{N // 2}", "journal-add:3",
+             "journal-fleet:1", "journal-fleet:3", "journal-done"] if ALL else []))
 
 
 @pytest.mark.parametrize("at", STEPS)

@@ -1,7 +1,9 @@
 """The command line: argparse, and the one error boundary.
 
 Exit codes: 0 ok, 2 bad input (every problem printed as FILE:LINE:COL: field.path: message), 1 a bug
-in gpuop ("please report"; the traceback only with -v). Nothing below this module parses arguments.
+in gpuop ("please report"; the traceback only with -v), 3 changes found (`diff --exit-code`: the next
+synth would change the output; `check`: the committed output is stale). Nothing below this module
+parses arguments.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("paths", nargs="*", type=Path)
     d.add_argument("--against", default=None, help="last compiled output: a folder or a git revision "
                    "(its output folder is read; default: the output folder on disk)")
-    d.add_argument("--exit-code", action="store_true", help="exit 1 when something would change, 0 when not")
+    d.add_argument("--exit-code", action="store_true", help="exit 3 when something would change, 0 when not")
     d.add_argument("--impact", action="store_true", help="what the change does on the GPU nodes, per cluster and "
                    "pool (driver reinstalls, MIG reconfiguration, restarts), destructive first")
     d.add_argument("--format", choices=("text", "json"), default="text", help="with --impact: text or json")
@@ -56,6 +58,18 @@ def _parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="check profiles and settings, or a compiled output folder; write nothing")
     v.add_argument("paths", nargs="*", type=Path)
     v.add_argument("--settings", type=Path, default=Path("gpuop.yaml"))
+    v.add_argument("--against", default=None, help="an output folder: check only the clusters that changed against "
+                   "this git revision (default: every cluster's objects, and the clusters that differ from origin/HEAD, "
+                   "else HEAD, are compiled and compared)")
+    v.add_argument("--all", action="store_true", help="an output folder: compile and compare every cluster")
+    ck = sub.add_parser("check", help="the review gate in one process: stale check, semantic diff against the base "
+                        "revision (destructive first), validation of what changed; exit 3 when the output is stale")
+    ck.add_argument("paths", nargs="*", type=Path, help="profile folders (default: profiles)")
+    ck.add_argument("--against", default=None, help="base git revision, e.g. origin/main: clusters whose inputs and "
+                    "committed output equal it are proven unchanged without compiling")
+    ck.add_argument("--all", action="store_true", help="check every cluster (the nightly run)")
+    ck.add_argument("-o", "--output", type=Path, default=Path("dist"), help="committed output folder (default: dist)")
+    ck.add_argument("--settings", type=Path, default=Path("gpuop.yaml"))
     from gpuop.cli import mig as mig_cli
 
     mig_cli.add_arguments(sub.add_parser("mig", help="MIG geometry: list GPUs, check and draw layouts"))
@@ -197,13 +211,16 @@ def _synth(args, cache_dir, options) -> int:
             print(f"gpuop: cluster {name} removed: Argo CD / Flux will delete its GPU stack", file=sys.stderr)
         shard = f" (shard {args.shard[0]}/{args.shard[1]})" if args.shard else ""
         kept = f", {len(result.kept)} kept as they were" if result.kept else ""
-        print(f"gpuop: compiled {len(result.names)} cluster(s){shard} into {args.output} "
-              f"({result.built} built, {len(result.names) - result.built} unchanged{kept})", file=sys.stderr)
+        # built: compiled now; from the cache: written again from a build-cache entry the previous index.json
+        # vouches for; unchanged: the folder on disk kept as it was
+        print(f"gpuop: compiled {len(result.names)} cluster(s){shard} into {args.output} ({result.built} built, "
+              f"{result.from_cache} reused from the cache, {result.unchanged} unchanged on disk{kept})", file=sys.stderr)
         # what a rerun with nothing changed prints: every cluster unchanged
         noop.record(cache, args.output, inputs, {
             "warnings": [w.__dict__ for w in result.warnings],
             "summary": f"gpuop: compiled {len(result.names)} cluster(s){shard} into {args.output} "
-                       f"(0 built, {len(result.names)} unchanged{kept})"}, unverified=result.kept)
+                       f"(0 built, 0 reused from the cache, {len(result.names)} unchanged on disk{kept})"},
+                   unverified=result.kept)
     return 0
 
 
@@ -227,25 +244,58 @@ def _cache_lock(cache, locked):
     return nullcontext() if path is None else locked(path, str(cache.root))
 
 
+def _settle_journal(out: Path, strict: bool) -> None:
+    """Before a command reads an output: a commit a stopped synth left half done (its journal in the output,
+    pipeline/journal.py) is completed under the output lock; `strict` commands (validate, check,
+    diff --exit-code) refuse it instead, so a half-applied tree never passes the gate."""
+    from gpuop.errors import Issue
+    from gpuop.pipeline import journal
+    from gpuop.pipeline.write import output_lock
+
+    if not journal.pending(out):
+        return
+    if strict:
+        raise UserError(Issue(str(out / journal.JOURNAL), 0, 0, "", f"{out} holds an unfinished commit (a gpuop synth "
+                              "was stopped or is running); run gpuop synth to complete it, then check again"))
+    with output_lock(out):          # recover() completes it
+        pass
+
+
 def cmd_diff(args) -> int:
     from gpuop.ops.diff import run
+
+    _settle_journal(args.output, strict=args.exit_code)
 
     if args.impact:
         from gpuop.ops import impact
 
         text, changed = impact.run(_paths(args), args.against, args.output, args.settings, args.format)
         sys.stdout.write(text)
-        return 1 if args.exit_code and changed else 0
+        return CHANGES_FOUND if args.exit_code and changed else 0
     from gpuop.ops.impact import impact
 
     text, changed = run(_paths(args), args.against, args.output, args.settings, effects=impact)
     sys.stdout.write(text)
-    return 1 if args.exit_code and changed else 0
+    return CHANGES_FOUND if args.exit_code and changed else 0
+
+
+CHANGES_FOUND = 3       # `diff --exit-code`, `check`: distinct from 1 (a bug) and 2 (bad input)
+
+
+def cmd_check(args) -> int:
+    from gpuop.errors import Issue
+    from gpuop.ops import check
+
+    if args.against is None and not args.all:
+        raise UserError(Issue("check", 0, 0, "", "pass --against REV (the base branch, e.g. origin/main) or --all"))
+    _settle_journal(args.output, strict=True)
+    return check.run(_paths(args), args.against, args.output, args.settings, args.all, timings=args.verbose)
 
 
 def cmd_publish(args) -> int:
     from gpuop.ops.publish import publish_oci, summary
 
+    _settle_journal(args.dist, strict=True)        # never publish from a half-applied output
     outcomes, issues = publish_oci(args.dist, args.oci, plain_http=args.plain_http)
     for o in outcomes:
         print(f"gpuop: {o.chart} {o.version}: {o.action}", file=sys.stderr)
@@ -284,11 +334,16 @@ def cmd_validate(args) -> int:
     outputs = [p for p in args.paths if is_output(p)]
     profiles = [p for p in args.paths if not is_output(p)]
     issues: list[Issue] = []
+    notes: dict = {}
     for out in outputs:
         from gpuop.pipeline.write import output_issues
 
+        _settle_journal(out, strict=True)
+
         found = output_issues(out)          # a bogus index.json is exit 2 here, before anything reads it
-        issues += found or validate_output(out)
+        found = found or _provenance_issues(args, out, notes)
+        only = notes.pop("only", None)
+        issues += found or validate_output(out, only=only)
     plans, warnings = [], []
     if profiles or not outputs:
         try:
@@ -305,8 +360,29 @@ def cmd_validate(args) -> int:
         print(w, file=sys.stderr)
     what = [f"{len(plans)} profile(s)"] if profiles or not outputs else []
     what += [f"output {o}" for o in outputs]
-    print(f"gpuop: {' and '.join(what)} valid", file=sys.stderr)
+    print(f"gpuop: {' and '.join(what)} valid{notes.get('tail', '')}", file=sys.stderr)
     return 0
+
+
+def _provenance_issues(args, out: Path, notes: dict) -> list:
+    """An output is valid only if it is what its inputs compile to: the clusters that differ from the base
+    (HEAD by default, --against REV; every one when not in git, or --all) are compiled and compared
+    (pipeline/gate.py). Skipped, and said so, when the project's profiles or settings are not here (an
+    output validated on its own)."""
+    from gpuop.pipeline import gate
+    from gpuop.profile.settings import load_settings
+
+    profiles = Path("profiles")
+    if not (profiles.is_dir() and args.settings.is_file()):
+        notes["tail"] = f" (not compared with its inputs: no {profiles}/ and {args.settings} here)"
+        return []
+    settings = load_settings(args.settings)
+    sel = gate.select([profiles], out, settings, args.against or gate.default_base(), args.all)
+    if args.against:
+        notes["only"] = frozenset(sel.clusters)
+    stale, _ = gate.verify(sel, [profiles], out, settings)
+    notes["tail"] = f" ({len(sel.clusters)} cluster(s) compiled and compared, {sel.proven} proven from the base)"
+    return gate.stale_issues(stale, out)
 
 
 def cmd_capacity(args) -> int:
@@ -321,6 +397,7 @@ def cmd_capacity(args) -> int:
 def cmd_report(args) -> int:
     from gpuop.ops.report import run
 
+    _settle_journal(args.output, strict=False)
     target = run(_paths(args), args.against, args.output, args.settings)
     print(f"gpuop: wrote {target}", file=sys.stderr)
     return 0
@@ -371,8 +448,12 @@ def _interrupted(args) -> str:
     out = getattr(args, "output", None)
     if args.command not in ("synth", "merge") or out is None:
         return "gpuop: interrupted"
+    from gpuop.pipeline import journal
     from gpuop.pipeline.write import committed
 
+    if journal.pending(Path(out)):
+        return (f"gpuop: interrupted during the commit of {out}: every cluster folder is whole, and the next gpuop "
+                "command completes the commit")
     if committed():
         return f"gpuop: interrupted after the new {out} was in place; it is whole (only the old tree's removal was cut short)"
     return f"gpuop: interrupted; {out} was not changed (the previous tree is kept)"
@@ -412,7 +493,7 @@ def cmd_images(args) -> int:
 
 COMMANDS = {"images": cmd_images, "synth": cmd_synth, "validate": cmd_validate, "schema": cmd_schema, "mig": cmd_mig,
             "merge": cmd_merge, "publish": cmd_publish, "diff": cmd_diff, "capacity": cmd_capacity,
-            "report": cmd_report, "import": cmd_import, "init": cmd_init}
+            "report": cmd_report, "import": cmd_import, "init": cmd_init, "check": cmd_check}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,7 @@ imported, after the CRDs' structural defaults on both sides (the API server appl
 
 Each difference is one located line (the input's file:line:col where the imported value sits). A difference at
 a value the profile cannot express (the import lists those in `# gpuop import:` comments) is marked so, and
-counts unless `--accept-unexpressed`. Exit 0 only when nothing counts, else 1 (as `gpuop diff --exit-code`).
+counts unless `--accept-unexpressed`. Exit 0 only when nothing counts, else 3, changes found (as `gpuop diff --exit-code`).
 """
 
 from __future__ import annotations
@@ -258,4 +258,4 @@ def report(diffs: list[Difference], accept_unexpressed: bool) -> tuple[str, int]
     summary = (f"gpuop import --check: {len(counted)} difference(s)" +
                (f", {accepted} accepted as not expressible" if accepted else "") +
                ("; the profile keeps the cluster as it is" if not counted else ""))
-    return "\n".join(lines + [summary]) + "\n", (0 if not counted else 1)
+    return "\n".join(lines + [summary]) + "\n", (0 if not counted else 3)

@@ -27,7 +27,7 @@ string value that a YAML 1.1 or 1.2 reader would not read back as plain text is 
 
 Exit codes: 0 with a profile; 2 for an input that cannot be read, has a value of the wrong shape (located), or
 holds no operator configuration, and for an `-o` that would overwrite, follow a symlink or leave the project;
-with `--check` (ops/import_check.py), 1 when the compiled profile does not reproduce the input.
+with `--check` (ops/import_check.py), 3 when the compiled profile does not reproduce the input.
 """
 
 from __future__ import annotations

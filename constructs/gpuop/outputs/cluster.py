@@ -88,6 +88,12 @@ def tree_digest(files: dict) -> str:
     return "sha256:" + h.hexdigest()
 
 
+def expected_tree(build: ClusterBuild, chart_version: str) -> str:
+    """tree_digest of dist/<cluster>/ as this build writes it for `chart_version`."""
+    return tree_digest({p: (t.replace(VERSION_PLACEHOLDER, chart_version) if VERSION_PLACEHOLDER in t else t)
+                        for p, t in build.files.items()})
+
+
 def disk_tree_digest(root, name: str) -> str | None:
     """tree_digest of dist/<name>/ as it is on disk; None when it holds anything but regular files and
     folders (a symlink, a FIFO) or cannot be read."""

@@ -1,11 +1,20 @@
-"""A cluster's build-cache key from bytes alone: the profile, every parent it extends, and a salt (the
-catalogs, the settings, gpuop's code). No validation and no heavy import: the cache lookup of a fleet
-and the no-op path (pipeline/noop.py) run before anything else is loaded."""
+"""A cluster's build-cache key and its provenance from bytes alone: the profile, every parent it extends
+(and the digest lock it pins images from), and a salt (the catalogs, the settings, gpuop's code). No
+validation and no heavy import: the cache lookup of a fleet, the review gate's selection of the clusters
+a change touches (pipeline/gate.py) and the no-op path (pipeline/noop.py) run before anything else is
+loaded.
+
+The provenance (`provenance`) is what index.json records per cluster: the profile's path, the digest of
+every input file (profile, parents, digest lock) by its path, the catalogs', the settings' and gpuop's version, and
+`inputs`, the digest of all of them. It is the committed, reviewable statement "this folder is what
+these inputs compile to"; a fresh clone recomputes it by hashing the inputs only."""
 
 from __future__ import annotations
 
 import copy
 import hashlib
+import json
+import os
 from pathlib import Path
 
 import yaml
@@ -24,30 +33,48 @@ def _quick_parse(raw: bytes) -> dict:
     return copy.deepcopy(_parsed[raw])
 
 
-def quick_key(f: Path, salt: str, cache=None) -> tuple[str, str] | None:
-    """(cache key, cluster name) from the bytes of a profile and its parents, without validation;
-    None when anything is unusual (the full path then reports it). Each file's `extends` and name
+def _rel(path: Path) -> str:
+    """An input's path as index.json records it: relative to the working folder (the project), posix."""
+    try:
+        return Path(os.path.relpath(os.path.abspath(path))).as_posix()
+    except ValueError:
+        return Path(path).as_posix()
+
+
+def walk(f: Path, cache=None) -> tuple[list[tuple[str, bytes, str]], str, bool] | None:
+    """The input files of profile `f`: [(path, bytes, sha256 hex)] of the profile, each parent it extends and,
+    when one pins images, its digest lock; the cluster's name; whether a digest lock is among them. None when
+    anything is unusual (the validating path then says what). Each file's `extends`, name and digest lock
     come from the cache's file index when its bytes were seen before, else from a quick parse."""
-    h = hashlib.sha256(salt.encode())
+    files: list = []
     names: list = []
     seen: list[Path] = []
+    locked = False
     path = f
     try:
         while True:
             raw = read_bytes(path)     # regular files within the size limit only: a FIFO must not block here
-            if b"digestLock" in raw:   # the digest lock is an input these bytes do not show: plan it (full path)
-                return None
-            h.update(raw)
             digest = hashlib.sha256(raw).hexdigest()
             meta = cache.file_meta(digest) if cache else None
-            if meta is None:
+            if meta is None or len(meta) < 3:
                 d = _quick_parse(raw)
                 name = (d.get("metadata") or {}).get("name")
-                meta = [d.get("extends"), name if isinstance(name, str) else None]
+                lock = ((d.get("spec") or {}).get("images") or {}).get("digestLock") if b"digestLock" in raw else None
+                meta = [d.get("extends"), name if isinstance(name, str) else None,
+                        lock if isinstance(lock, str) else None]
                 if cache:
                     cache.put_file_meta(digest, meta)
+            files.append((_rel(path), raw, digest))
             seen.append(path.resolve())
             names.append(meta[1])
+            if meta[2]:
+                # the digest lock is read relative to the profile that names it (plan/build.pin_digests)
+                lock_path = path.parent / meta[2]
+                lock_raw = read_bytes(lock_path)
+                files.append((_rel(lock_path), lock_raw, hashlib.sha256(lock_raw).hexdigest()))
+                locked = True
+            elif b"digestLock" in raw:
+                return None
             if meta[0] is None:
                 break
             if parent_problem(path, meta[0], profiles_root(f)):   # outside the tree: not even read
@@ -56,8 +83,43 @@ def quick_key(f: Path, salt: str, cache=None) -> tuple[str, str] | None:
             if path.resolve() in seen:
                 return None
         name = next((n for n in names if n), None)      # the child's name wins over a parent's
-        return (h.hexdigest(), name) if name else None
+        return (files, name, locked) if name else None
     except Exception:  # malformed in any way: let the validating path say what is wrong
         return None
+
+
+def quick_key(f: Path, salt: str, cache=None, walked=None) -> tuple[str, str] | None:
+    """(cache key, cluster name) from the bytes of a profile and its parents, without validation;
+    None when anything is unusual or a digest lock is involved (the full path then plans it)."""
+    w = walked if walked is not None else walk(f, cache)
+    if w is None or w[2]:
+        return None
+    h = hashlib.sha256(salt.encode())
+    for _, raw, _ in w[0]:
+        h.update(raw)
+    return h.hexdigest(), w[1]
+
+
+def fleet_inputs(catalog_digest: str, settings_json: str) -> dict:
+    """The inputs every cluster shares: the catalogs, the settings, gpuop's version."""
+    from gpuop import __version__
+
+    return {"catalog": f"sha256:{catalog_digest}",
+            "settings": "sha256:" + hashlib.sha256(settings_json.encode()).hexdigest(),
+            "gpuop": __version__}
+
+
+def provenance(files: list[tuple[str, bytes, str]], shared: dict) -> dict:
+    """A cluster's provenance record (index.json `provenance`): its input files by path, the shared inputs,
+    and `inputs`, the digest of all of them (what the review gate compares with the base revision's)."""
+    record = {"profile": files[0][0], "files": {p: f"sha256:{d}" for p, _, d in files}, **shared}
+    record["inputs"] = inputs_digest(record)
+    return record
+
+
+def inputs_digest(record: dict) -> str:
+    """The digest of a provenance record's inputs (everything but `inputs` itself), order-independent."""
+    body = json.dumps({k: v for k, v in record.items() if k != "inputs"}, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
 
 

@@ -23,7 +23,7 @@ from gpuop.pipeline.cache import BuildCache, code_digest
 from gpuop.errors import Issue, UserError
 from gpuop.plan.build import build_plan
 from gpuop.plan.model import StackPlan
-from gpuop.pipeline.keys import quick_key
+from gpuop.pipeline.keys import fleet_inputs, provenance, quick_key, walk
 from gpuop.pipeline.noop import month
 from gpuop.profile.load import discover, display, load_profile
 from gpuop.validate.runner import validate
@@ -39,6 +39,8 @@ class CompileResult:
     built: int = 0                         # clusters built this run (the rest came from the cache)
     kept: tuple = ()                       # subset compile: previous clusters kept as they are
     removed: tuple = ()                    # full compile: previous clusters whose profile is gone
+    from_cache: int = 0                    # of the clusters not built: written again from the build cache
+    unchanged: int = 0                     # of the clusters not built: their folder on disk kept as it is
 
 
 def _plan_one(f: Path, cat) -> tuple[StackPlan | None, list[Issue], list[Issue]]:
@@ -88,7 +90,7 @@ def _duplicate_names(named: list[tuple[Path, str]]) -> list[Issue]:
 def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | None = 1,
                      cache_dir: Path | None = None, shard: tuple[int, int] | None = None,
                      progress: bool = False, reuse: bool = True, sink=None,
-                     trusted: frozenset = frozenset()) -> CompileResult:
+                     trusted: frozenset = frozenset(), check_kept: bool = True) -> CompileResult:
     """`previous` (write.Previous) is the last output: versions continue from its lock, and with
     `reuse` a cluster whose output would be identical is linked from it instead of rewritten.
 
@@ -101,39 +103,57 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
     instead of returning them, and its build-cache entry to a pending name; the result's `files` then hold
     only the fleet-level files. Memory stays flat with the fleet's size: the process holds the index.
     `trusted`: cluster folders of `previous` known unchanged since they were written (pipeline/noop.py):
-    their treeDigest in index.json is taken as it is instead of hashing the folder's bytes."""
-    from gpuop.outputs.cluster import ClusterBuild, assemble, disk_tree_digest, reusable, settle
+    their treeDigest in index.json is taken as it is instead of hashing the folder's bytes.
+    `check_kept`: a subset compile warns about a kept folder that does not match its treeDigest (reading every
+    kept folder); the review gate, which proves the kept folders from git, turns it off."""
+    from gpuop.outputs.cluster import ClusterBuild, assemble, disk_tree_digest, expected_tree, reusable, settle
     from gpuop.outputs.version import next_version
 
     cat = catalog_mod.load()
     cache = BuildCache(cache_dir)
     # the month: the driver lifecycle warning (validate/compat.py) a cached cluster replays may change with it
     salt = "|".join((cat.digest, code_digest(), settings.model_dump_json(), month()))
+    shared = fleet_inputs(cat.digest, settings.model_dump_json())
     builds: dict[str, ClusterBuild] = {}
     warnings: list[Issue] = []
     todo: list[tuple[Path, str | None]] = []
-    hits = 0
+    hits = from_disk = 0
     named: list[tuple[Path, str]] = []
     locks = previous.lock.get("clusters", {}) if previous else {}
     carried = set(previous.charts) if previous else set()
+    records: dict[Path, dict] = {}
     for f in _files(paths):
-        q = quick_key(f, salt, cache) if cache.root else None
+        walked = walk(f, cache)
+        if walked is not None:
+            records[f] = provenance(walked[0], shared)
+        q = quick_key(f, salt, cache, walked) if cache.root else None
         hit = cache.get(q[0]) if q else None
         if hit:
             build = ClusterBuild(files=None, **hit["build"])
             if _in_shard(build.name, shard):
-                lock = (previous.lock.get("clusters", {}) if previous else {}).get(build.name)
-                if not (reuse and reusable(build, previous, next_version(lock, build.digest, build.minor_key),
-                                           build.name in trusted)):
+                lock = locks.get(build.name)
+                chart_version = next_version(lock, build.digest, build.minor_key)
+                # the cache is a hint, never evidence: its entry is used only when an index.json outside the
+                # cache (the previous output's) records the same inputs compiling to the tree the entry claims
+                witness = _witness(previous, build.name, records.get(f), chart_version)
+                if witness is None or (hit.get("trees") or {}).get(chart_version) != witness:
+                    todo.append((f, q[0]))
+                    continue
+                if reuse and reusable(build, previous, chart_version, build.name in trusted):
+                    from_disk += 1
+                else:
                     stored = cache.get_files(q[0])
                     if stored is None:              # header without its files: rebuild
                         todo.append((f, q[0]))
                         continue
                     build = ClusterBuild(**{**build.__dict__, "files": stored})
+                    if expected_tree(build, chart_version) != witness:   # the files are not what the header says
+                        todo.append((f, q[0]))
+                        continue
                     if sink is not None:
-                        build = settle(build, locks.get(build.name), carried, sink)
+                        build = settle(build, lock, carried, sink)
                 hits += 1
-                builds[build.name] = build
+                builds[build.name] = _recorded(build, records.get(f))
                 warnings += [Issue(**w) for w in hit["warnings"]]
             named.append((f, q[1]))
         else:
@@ -148,15 +168,20 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
             named.append((f, name))
             if build is not None:
                 warnings += warns
-                if key:
-                    head = {"build": build.head(), "warnings": [w.__dict__ for w in warns]}
-                    if sink is None:
-                        pending.append((key, head, build.files))
-                    elif not issues:          # once a profile failed nothing is written: only errors are gathered
-                        cache.put_pending(key, head, build.files)
+                files = build.files
+                head = {"build": build.head(), "warnings": [w.__dict__ for w in warns]}
                 if sink is not None and not issues:
                     build = settle(build, locks.get(name), carried, sink)
-                builds[name] = build
+                    head["trees"] = {build.settled["version"]: build.settled["tree"]}
+                elif key:
+                    chart_version = next_version(locks.get(name), build.digest, build.minor_key)
+                    head["trees"] = {chart_version: expected_tree(build, chart_version)}
+                if key:
+                    if sink is None:
+                        pending.append((key, head, files))
+                    elif not issues:          # once a profile failed nothing is written: only errors are gathered
+                        cache.put_pending(key, head, files)
+                builds[name] = _recorded(build, records.get(f))
         issues += _duplicate_names(named)
         if issues:
             raise UserError(issues)        # a failed compile writes nothing, the cache included
@@ -179,7 +204,7 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
             if subset:
                 kept.append(name)
                 entry = previous.index[name]
-                if disk_tree_digest(previous.out, name) != entry.get("treeDigest"):
+                if check_kept and disk_tree_digest(previous.out, name) != entry.get("treeDigest"):
                     warnings.append(Issue(str(previous.out / name), 0, 0, "", "does not match its digest in index.json "
                                           "(edited by hand?); kept as it is by this subset compile, a compile of the "
                                           "profiles tree (`gpuop synth`) rebuilds it", "warning"))
@@ -191,7 +216,31 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
 
         mark_shard(out.files, shard)
     return CompileResult(tuple(sorted(builds)), tuple(sorted(warnings)), out.files, out.reuse,
-                         built=len(builds) - hits, kept=tuple(kept), removed=tuple(removed))
+                         built=len(builds) - hits, kept=tuple(kept), removed=tuple(removed),
+                         from_cache=hits - from_disk, unchanged=from_disk)
+
+
+def _witness(previous, name: str, record: dict | None, chart_version: str) -> str | None:
+    """The tree digest the previous output's index.json records for this cluster, when it records the same
+    inputs (provenance) and the same chart version: what a cache entry must agree with to be used."""
+    entry = previous.index.get(name) if previous is not None and record is not None else None
+    if not entry or entry.get("chartVersion") != chart_version:
+        return None
+    prov = entry.get("provenance")
+    if not isinstance(prov, dict) or prov.get("inputs") != record["inputs"]:
+        return None
+    tree = entry.get("treeDigest")
+    return tree if isinstance(tree, str) else None
+
+
+def _recorded(build, record: dict | None):
+    """The build with its provenance in its index entry (never in the cache: the same bytes at another path
+    are the same build but another record)."""
+    import dataclasses
+
+    if record is None:
+        return build
+    return dataclasses.replace(build, entry={**build.entry, "provenance": record})
 
 
 def _in_shard(name: str, shard: tuple[int, int] | None) -> bool:

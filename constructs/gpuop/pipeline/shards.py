@@ -80,6 +80,7 @@ def merge_shards(shards: list[Path], settings) -> tuple[dict[str, bytes], list[s
     seen: dict[int, Path] = {}
     counts: set[int] = set()
     budget = [MAX_TREE_ENTRIES, MAX_TREE_BYTES]
+    carried: dict = {}
     for shard in shards:
         if os.path.islink(shard) or not shard.is_dir():
             issues.append(Issue(str(shard), 0, 0, "", ("is a symlink; links are not followed" if os.path.islink(shard)
@@ -123,6 +124,7 @@ def merge_shards(shards: list[Path], settings) -> tuple[dict[str, bytes], list[s
             entries[name] = entry
             built_lock[name] = shard_lock[name]
             files.update(tree)
+            carried.setdefault(shard, {})[name] = (entry, tree)
         for name, entry in shard_lock.items():
             lock.setdefault(name, entry)
         if not os.path.lexists(shard / "charts"):
@@ -157,6 +159,13 @@ def merge_shards(shards: list[Path], settings) -> tuple[dict[str, bytes], list[s
             issues.append(Issue("merge", 0, 0, "", f"shard{'s' if len(missing) > 1 else ''} "
                                 f"{', '.join(f'{k}/{n}' for k in missing)} missing; the merged output would remove "
                                 "their clusters from the fleet; pass every shard's folder"))
+    if not issues and Path("profiles").is_dir():
+        # a tree digest in the shard's own index.json proves nothing (whoever edits the folder can recompute
+        # it): each cluster is checked against the committed output at the base, or compiled (pipeline/gate.py)
+        from gpuop.pipeline.gate import verify_folders
+
+        for shard, clusters in carried.items():
+            issues += verify_folders(clusters, shard, [Path("profiles")], settings)
     if issues:
         raise UserError(issues)
     lock.update(built_lock)

@@ -47,16 +47,24 @@ MARKER = ".gpuop-output"
 # ---- test hook: stop at the Nth file-system step ------------------------------------------------
 
 _steps = 0
+_named: dict = {}
 
 
 def step(what: str) -> None:
-    """Counts the writer's file-system steps. GPUOP_KILL_AT=N (a number) or =NAME (a named step such
-    as `exchange`) makes the process SIGKILL itself (SIGINT with GPUOP_KILL_SIGNAL=INT) right before that
+    """Counts the writer's file-system steps. GPUOP_KILL_AT=N (a number), =NAME (a named step such
+    as `exchange`) or =NAME:K (the Kth step of that name) makes the process SIGKILL itself (SIGINT with GPUOP_KILL_SIGNAL=INT) right before that
     step, so the crash-safety tests can stop a run at an exact point; unset (always, outside the
     tests) it costs one counter."""
     global _steps
     _steps += 1
     at = os.environ.get("GPUOP_KILL_AT")
+    if at and ":" in at:               # NAME:K, the Kth step of that name (a kill among the journal's steps)
+        name, _, k = at.partition(":")
+        if name == what:
+            _named[what] = _named.get(what, 0) + 1
+            at = what if k.isdigit() and int(k) == _named[what] else None
+        else:
+            at = None
     if at and (at == what or (at.isdigit() and int(at) == _steps)):
         sig = signal.SIGINT if os.environ.get("GPUOP_KILL_SIGNAL") == "INT" else signal.SIGKILL
         os.kill(os.getpid(), sig)
@@ -131,11 +139,15 @@ class Previous:
     charts: dict          # archive file name -> Path (published versions stay downloadable), verified
 
     charts_trusted: bool = False   # charts/ as the last run wrote it (stats): index.yaml's digests hold
+    charts_doc: dict | None = None  # the Helm repository index to trust instead of charts/index.yaml (the base's)
 
     def charts_index(self) -> dict | None:
         """charts/index.yaml, parsed (only when a new chart version must be added to it). Parsed once per
         process and file version (a fleet's index has thousands of entries): the caller must not change it."""
         import yaml             # here, not at the top: the no-op path imports this module and never parses
+
+        if self.charts_doc is not None:
+            return self.charts_doc
 
         path = self.out / "charts" / "index.yaml"
         try:
@@ -163,11 +175,14 @@ class Previous:
         return doc is not None and listed == set(self.charts)
 
 
-def read_previous(out: Path, *, repair: bool = False, charts_unchanged: bool = False) -> Previous:
+def read_previous(out: Path, *, repair: bool = False, charts_unchanged: bool = False,
+                  charts_doc: dict | None = None, skip: frozenset = frozenset()) -> Previous:
     """`repair`: the folder is known to be gpuop's (check_target passed), so a damaged index.json only
     means nothing is reused; otherwise a present index.json that is not an Index is exit 2.
     `charts_unchanged`: charts/ is as the last run wrote it (its stats, pipeline/noop.py), so the
-    archives are listed without reading them again."""
+    archives are listed without reading them again. `charts_doc`: the Helm repository index whose digests
+    are trusted (the review gate passes the base revision's, which git proves); `skip`: archives not carried
+    (the gate drops those that differ from the base, so the compile packages them again to compare)."""
     out = Path(out)
     lock = read_lock(out)
     index = {}
@@ -177,7 +192,7 @@ def read_previous(out: Path, *, repair: bool = False, charts_unchanged: bool = F
         except UserError:
             if not repair:
                 raise
-    prev = Previous(out, lock, index, {})
+    prev = Previous(out, lock, index, {}, charts_doc=charts_doc)
     folder = out / "charts"
     charts = {}
     if folder.is_dir():
@@ -189,7 +204,7 @@ def read_previous(out: Path, *, repair: bool = False, charts_unchanged: bool = F
         from gpuop.outputs import charts as charts_mod
 
         for f in sorted(folder.glob("*.tgz")):
-            if not f.is_file() or f.is_symlink():
+            if not f.is_file() or f.is_symlink() or f"charts/{f.name}" in skip:
                 continue
             if charts_unchanged and f.name in known:
                 charts[f.name] = f
@@ -203,7 +218,7 @@ def read_previous(out: Path, *, repair: bool = False, charts_unchanged: bool = F
                 except Exception:   # noqa: BLE001 - not a chart archive: not carried, never served
                     continue
             charts[f.name] = f
-    return Previous(out, lock, index, charts, charts_trusted=charts_unchanged)
+    return Previous(out, lock, index, charts, charts_trusted=charts_unchanged, charts_doc=charts_doc)
 
 
 # ---- ownership: what may be replaced ---------------------------------------------------------------
@@ -351,6 +366,12 @@ def recover(out: Path) -> list[str]:
                 os.rename(old / "tree", out)      # killed between the two renames: the previous tree is whole
                 done.append(f"restored {out} from {old.name}")
                 break
+    from gpuop.pipeline import journal
+
+    if out.is_dir():
+        note = journal.recover(out, step, _exchange)      # before the leftovers: its staging folder is one
+        if note:
+            done.append(note)
     for leftover in olds + sorted(parent.glob(f".{out.name}.new-*")):
         shutil.rmtree(leftover, ignore_errors=True)
         done.append(f"removed {leftover.name}")
@@ -374,6 +395,7 @@ class Staging:
         except OSError as exc:
             raise _place_error(self.out, exc)
         self._made: set[str] = {str(self.tmp)}
+        self.journaled = False        # a journal names this folder: never discarded (pipeline/journal.py)
 
     def _parent(self, target: Path) -> None:
         parent = os.path.dirname(target)
@@ -442,10 +464,15 @@ def write_tree(out: Path, files: dict | tuple, reuse: tuple = (), *, project: Pa
     try:
         _write_tree(staging, files, reuse, _marker_text(repo), Path(source).absolute() if source else out)
     except OSError as exc:
+        if staging.journaled and not committed():   # the journal stays with its staging folder: the next run completes it
+            raise UserError(Issue(str(out), 0, 0, "", f"the commit of {out.name} was cut short: {exc.strerror or exc} "
+                                  f"({exc.filename or out}); every cluster folder is whole, and the next gpuop "
+                                  "command completes the commit"))
         staging.discard()
         raise _place_error(out, exc)
     except BaseException:
-        staging.discard()
+        if not staging.journaled or committed():
+            staging.discard()
         raise
 
 
@@ -459,15 +486,55 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 
 
 def _write_tree(staging: Staging, files, reuse, marker: str, source: Path) -> None:
-    for rel in reuse:
-        staging.link(source, rel)
+    journaled = source == staging.out and staging.out.is_dir() and not staging.out.is_symlink() \
+        and _can_exchange(staging.tmp)
+    if not journaled:                 # a new output, another source (a shard), no atomic exchange: whole tree
+        for rel in reuse:
+            staging.link(source, rel)
     for rel, text in (files.items() if isinstance(files, dict) else files):
         staging.write(rel, text)
     step("marker")
     (staging.tmp / MARKER).write_text(marker)
     step("fsync")
     _sync_tree(staging.tmp)
-    _swap(staging.tmp, staging.out)
+    if not journaled:
+        _swap(staging.tmp, staging.out)
+        return
+    # only what changed is put in place, cluster by cluster, under a journal (pipeline/journal.py)
+    from gpuop.pipeline import journal
+
+    keep = {rel for rel in reuse if "/" not in rel}
+    keep_charts = {rel.split("/", 1)[1] for rel in reuse if rel.startswith("charts/")}
+    ops = journal.plan(staging.tmp, staging.out, keep, keep_charts)
+    journal.write(staging.out, staging.tmp, ops, step)
+    staging.journaled = True          # from here the commit is completed, never discarded
+    journal.apply(staging.out, step, _exchange)
+    _COMMITTED.append(staging.out)
+    step("cleanup")                   # the staging folder now holds the old trees of the changed clusters
+    shutil.rmtree(staging.tmp, ignore_errors=True)
+
+
+_EXCHANGE_OK: list = []
+
+
+def _can_exchange(tmp: Path) -> bool:
+    """Whether this file system exchanges two folders atomically (probed once, on two empty folders in the
+    staging folder): the journaled commit needs it for every changed cluster."""
+    if not _EXCHANGE_OK:
+        a, b = tmp / ".probe-a", tmp / ".probe-b"
+        try:
+            a.mkdir()
+            b.mkdir()
+            _EXCHANGE_OK.append(_exchange(a, b))
+        except OSError:
+            _EXCHANGE_OK.append(False)
+        finally:
+            for p in (a, b):
+                try:
+                    p.rmdir()
+                except OSError:
+                    pass
+    return _EXCHANGE_OK[0]
 
 
 def _sync_tree(tmp: Path) -> None:
@@ -537,7 +604,8 @@ def _swap(tmp: Path, out: Path) -> None:
 
 
 def committed() -> bool:
-    """True once this process has put a new tree in place (for the Ctrl-C message)."""
+    """True once this process has put a new tree in place, or written the journal that completes it (for the
+    Ctrl-C message)."""
     return bool(_COMMITTED)
 
 
@@ -546,10 +614,11 @@ _COMMITTED: list = []
 
 # ---- integrity of a compiled output (gpuop validate DIST) -------------------------------------------
 
-def output_issues(out: Path) -> list[Issue]:
+def output_issues(out: Path, only: frozenset | None = None) -> list[Issue]:
     """What makes an output folder unusable as a Helm repository and a GitOps source, beyond the
     objects themselves: index.json of kind Index, every cluster's folders and chart archive present, and
-    charts/index.yaml listing every archive with its digest (an index with no entries is not valid)."""
+    charts/index.yaml listing every archive with its digest (an index with no entries is not valid).
+    `only`: the clusters to check (the review gate's selection); None: every cluster."""
     import yaml
 
     from gpuop.outputs import charts as charts_mod
@@ -572,6 +641,8 @@ def output_issues(out: Path) -> list[Issue]:
                             f"({why}); run gpuop synth to rebuild it"))
         idx = None
     for i, c in enumerate(doc["clusters"]):
+        if only is not None and c["name"] not in only:
+            continue
         for key in ("chart", "manifests", "overlay", "argocd", "flux"):
             if not (out / c[key]).is_dir():
                 issues.append(Issue(str(out / "index.json"), 0, 0, f"clusters[{i}].{key}",

@@ -24,11 +24,14 @@ def is_output(path: Path) -> bool:
     return path.is_dir() and (path / "index.json").is_file()
 
 
-def validate_output(dist: Path) -> list[Issue]:
+def validate_output(dist: Path, only: frozenset | None = None) -> list[Issue]:
+    """`only`: the names of the clusters to check (the review gate's selection); None: every cluster."""
     issues: list[Issue] = []
     index = json.loads((dist / "index.json").read_text())
     validators: dict[str, KubeValidator] = {}
     for c in index["clusters"]:
+        if only is not None and c["name"] not in only:
+            continue
         kube = validators.setdefault(c["kubeVersion"], KubeValidator(c["kubeVersion"]))
         for key in ("manifests", "argocd", "flux"):
             for f in sorted((dist / c[key]).glob("*.yaml")):

@@ -1,0 +1,117 @@
+"""`gpuop check --against REV`: the whole review gate in one process, at the cost of the change.
+
+1. Selection (pipeline/gate.select): the clusters whose inputs changed against the base revision, whose
+   committed output differs from it in git, that are new or whose profile is gone; every other cluster is
+   proven unchanged from the base without being compiled.
+2. Review: what the pull request changes on those clusters and in the fleet objects, from the two
+   committed trees (base in git, pull request on disk) — the semantic diff, destructive changes first,
+   then what that does on the GPU nodes (ops/impact).
+3. Stale check: the selected clusters compiled (no build cache) and compared byte for byte with the
+   committed output, with the fleet-level files regenerated from the index.
+4. Validation of the selected clusters and the fleet files (schemas, CEL, semantic rules, the Helm
+   repository index).
+`--all` checks every cluster (the nightly run). Exit codes: 0 the committed output is what the inputs
+compile to and valid; 3 changes found (the output is stale: run synth and commit); 2 bad input (an
+invalid output or profile); 1 a bug in gpuop.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from gpuop.errors import UserError
+
+CHANGES_FOUND = 3
+
+
+def _partial(files: dict, names: set) -> dict:
+    """A tree restricted to `names`' folders and the fleet files, with index.json listing only `names` (the
+    diff then shows no line for the clusters proven unchanged)."""
+    out = {}
+    for rel, data in files.items():
+        top = rel.split("/", 1)[0]
+        if rel == "index.json":
+            try:
+                doc = json.loads(data)
+                doc["clusters"] = [c for c in doc["clusters"] if c.get("name") in names]
+                data = json.dumps(doc, indent=2, sort_keys=True).encode()
+            except (ValueError, KeyError, TypeError, AttributeError):
+                pass
+        elif top in names or top == "fleet" or rel.startswith("charts/") or rel in ("versions.lock.json",):
+            pass
+        else:
+            continue
+        out[rel] = data
+    return out
+
+
+def review_trees(sel, output: Path) -> tuple[dict, dict, set]:
+    """(base tree, committed tree, cluster names) of what the pull request changes."""
+    from gpuop.pipeline import gate
+
+    folder = output.as_posix().rstrip("/")
+    names = set(sel.clusters) | set(sel.orphans) | (set(sel.base) - set(sel.current))
+    charts = [p for p in sel.changed_paths if p.startswith("charts/")]
+    rels = sorted(names) + ["fleet", "index.json", "versions.lock.json"] + charts
+    old = {}
+    if sel.base_rev is not None:
+        old = {k[len(folder) + 1:]: v for k, v in gate.git_files(sel.base_rev, [f"{folder}/{r}" for r in rels]).items()}
+    new = {}
+    for r in rels:
+        p = output / r
+        if p.is_dir():
+            new.update(gate._read_folder(output, r))
+        elif p.is_file():
+            new[r] = p.read_bytes()
+    return _partial(old, names), _partial(new, names), names
+
+
+def run(paths: list[Path], against: str | None, output: Path, settings_path: Path, everything: bool,
+        timings: bool = False) -> int:
+    """`timings` (-v): the time of each phase on stderr (bench/gate.py reads it)."""
+    import time
+
+    from gpuop.ops import impact
+    from gpuop.ops.diff import diff_trees, render
+    from gpuop.pipeline import gate
+    from gpuop.pipeline.write import output_issues
+    from gpuop.profile.settings import load_settings
+    from gpuop.verify.output import validate_output
+
+    marks = [("start", time.perf_counter())]
+    settings = load_settings(settings_path)
+    sel = gate.select(paths, output, settings, against, everything)
+    marks.append(("select", time.perf_counter()))
+    base = f"{against} ({sel.base_rev[:12]})" if sel.base_rev else "no base"
+    print(f"gpuop check against {base}: {len(sel.clusters)} cluster(s) to check, {sel.proven} proven unchanged "
+          "from the base without compiling", file=sys.stderr)
+    for name, why in sorted(sel.clusters.items()):
+        print(f"  {name}: {why}", file=sys.stderr)
+    old, new, _ = review_trees(sel, output)
+    diffs = diff_trees(old, new, settings.gitops.path.rstrip("/"))
+    sys.stdout.write(render(diffs))
+    sys.stdout.write(impact.render(impact.impact(old, new)))
+    sys.stdout.flush()
+    marks.append(("review", time.perf_counter()))
+    stale, _ = gate.verify(sel, paths, output, settings)
+    marks.append(("compile", time.perf_counter()))
+    only = frozenset(sel.clusters)
+    issues = output_issues(output, only=only)
+    issues = issues or validate_output(output, only=only)
+    marks.append(("validate", time.perf_counter()))
+    if timings:
+        print("gpuop: check timings: " + json.dumps({name: round(t - marks[i][1], 3)
+                                                      for i, (name, t) in enumerate(marks[1:])}), file=sys.stderr)
+    if issues:
+        raise UserError(issues)
+    if stale:
+        for issue in gate.stale_issues(stale, output):
+            print(issue, file=sys.stderr)
+        print(f"gpuop: {output} is stale: {len(stale)} file(s) are not what the profiles compile to; run "
+              f"`gpuop synth` and commit {output}", file=sys.stderr)
+        return CHANGES_FOUND
+    print(f"gpuop: {output} is what the profiles compile to and valid ({len(sel.clusters)} cluster(s) compiled and "
+          f"validated, {sel.proven} proven from the base)", file=sys.stderr)
+    return 0

@@ -1,0 +1,368 @@
+"""Trust the base, verify the delta: which clusters a change touches, and proof that the committed output
+of those is what their inputs compile to (docs/review-gate.md).
+
+The base revision (a protected branch) is trusted: its committed output was checked when it was merged.
+Against it, a cluster must be compiled and compared when
+- its inputs changed: the provenance index.json records per cluster (pipeline/keys.provenance: the digest
+  of its profile, parents, digest lock, the catalogs, the settings and gpuop's version) differs from what
+  hashing the inputs gives now — a catalog, settings or gpuop change therefore selects every cluster;
+- or its committed output differs from the base in git: any file under `<out>/<cluster>/`, its chart
+  archive, or its entry in index.json (a hand edit of `dist/` or of `index.json` is always recompiled);
+- or it is new, or its profile is gone (the compile would remove it).
+Every other cluster is proven unchanged without being compiled: same inputs as the base, same committed
+bytes as the base. The fleet-level files (index.json, the version lock, charts/index.yaml, fleet/) are
+regenerated from the index and compared whenever anything is selected or they differ from the base.
+
+Git is read through plumbing only (`cat-file`, `diff-tree`, `ls-tree`, `diff-index` of blobs): no
+smudge or textconv filter runs, and what is compared is what Argo CD and Flux read from git.
+
+Nothing here reads the build cache: a cache is a hint for speed, never evidence (pipeline/run.py checks
+what it supplies against the previous index.json; the gate compiles without it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpuop.errors import Issue, UserError
+
+REVISION = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./@{}~^+-]{0,254}")
+FLEET_FILES = ("index.json", "versions.lock.json", "charts/index.yaml")
+
+
+@dataclass
+class Selection:
+    """What a change touches against a base revision."""
+    base_rev: str | None                      # None: no base (not in git): everything is selected
+    base: dict                                # base index.json entries by name
+    current: dict                             # name -> (profile file, provenance record)
+    disk: dict                                # the output's index.json entries by name
+    clusters: dict = field(default_factory=dict)     # selected name -> why
+    fleet: bool = False                       # fleet-level files differ from the base
+    orphans: tuple = ()                       # in the output, no profile names them any more
+    changed_paths: tuple = ()                 # output paths (relative) that differ from the base
+
+    @property
+    def proven(self) -> int:
+        return len(set(self.current) - set(self.clusters))
+
+
+# ---- git, read as plumbing ----------------------------------------------------------------------------
+
+def _git(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    # -c: no pager, no fsmonitor hook, no external diff; plumbing commands run no filter or textconv
+    proc = subprocess.run(["git", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false", "--no-pager", *args],
+                          capture_output=True, check=False)
+    return proc
+
+
+def check_revision(ref: str) -> None:
+    """Refuse what cannot be a revision before git sees it (a leading `-` would be an option)."""
+    if ref.startswith("-") or not REVISION.fullmatch(ref) or ".." in ref or "@{-" in ref:
+        raise UserError(Issue("--against", 0, 0, "", f"{ref!r} is not a git revision (a branch, tag, commit or "
+                              "HEAD~N, without spaces, '..', a leading '-' or control characters)"))
+
+
+def resolve(ref: str) -> str | None:
+    """The commit `ref` names; None when the project is not in git or has no commit yet; an unknown
+    revision in a repository is bad input."""
+    check_revision(ref)
+    if _git("rev-parse", "--is-inside-work-tree").returncode != 0:
+        return None
+    sha = _git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    if sha.returncode != 0:
+        if _git("rev-parse", "--verify", "--quiet", "HEAD").returncode != 0:
+            return None
+        raise UserError(Issue("--against", 0, 0, "", f"{ref!r} is not a commit in this repository"))
+    return sha.stdout.decode().strip()
+
+
+def default_base() -> str:
+    """The base a change is verified against when none is named: the remote's default branch (a pull
+    request's checkout, a developer's clone), else HEAD."""
+    return "origin/HEAD" if _git("rev-parse", "--verify", "--quiet", "origin/HEAD^{commit}").returncode == 0 else "HEAD"
+
+
+def _prefix() -> str:
+    """The working folder's path inside the repository ('' at the top, else 'sub/')."""
+    return _git("rev-parse", "--show-prefix").stdout.decode().strip()
+
+
+def git_blob(commit: str, path: str) -> bytes | None:
+    proc = _git("cat-file", "blob", f"{commit}:{_prefix()}{path}")
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def git_files(commit: str, paths: list[str]) -> dict[str, bytes]:
+    """The blobs of every file under `paths` (relative to the working folder) at `commit`, by path relative to
+    the working folder: ls-tree then one cat-file --batch (no filter runs)."""
+    if not paths:
+        return {}
+    prefix = _prefix()
+    listing = _git("ls-tree", "-r", "-z", "--full-tree", commit, "--", *[prefix + p for p in paths])
+    entries = []
+    for rec in listing.stdout.split(b"\0"):
+        if not rec:
+            continue
+        meta, _, name = rec.partition(b"\t")
+        mode, kind, sha = meta.split()
+        if kind == b"blob":
+            entries.append((name.decode(errors="surrogateescape"), sha.decode()))
+    if not entries:
+        return {}
+    proc = subprocess.run(["git", "cat-file", "--batch"], input="".join(f"{s}\n" for _, s in entries).encode(),
+                          capture_output=True, check=True)
+    out, data, at = {}, proc.stdout, 0
+    for name, _ in entries:
+        nl = data.index(b"\n", at)
+        size = int(data[at:nl].split()[2])
+        out[name[len(prefix):]] = data[nl + 1:nl + 1 + size]
+        at = nl + 1 + size + 1
+    return out
+
+
+def changed_paths(commit: str, folder: str) -> set[str] | None:
+    """Paths under `folder` (relative to it) whose committed or working-tree bytes differ from `commit`,
+    untracked files included; None when git cannot tell."""
+    _git("update-index", "-q", "--refresh")       # stale stat info only costs a false "changed"; refresh it
+    proc = _git("diff-index", "-z", "--name-only", "--no-renames", "--relative", commit, "--", folder)
+    if proc.returncode != 0:
+        return None
+    names = {n.decode(errors="surrogateescape") for n in proc.stdout.split(b"\0") if n}
+    others = _git("ls-files", "-z", "--others", "--", folder)
+    names |= {n.decode(errors="surrogateescape") for n in others.stdout.split(b"\0") if n}
+    return {n[len(folder) + 1:] for n in names if n.startswith(folder + "/")}
+
+
+# ---- the selection -----------------------------------------------------------------------------------
+
+def current_records(paths: list[Path], settings, base: dict | None = None) -> dict:
+    """name -> (profile file, provenance record) of every profile, from hashing the inputs only. A profile
+    whose input files all hash to what the base records for it keeps the base's chain of parents (the
+    bytes decide it) without being parsed; any other is walked (parsed). A profile the quick walk cannot
+    read is left out (the compile that follows reports it)."""
+    import hashlib
+
+    from gpuop import catalog as catalog_mod
+    from gpuop.pipeline.keys import _rel, fleet_inputs, inputs_digest, provenance, walk
+    from gpuop.profile.load import discover
+
+    shared = fleet_inputs(catalog_mod.load().digest, settings.model_dump_json())
+    by_profile = {}
+    for name, entry in (base or {}).items():
+        rec = entry.get("provenance")
+        if isinstance(rec, dict) and isinstance(rec.get("profile"), str) and isinstance(rec.get("files"), dict):
+            by_profile[rec["profile"]] = (name, rec)
+    digests: dict = {}
+
+    def digest(path: str) -> str | None:
+        if path not in digests:
+            try:
+                with open(path, "rb") as fh:
+                    digests[path] = "sha256:" + hashlib.sha256(fh.read()).hexdigest()
+            except OSError:
+                digests[path] = None
+        return digests[path]
+
+    out = {}
+    for f in discover(paths):
+        known = by_profile.get(_rel(f))
+        if known and all(digest(p) == d for p, d in known[1]["files"].items()):
+            record = {**known[1], **shared}
+            record["inputs"] = inputs_digest(record)
+            out[known[0]] = (f, record)
+            continue
+        w = walk(f)
+        if w is not None:
+            out[w[1]] = (f, provenance(w[0], shared))
+    return out
+
+
+def _entries(raw: bytes | None) -> dict:
+    try:
+        return {c["name"]: c for c in json.loads(raw)["clusters"]}
+    except (TypeError, ValueError, KeyError):
+        return {}
+
+
+def select(paths: list[Path], output: Path, settings, against: str | None, everything: bool = False) -> Selection:
+    """The clusters to compile and compare against the base `against` (a revision; None or `everything`:
+    every cluster)."""
+    from gpuop.pipeline.write import read_index
+
+    disk = {c["name"]: c for c in read_index(output)["clusters"]} if (output / "index.json").exists() else {}
+    folder = output.as_posix().rstrip("/")
+    commit = resolve(against) if against and not everything else None
+    base_raw = git_blob(commit, f"{folder}/index.json") if commit else None
+    base = _entries(base_raw)
+    current = current_records(paths, settings, base)
+    sel = Selection(commit if base_raw is not None else None, base, current, disk)
+    sel.orphans = tuple(sorted(set(disk) - set(current)))
+    if sel.base_rev is None:
+        sel.clusters = {n: "checked in full" if everything or against is None else
+                        f"{folder}/ is not in git at {against}" for n in current}
+        sel.fleet = True
+        return sel
+    changed = changed_paths(commit, folder) or set()
+    sel.changed_paths = tuple(sorted(changed))
+    packages = {}
+    for entries in (sel.base, disk):
+        for n, e in entries.items():
+            packages[e.get("package", "")] = n
+    for name, (_, record) in current.items():
+        b = sel.base.get(name)
+        if b is None:
+            sel.clusters[name] = "new"
+        elif (b.get("provenance") or {}).get("inputs") != record["inputs"]:
+            sel.clusters[name] = "inputs changed"
+        elif disk.get(name) != b:
+            sel.clusters[name] = "index.json entry differs from the base"
+    for rel in changed:
+        top = rel.split("/", 1)[0]
+        if top in current or top in disk or top in sel.base:
+            if top in current:
+                sel.clusters.setdefault(top, "committed output differs from the base")
+        elif rel.startswith("charts/") and packages.get(rel) in current:
+            sel.clusters.setdefault(packages[rel], "chart archive differs from the base")
+        else:
+            sel.fleet = True
+    sel.fleet = sel.fleet or bool(sel.clusters) or bool(sel.orphans) or set(sel.base) != set(current)
+    return sel
+
+
+# ---- verifying the selected clusters against their compile --------------------------------------------
+
+@dataclass
+class Stale:
+    where: str          # output path (relative to the output folder)
+    what: str           # "added", "removed", "differs"
+
+
+def verify(sel: Selection, paths: list[Path], output: Path, settings) -> tuple[list[Stale], object]:
+    """Compile the selected clusters (no build cache: the compile is the evidence) over the output's own
+    lock and compare them, their chart archives and the fleet-level files with the bytes on disk. Returns
+    what differs and the compile result."""
+    from gpuop.pipeline.run import compile_profiles
+    from gpuop.pipeline.write import read_previous
+
+    stale: list[Stale] = []
+    if sel.orphans and not sel.clusters and not sel.fleet:
+        return [Stale(f"{n}/", "removed") for n in sel.orphans], None
+    files = [sel.current[n][0] for n in sorted(sel.clusters)]
+    everything = len(sel.clusters) == len(sel.current)
+    if not files:
+        return stale, None
+    if sel.base_rev is not None:
+        # the archives as in the base (git proves it) are listed from the base's index.yaml, not read; those
+        # that differ from it are not carried, so the compile packages the current ones again to compare
+        import yaml
+
+        raw = git_blob(sel.base_rev, f"{output.as_posix().rstrip('/')}/charts/index.yaml")
+        doc = yaml.load(raw, Loader=yaml.CSafeLoader) if raw else None
+        changed = frozenset(p for p in sel.changed_paths if p.startswith("charts/") and p.endswith(".tgz"))
+        previous = read_previous(output, repair=True, charts_unchanged=isinstance(doc, dict),
+                                 charts_doc=doc if isinstance(doc, dict) else None, skip=changed)
+    else:
+        previous = read_previous(output, repair=True)
+    result = compile_profiles(paths if everything else files, settings, previous, cache_dir=None, reuse=False,
+                              check_kept=False)
+    expected = {k: (v.encode() if isinstance(v, str) else v) for k, v in result.files.items()}
+    for name in sorted(sel.clusters):
+        mine = {k: v for k, v in expected.items() if k.startswith(name + "/")}
+        on_disk = _read_folder(output, name)
+        stale += _compare(mine, on_disk)
+    for rel, data in expected.items():
+        top = rel.split("/", 1)[0]
+        if top in sel.clusters:
+            continue
+        if rel.startswith("charts/") or rel in FLEET_FILES or top == "fleet":
+            got = _read(output / rel)
+            if got != data:
+                stale.append(Stale(rel, "added" if got is None else "differs"))
+    fleet_on_disk = {k: v for k, v in _read_folder(output, "fleet").items()}
+    for rel in sorted(set(fleet_on_disk) - set(expected)):
+        stale.append(Stale(rel, "removed"))
+    for name in sel.orphans:
+        if everything:
+            stale.append(Stale(f"{name}/", "removed"))
+    for rel in sel.changed_paths:        # an archive the compile does not write: a published version edited
+        if rel.startswith("charts/") and rel.endswith(".tgz") and rel not in expected and (output / rel).exists():
+            stale.append(Stale(rel, "differs from the base and is not the chart the profiles compile to "
+                               "(a published chart archive never changes)"))
+    return stale, result
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _read_folder(output: Path, name: str) -> dict[str, bytes]:
+    base = output / name
+    out = {}
+    if base.is_dir() and not base.is_symlink():
+        for folder, _, names in os.walk(base):
+            for n in names:
+                full = os.path.join(folder, n)
+                out[Path(os.path.relpath(full, output)).as_posix()] = Path(full).read_bytes()
+    return out
+
+
+def _compare(expected: dict, on_disk: dict) -> list[Stale]:
+    out = [Stale(p, "missing") for p in sorted(set(expected) - set(on_disk))]
+    out += [Stale(p, "not written by gpuop") for p in sorted(set(on_disk) - set(expected))]
+    out += [Stale(p, "differs") for p in sorted(set(expected) & set(on_disk)) if expected[p] != on_disk[p]]
+    return out
+
+
+def stale_issues(stale: list[Stale], output: Path) -> list[Issue]:
+    return [Issue(str(output / s.where), 0, 0, "", f"{s.what}: not what the profiles compile to; run "
+                  "gpuop synth and commit the output") for s in stale]
+
+
+def verify_folders(clusters: dict, source: Path, paths: list[Path], settings) -> list[Issue]:
+    """Clusters carried from another output folder (a shard): {name: (index entry, files)}. Each must come
+    from the inputs here (its provenance), and its files must be what those inputs compile to: proven by the
+    committed output at the default base (same inputs, chart version and tree digest), else compiled."""
+    from gpuop.outputs.cluster import tree_digest
+    from gpuop.pipeline.run import compile_profiles
+    from gpuop.pipeline.write import read_previous
+
+    current = current_records(paths, settings)
+    folder = Path(settings.gitops.path.rstrip("/")).as_posix()
+    commit = resolve(default_base())
+    base = _entries(git_blob(commit, f"{folder}/index.json")) if commit else {}
+    issues, todo = [], []
+    for name, (entry, files) in sorted(clusters.items()):
+        record = current.get(name)
+        inputs = (entry.get("provenance") or {}).get("inputs")
+        where = str(source / name)
+        if record is None:
+            issues.append(Issue(where, 0, 0, "", "no profile here names this cluster; compile the shard from these profiles"))
+        elif inputs != record[1]["inputs"]:
+            issues.append(Issue(where, 0, 0, "", "was compiled from other inputs than the profiles here (its provenance "
+                                "in index.json differs); compile the shard again"))
+        else:
+            b = base.get(name) or {}
+            same = ((b.get("provenance") or {}).get("inputs") == inputs and b.get("chartVersion") == entry.get("chartVersion")
+                    and b.get("treeDigest") == tree_digest(files))
+            if not same:
+                todo.append(name)
+    if todo and not issues:
+        previous = read_previous(source, repair=True)
+        result = compile_profiles([current[n][0] for n in todo], settings, previous, cache_dir=None, reuse=False,
+                                  check_kept=False)
+        expected = {k: (v.encode() if isinstance(v, str) else v) for k, v in result.files.items()}
+        for name in todo:
+            mine = {k: v for k, v in expected.items() if k.startswith(name + "/")}
+            for s in _compare(mine, clusters[name][1]):
+                issues.append(Issue(str(source / s.where), 0, 0, "", f"{s.what}: not what the profiles compile to "
+                                    "(edited after the shard was compiled?); compile the shard again"))
+    return issues
