@@ -429,9 +429,11 @@ def test_mps_control_daemon_matches_the_operators_rendering(scenario):
 
 def test_mig_manager_matches_the_operators_rendering(scenario):
     sid, s, plan, objs = scenario
-    if not sid.startswith("mig-") or sid == "mig-none":
-        assert ("DaemonSet", "nvidia-mig-manager") not in objs      # no layout: no MIG manager (mig_manager.py)
+    if ("DaemonSet", "nvidia-mig-manager") not in objs:
+        # no layout on a GPU that has no MIG: nothing to enforce, no MIG manager (mig_manager.py)
+        assert not sid.startswith("mig-") or sid == "mig-none", sid
         return
+    # a layout, or a MIG-capable GPU without one (all-disabled enforced, as the Operator does)
     assert_same(pod(objs, "nvidia-mig-manager"), up_mig_manager(s))
 
 
@@ -452,8 +454,9 @@ def test_runtime_classes_are_emitted_with_a_preinstalled_toolkit():
     assert classes == {"nvidia": "nvidia", "nvidia-cdi": "nvidia-cdi", "nvidia-legacy": "nvidia-legacy"}
     assert ("DaemonSet", "nvidia-container-toolkit-daemonset") not in objs
     users = {k[1] for k, o in objs.items() if k[0] == "DaemonSet" and o["spec"]["template"]["spec"].get("runtimeClassName")}
+    # the MIG manager enforces all-disabled on the scenario's MIG-capable GPUs (no layout)
     assert users == {"nvidia-device-plugin-daemonset", "gpu-feature-discovery", "nvidia-dcgm", "nvidia-dcgm-exporter",
-                     "nvidia-operator-validator"}
+                     "nvidia-operator-validator", "nvidia-mig-manager"}
 
 
 def test_runtime_classes_match_the_pre_requisites_assets():
@@ -663,6 +666,7 @@ TOKEN = {    # DaemonSet -> automountServiceAccountToken (None: the default, mou
     "nvidia-operator-validator": None,             # workload pods, node reads
     "nvidia-node-status-exporter": None,           # reads the node's allocatable
     "nvidia-driver-daemonset": None,               # driver manager: evicts, cordons, labels
+    "nvidia-mig-manager": None,                    # reads and labels its node (all-disabled enforced here)
 }
 
 

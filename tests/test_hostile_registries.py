@@ -66,7 +66,8 @@ def test_a_well_behaved_registry_fills_the_lock(project, capsys):
         code, err = resolve(capsys, f"{host}/mirror")
     assert code == 0, err
     lock = json.loads((project / "images.lock.json").read_text())["images"]
-    assert len(lock) == 5 and all(v == digest(manifest_for(f"/v2/mirror/{k.rpartition(':')[0]}/manifests/"
+    # the stack's images, NFD's and the chart's smoke-test image: every image an output can pull is locked
+    assert len(lock) == 7 and all(v == digest(manifest_for(f"/v2/mirror/{k.rpartition(':')[0]}/manifests/"
                                                            f"{k.rpartition(':')[2]}")) for k, v in lock.items())
 
 
