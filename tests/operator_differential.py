@@ -19,9 +19,9 @@ from gpuop.outputs import operator as operator_out
 from gpuop.stack.registry import component_props
 from gpuop.verify import nvidia_chart
 
-from conftest import REFS
+from conftest import REFS, TOOL_PATHS, TOOLS
 
-RENDER = REFS.parent / "tools" / "nvidia-operator" / "render.sh"
+RENDER = TOOLS / TOOL_PATHS["nvidia-operator"]          # GPUOP_TOOLS, else ../shared/tools (conftest)
 CHART = REFS / "gpu-operator" / "chart"
 RUNTIMES = {"containerd": "containerd://2.1.3", "crio": "cri-o://1.33.2", "docker": "docker://28.0.1"}
 OPENSHIFT_KUBE = {"4.18": "v1.31.6", "4.19": "v1.32.5", "4.20": "v1.33.2", "4.21": "v1.34.1", "4.22": "v1.35.0"}

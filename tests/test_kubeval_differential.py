@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, run_gpuop
+from conftest import REPO, TOOL_PATHS, TOOLS, run_gpuop
 
 from gpuop.kube.yamlio import dump, load_all
 from gpuop.verify.output import validate_output
@@ -46,7 +46,7 @@ from gpuop.verify.semantic import shown_name
 
 pytestmark = pytest.mark.slow
 
-KUBEVAL = REPO.parent / "shared" / "tools" / "kubeval" / "kubeval"
+KUBEVAL = TOOLS / TOOL_PATHS["kubeval"]          # GPUOP_TOOLS, else ../shared/tools (conftest)
 CORPUS = REPO / "tests" / "data" / "semantic-corpus"
 BASE_CLUSTER = "corpus-everything"        # the cluster the mutations edit
 BATCH = 200                                # files per kubeval call

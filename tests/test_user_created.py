@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_gpuop
+from conftest import REPO, TOOL_PATHS, TOOLS, run_gpuop
 from gpuop.profile.models import ConfigMapFiles
 
-KUBEVAL = REPO.parent / "shared" / "tools" / "kubeval" / "kubeval"
+KUBEVAL = TOOLS / TOOL_PATHS["kubeval"]          # GPUOP_TOOLS, else ../shared/tools (conftest)
 
 PROFILE = """\
 apiVersion: gpuop/v1alpha1

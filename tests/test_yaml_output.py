@@ -24,10 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from conftest import REPO, run_gpuop
+from conftest import REPO, TOOL_PATHS, TOOLS, run_gpuop
 from gpuop.kube import yamlio
 
-KUBEVAL = REPO.parent / "shared" / "tools" / "kubeval" / "kubeval"
+KUBEVAL = TOOLS / TOOL_PATHS["kubeval"]          # GPUOP_TOOLS, else ../shared/tools (conftest)
 needs_kubeval = pytest.mark.skipif(not KUBEVAL.is_file(), reason="kubeval (../shared/tools/kubeval) not present")
 
 SETTINGS = settings(max_examples=250, deadline=None, database=None, derandomize=True,
