@@ -372,7 +372,7 @@ def test_impact_of_a_sidecar_change_is_a_reinstall_of_that_pool_only(compiled, t
     f = w / "profiles" / "ib.yaml"
     f.write_text(f.read_text().replace("gds: true, gdrcopy: true}", "gds: true}"))
     proc = run_gpuop("diff", "--impact", "--exit-code", cwd=w)
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 3, proc.stderr
     assert proc.stdout == (
         "!! 1 destructive effect(s): GPU workloads are interrupted\n"
         "cluster ib:\n"
@@ -391,7 +391,7 @@ def test_impact_of_a_first_pool_with_sidecars_restarts_the_others_driver_pods_wi
     run_gpuop("synth", "--no-cache", cwd=w, check=True)
     f.write_text(HEAD + STACK_PROFILE.replace("useHostMofed: true}, gds: true, gdrcopy: true", "useHostMofed: true}"))
     proc = run_gpuop("diff", "--impact", "--exit-code", cwd=w)
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 3, proc.stderr
     assert proc.stdout == (
         "!! 1 destructive effect(s): GPU workloads are interrupted\n"
         "cluster ib:\n"

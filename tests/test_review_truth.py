@@ -103,7 +103,7 @@ def pull_request(fleet) -> Path:
 
 def test_plain_diff_puts_the_destructive_effects_first_with_nodes_waves_bounds_and_triggers(pull_request):
     proc = run_gpuop("diff", "--against", "HEAD", "--exit-code", cwd=pull_request)
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 3, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[:4] == [
         "DESTRUCTIVE: 3 effect(s) interrupt GPU workloads or delete things on clusters",

@@ -212,7 +212,7 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
                 removed.append(name)
     out = assemble(list(builds.values()), previous, settings, keep=tuple(kept))
     if shard is not None:
-        from gpuop.pipeline.shards import mark_shard
+        from gpuop.pipeline.write import mark_shard
 
         mark_shard(out.files, shard)
     return CompileResult(tuple(sorted(builds)), tuple(sorted(warnings)), out.files, out.reuse,

@@ -15,7 +15,6 @@ shard cannot remove its clusters from the merged fleet.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -25,20 +24,9 @@ from gpuop.errors import Issue, UserError
 from gpuop.outputs import charts
 from gpuop.outputs import fleet
 from gpuop.outputs.cluster import tree_digest
-from gpuop.pipeline.write import read_index
+from gpuop.pipeline.write import SHARD_KEY, read_index
 from gpuop.outputs.version import LOCK_FILE
 from gpuop.kube.yamlio import dump_json
-
-
-SHARD_KEY = "shard"      # index.json of a `synth --shard K/N` folder: {"index": K, "count": N}
-
-
-def mark_shard(files: dict, shard: tuple[int, int]) -> None:
-    """Record which shard of how many a `synth --shard K/N` folder holds, in its index.json, so the merge
-    can tell a whole fleet from a forgotten shard (whose clusters would otherwise leave the output)."""
-    doc = json.loads(files["index.json"])
-    doc[SHARD_KEY] = {"index": shard[0], "count": shard[1]}
-    files["index.json"] = dump_json(doc)
 
 
 def _shard_lock(shard: Path) -> dict:

@@ -40,6 +40,7 @@ from pathlib import Path
 from gpuop.profile.bounded import MAX_JSON_BYTES, parse_json, read_bytes, read_json
 from gpuop.errors import Issue, UserError
 from gpuop.outputs.version import LOCK_FILE
+from gpuop.kube.yamlio import dump_json
 
 MARKER = ".gpuop-output"
 
@@ -658,3 +659,16 @@ def output_issues(out: Path, only: frozenset | None = None) -> list[Issue]:
         elif idx is not None and served[name] != charts_mod.digest(archive.read_bytes()):
             issues.append(Issue(str(idx_path), 0, 0, "", f"digest of {name} does not match the archive"))
     return issues
+
+
+# The shard marker lives with the index it is written into: the compile (run.py) writes it, the merge
+# (shards.py) reads it, and neither has to import the other.
+SHARD_KEY = "shard"      # index.json of a `synth --shard K/N` folder: {"index": K, "count": N}
+
+
+def mark_shard(files: dict, shard: tuple[int, int]) -> None:
+    """Record which shard of how many a `synth --shard K/N` folder holds, in its index.json, so the merge
+    can tell a whole fleet from a forgotten shard (whose clusters would otherwise leave the output)."""
+    doc = json.loads(files["index.json"])
+    doc[SHARD_KEY] = {"index": shard[0], "count": shard[1]}
+    files["index.json"] = dump_json(doc)
