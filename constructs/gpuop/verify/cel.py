@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import yaml
 
-from gpuop.catalog import DATA
 
-_FILE = DATA / "crd-cel-rules.yaml"
+# beside the catalogs, located without importing them (gpuop.catalog brings pydantic in: +0.2 s per start)
+_FILE = Path(__file__).parents[1] / "catalog" / "data" / "crd-cel-rules.yaml"
 _STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_-]*)|\['((?:[^'\\]|\\.)*)'\]|\[\*\]")
 _EACH = None            # a path step meaning "each element / each map value"
 _CACHE_MAX = 50_000     # verdicts kept per process (a bound, not a tuning knob)
