@@ -203,6 +203,8 @@ def _render(chart_dir: Path, values: dict, name: str, namespace: str) -> list[di
 
 
 NFD_CHART = REFS / "gpu-operator" / "chart" / "charts" / "node-feature-discovery"
+DRA_CHART = REFS / "dra" / "chart"      # NVIDIA's DRA driver chart (0.5.0-dev at the pinned commit)
+DELIVERED = {"node-feature-discovery": NFD_CHART, "dra-driver-nvidia-gpu": DRA_CHART}
 
 
 def pulled_images(dist: Path, cluster: str) -> set[str]:
@@ -218,14 +220,14 @@ def pulled_images(dist: Path, cluster: str) -> set[str]:
             refs |= _images_in(doc)
             if not isinstance(doc, dict):
                 continue
-            if doc.get("kind") == "Application" and doc["spec"]["source"].get("chart") == "node-feature-discovery":
+            if doc.get("kind") == "Application" and doc["spec"]["source"].get("chart") in DELIVERED:
                 src = doc["spec"]["source"]
-                refs |= _images_in(_render(NFD_CHART, src["helm"]["valuesObject"], src["helm"]["releaseName"],
-                                           doc["spec"]["destination"]["namespace"]))
+                refs |= _images_in(_render(DELIVERED[src["chart"]], src["helm"]["valuesObject"],
+                                           src["helm"]["releaseName"], doc["spec"]["destination"]["namespace"]))
             if doc.get("kind") == "HelmRelease" and doc["spec"].get("chart", {}).get("spec", {}).get(
-                    "chart") == "node-feature-discovery":
-                refs |= _images_in(_render(NFD_CHART, doc["spec"]["values"], doc["spec"]["releaseName"],
-                                           doc["spec"]["targetNamespace"]))
+                    "chart") in DELIVERED:
+                refs |= _images_in(_render(DELIVERED[doc["spec"]["chart"]["spec"]["chart"]], doc["spec"]["values"],
+                                           doc["spec"]["releaseName"], doc["spec"]["targetNamespace"]))
     index = json.loads((dist / "index.json").read_text())
     entry = next(c for c in index["clusters"] if c["name"] == cluster)
     refs |= _images_in(_render(dist / entry["chart"], {}, entry["releaseName"], entry["namespace"]))
@@ -242,10 +244,12 @@ def test_images_txt_covers_every_image_any_output_can_pull(fleet):
 
 def test_the_bundled_profiles_images_txt_cover_what_they_pull(dist, index):
     for entry in index["clusters"]:
-        if (dist / entry["name"] / "operator").is_dir() or entry.get("dra"):
-            continue                 # NVIDIA's chart / the DRA driver's chart bring their own images
+        if (dist / entry["name"] / "operator").is_dir():
+            continue                 # NVIDIA's chart brings its own images
         listed = set((dist / entry["name"] / "images.txt").read_text().split())
         pulled = pulled_images(dist, entry["name"])
+        if entry["name"] == "dra":   # the DRA driver's chart rendered: its image is pulled, and listed
+            assert any("dra-driver-nvidia-gpu" in r for r in pulled), sorted(pulled)
         assert pulled <= listed, (entry["name"], sorted(pulled - listed))
 
 
@@ -370,3 +374,28 @@ def test_report_in_chromium_shows_the_destructive_effects_first(pull_request, re
                            f"--screenshot={artifacts / 'report-against.png'}", page.as_uri()],
                           capture_output=True, text=True, timeout=120)
     assert shot.returncode == 0 and (artifacts / "report-against.png").stat().st_size > 10_000
+
+
+def test_a_mirror_only_dra_cluster_pulls_the_dra_driver_from_the_mirror(tmp_path):
+    w = tmp_path / "w"
+    shutil.copytree(REPO / "profiles", w / "profiles")
+    shutil.copy(REPO / "gpuop.yaml", w / "gpuop.yaml")
+    for f in (w / "profiles").glob("*.yaml"):
+        if f.name not in ("dra.yaml", "_base.yaml"):
+            f.unlink()
+    dra = w / "profiles" / "dra.yaml"
+    dra.write_text(dra.read_text().replace("  containerRuntime: containerd\n",
+                                           f"  containerRuntime: containerd\n  images: {{registry: {MIRROR}}}\n"))
+    run_gpuop("synth", "-o", "dist", cwd=w, check=True)
+    pulled = pulled_images(w / "dist", "dra")
+    assert f"{MIRROR}/dra-driver-nvidia-gpu:v0.5.0" in pulled
+    assert all(r.startswith(MIRROR + "/") for r in pulled), sorted(pulled)
+    assert pulled <= set((w / "dist" / "dra" / "images.txt").read_text().split())
+    for f in sorted((w / "dist" / "dra").rglob("*")):
+        if f.is_file() and f.suffix in (".yaml", ".json", ".txt"):
+            hits = [line for line in f.read_text().splitlines() if PUBLIC.search(line)]
+            assert hits == [], (f, hits)
+    app = load_all((w / "dist" / "dra" / "argocd" / "dra-application.yaml").read_text())[0]
+    assert app["spec"]["source"]["repoURL"] == MIRROR                 # the chart through the mirror too
+    repo = load_all((w / "dist" / "dra" / "flux" / "dra-helmrepository.yaml").read_text())[0]
+    assert repo["spec"]["url"] == f"oci://{MIRROR}"

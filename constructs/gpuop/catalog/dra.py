@@ -22,11 +22,18 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class DraImage(_Frozen):
+    registry: str
+    path: str
+    tag: str
+
+
 class DraVersion(_Frozen):
     version: str
     chart: str
     repository: str
     chartVersion: str
+    image: DraImage
     chartKubeVersion: str
     kubernetesMin: str
     driverMin: str

@@ -18,7 +18,7 @@ Service account token: not mounted (`automountServiceAccountToken: false`) witho
 plugin itself never calls the Kubernetes API (k8s-device-plugin: only cmd/config-manager and GFD build a
 client). With a plugin config the `config-manager` sidecar watches the node's label, so it is mounted.
 
-Pass-through (issue 16): `env_overrides` / `args` are the Operator's devicePlugin.env / args;
+Pass-through: `env_overrides` / `args` are the Operator's devicePlugin.env / args;
 `kubelet_root_dir` moves the `device-plugin` volume to <hostPaths.kubeletRootDir>/device-plugins (the
 container keeps /var/lib/kubelet/device-plugins, where the plugin registers).
 

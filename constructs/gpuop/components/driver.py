@@ -45,7 +45,7 @@ Differences from upstream, and why:
   container (transformDriverManagerInitContainer gets config.Driver.Resources).
 - Service account token: mounted (the default): the driver manager evicts pods, cordons and labels its
   node through the API.
-- repoConfig / certConfig (issue 16): upstream lists the keys of the live ConfigMap to mount each one;
+- repoConfig / certConfig: upstream lists the keys of the live ConfigMap to mount each one;
   gpuop compiles without a cluster, so the profile names the keys (`repo_config` / `cert_config`), mounted
   one subPath each at the OS's path (REPO_CONFIG_PATHS / CERT_CONFIG_PATHS). Proxy env arrives through
   `env_overrides` (spec.proxy, then spec.driver.env), as the Operator's driver.env would carry it.

@@ -11,7 +11,7 @@ v26.7 default), so the `nvidia` runtime is not made the node's default and CRIO_
 the asset's /run/containers/oci/hooks.d, except CRI-O off OpenShift: /usr/share/containers/oci/hooks.d
 (TransformToolkit; catalog `runtimes.crio.hooks`). On OpenShift the runtime is always CRI-O.
 
-Distributions (issue 16; catalog/distributions.py): k3s, RKE2, k0s and MicroK8s give their own config
+Distributions (catalog/distributions.py): k3s, RKE2, k0s and MicroK8s give their own config
 file / template, drop-in and socket in `runtime_files`, mounted the same way; `config_source` adds
 RUNTIME_CONFIG_SOURCE=file=<the file the distribution renders, seen in the container: through the config
 directory's mount when it lies beside the template (k3s, RKE2), else through the read-only host-root

@@ -7,7 +7,7 @@ not in the table (custom resources, RuntimeClass) come after it, by kind name.
 
 Files: one per component (`manifests/<NN>-<component>.yaml`, `chart/templates/<NN>-<component>.yaml`),
 its objects in the order above, so a reviewer reads one component's objects together and a fleet
-compile writes 10-15 files per folder instead of 40-60 (issue 17). `NN` is the component's place in
+compile writes 10-15 files per folder instead of 40-60. `NN` is the component's place in
 COMPONENT_ORDER, the Operator's state order (stack/registry.py; tests/test_kustomize.py keeps the two
 equal). The prefix is needed: `ls` and `kubectl apply -f manifests/` take files by name, and by name
 alone `dcgm-exporter.yaml` would come before `namespace.yaml`, whose Namespace must exist before

@@ -169,7 +169,7 @@ def build_cluster(stack, settings) -> ClusterBuild:
     entry.update(dra.index_entry(plan))               # DRA driver and capacity per DeviceClass
     if plan.operator is not None:    # operator mode: NVIDIA's operator deploys the operands (outputs/operator.py)
         files, entry = operator.apply(files, entry, plan, gitops, c)
-    else:                            # the images of manifests/, for mirroring (issue 16)
+    else:                            # the images of manifests/, for mirroring
         files.update(images.write(manifests.rendered(stack), c, plan.platform == "openshift",
                                   extra=images.auxiliary_refs(plan)))
     layout = {p: [len(t.encode()), t.count(VERSION_PLACEHOLDER)] for p, t in files.items()}

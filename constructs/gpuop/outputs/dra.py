@@ -1,4 +1,4 @@
-"""Writer: the DRA driver's delivery (issue 13): NVIDIA's DRA driver from its own upstream chart
+"""Writer: the DRA driver's delivery: NVIDIA's DRA driver from its own upstream chart
 (`dra-driver-nvidia-gpu`, OCI repository registry.k8s.io/dra-driver-nvidia/charts), pinned to the DRA
 catalog's chart version, with the values plan/dra.py pins, in its own namespace; and the capacity entry of
 index.json.

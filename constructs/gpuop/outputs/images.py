@@ -40,7 +40,8 @@ def auxiliary_refs(plan) -> list[str]:
     """The images outside the manifests an output pulls: the chart's `helm test` pod and NFD's pods."""
     from gpuop.outputs.helm import smoke_refs
 
-    return smoke_refs(plan) + ([plan.nfd.image_ref] if plan.nfd.image_ref else [])
+    return (smoke_refs(plan) + ([plan.nfd.image_ref] if plan.nfd.image_ref else [])
+            + ([plan.dra.image_ref] if plan.dra is not None else []))
 
 
 def cluster_refs(plan, objects: list[dict]) -> list[str]:

@@ -93,6 +93,7 @@ class DraPlan:
     device_classes: tuple[DeviceClassPlan, ...]
     claim_templates: tuple[ClaimTemplatePlan, ...]
     values_json: str
+    image_ref: str = ""          # what the kubelet plugin and controller pods pull (images.txt)
 
     @property
     def values(self) -> dict:
@@ -245,8 +246,17 @@ def build(spec, *, tolerations=(), priority_class: str = "system-node-critical")
                           "priorityClassName": priority_class,
                           "tolerations": [dict(t) for t in tolerations]},
     }
-    return DraPlan(version=version.version, chart=version.chart, repository=version.repository,
+    # a registry mirror serves the DRA driver's image and chart too, as it does NFD's: an air-gapped
+    # cluster reaches nothing else
+    mirror = spec.images.registry
+    image = f"{mirror or version.image.registry}/{version.image.path}"
+    # the tag pinned, not left to the chart's appVersion: what images.txt and the digest lock list is what runs
+    values["image"] = {"repository": image, "tag": version.image.tag}
+    if spec.images.pullSecrets:
+        values["imagePullSecrets"] = [{"name": s} for s in spec.images.pullSecrets]
+    return DraPlan(version=version.version, chart=version.chart,
+                   repository=f"oci://{mirror}" if mirror else version.repository,
                    chart_version=version.chartVersion, namespace=NAMESPACE, release_name=RELEASE,
                    api_version=cat.apiVersion, driver=cat.driver, pools=tuple(p.name for p in pools),
                    dynamic_mig=dynamic, device_classes=tuple(classes), claim_templates=tuple(templates),
-                   values_json=_canonical(values))
+                   values_json=_canonical(values), image_ref=f"{image}:{version.image.tag}")

@@ -21,7 +21,7 @@ select them, and the rules that refuse what the MIG manager and the device plugi
   PCI device ids only. Per (GPU model, label key): if every pool of that model wants the same value, a
   NodeFeatureRule sets it (`nfd_rules`); if not, NFD cannot tell those nodes apart and the label must come
   from the node group template (`manual`, with a located warning; outputs/node_labels.py writes them to dist/).
-- the planes (issue 13, plan/dra.py): when any pool has `allocation: dra`, every pool wants
+- the planes (plan/dra.py): when any pool has `allocation: dra`, every pool wants
   `nvidia.com/gpu.deploy.device-plugin` (false on DRA pools, true elsewhere; the general deploy rule then
   leaves that label out, stack/derive.py) and DRA pools want `nvidia.com/gpu.deploy.dra-driver=true`;
   DRA pools get no device-plugin config and do not count for the MIG strategy; under DynamicMIG they get

@@ -50,7 +50,7 @@ REGISTRY: tuple[tuple[type[Component], Callable[..., Props | None]], ...] = (
     (GpuFeatureDiscovery, derive.gfd),
     (MigManager, derive.mig_manager),
     (NodeStatusExporter, derive.node_status_exporter),
-    (DraObjects, derive.dra),                      # issue 13: gpuop's DeviceClasses and claim templates
+    (DraObjects, derive.dra),                      # gpuop's DeviceClasses and claim templates
 )
 COMPONENTS: tuple[type[Component], ...] = tuple(c for c, _ in REGISTRY)
 

@@ -1,4 +1,4 @@
-"""Distribution rules (issue 16): where `spec.os` is needed, what a Kubernetes distribution allows, and
+"""Distribution rules: where `spec.os` is needed, what a Kubernetes distribution allows, and
 what a managed node image already installs.
 
 - os-required: a pool whose driver gpuop installs needs its OS (the driver image tag is
@@ -13,7 +13,7 @@ what a managed node image already installs.
   are each component's GPUOP_ENV), never the driver's DRIVER_CONFIG_DIGEST; no name twice.
 - pod-labels: spec.daemonsets.labels never replaces a label the DaemonSets select their pods by.
 - driver-config-files: repoConfig / certConfig only for driver OSes the Operator has a path for.
-- stack-only: those of issue 16's fields the operator mode does not translate are refused there.
+- stack-only: those of the distribution fields the operator mode does not translate are refused there.
 - driver-sidecars: RDMA / GDS / GDRCopy (spec.driver's, and each pool's own, reported at the pool's field)
   need a driver DaemonSet; GDS and GDRCopy not with precompiled drivers, GDS only with the open kernel
   modules (the Operator's run-time errors, at compile time).
@@ -249,7 +249,7 @@ def check_driver_sidecars(ctx: Context) -> list:
             for i in driver_sidecar_issues(ctx, where, wanted, pool)]
 
 
-# Issue 16's fields that gpuop renders in its own stack but does not (yet) translate into the Operator's
+# The distribution fields that gpuop renders in its own stack but does not (yet) translate into the Operator's
 # inputs: in operator mode they would be dropped silently, so they are refused.
 STACK_ONLY = (("spec", "platform", "containerdMajor"), ("spec", "proxy"),
               ("spec", "hostPaths"), ("spec", "daemonsets", "labels"), ("spec", "daemonsets", "annotations"),

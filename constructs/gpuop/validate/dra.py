@@ -1,4 +1,4 @@
-"""DRA rules (issue 13): what the DRA driver, the API server or the hardware would refuse in a profile's
+"""DRA rules: what the DRA driver, the API server or the hardware would refuse in a profile's
 `spec.dra`, its `allocation: dra` pools and `spec.claimTemplates`, refused at compile time, located, each
 message with its reason and source (the DRA catalog, catalog/data/dra.yaml, names where each fact comes from).
 

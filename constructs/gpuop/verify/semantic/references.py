@@ -217,7 +217,7 @@ def check_namespace_exists(obj: Obj, ctx: Context) -> Iterable[Finding]:
     emit = _Emitter(obj)
     if obj.get("kind") in CLUSTER_SCOPED_KINDS or obj.get("kind") in TENANT_KINDS or not emit.namespace:
         return emit.findings
-    # gpuop/tenant-namespace=true: a tenant's namespace the profile says exists (DRA claim templates, issue 13)
+    # gpuop/tenant-namespace=true: a tenant's namespace the profile says exists (DRA claim templates)
     if ((obj.get("metadata") or {}).get("annotations") or {}).get("gpuop/tenant-namespace") == "true":
         return emit.findings
     if is_dns1123_label(emit.namespace):
