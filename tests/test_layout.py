@@ -1,7 +1,9 @@
 """The house rules of the source tree, checked from the code's own imports (ast, nothing executed).
 
 - The stages are packages under constructs/gpuop/, with at most three loose modules beside them.
-- No import cycles between modules (function-level imports count; `if TYPE_CHECKING:` imports do not).
+- No import cycles between modules, nor between stages (packages). Every import counts: module-level,
+  function-level and `if TYPE_CHECKING:` ones, since a type-only import is an arrow a reader follows
+  just the same and becomes a run-time cycle the day someone needs the name at run time.
 - Components never reach profile, validate or plan: they see their props only.
 - Outputs never reach profile, validate or components: they see synthesized objects and the plan model.
 - The plan model reaches no profile or validate code; the catalog imports no other part; kube only kube.
@@ -31,20 +33,14 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    t = node.test
-    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
-        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
-
-
 def imports_of(path: Path, modules: set[str]) -> set[str]:
     return imports_in(path.read_text(), module_name(path), path.name == "__init__.py", modules)
 
 
 def imports_in(source: str, me: str, is_pkg: bool, modules: set[str]) -> set[str]:
-    """The gpuop modules a module's source imports at run time (module- or function-level; not under
-    TYPE_CHECKING). Importing a.b.c also runs the packages a and a.b, except the module's own enclosing
-    packages: Python runs those before the module itself, whatever it imports."""
+    """The gpuop modules a module's source imports anywhere (module- or function-level, under
+    `if TYPE_CHECKING:` too). Importing a.b.c also runs the packages a and a.b, except the module's own
+    enclosing packages: Python runs those before the module itself, whatever it imports."""
     found: set[str] = set()
 
     def add(mod: str) -> None:
@@ -56,10 +52,6 @@ def imports_in(source: str, me: str, is_pkg: bool, modules: set[str]) -> set[str
 
     def visit(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _is_type_checking(child):
-                for sub in child.orelse:
-                    visit(sub)
-                continue
             if isinstance(child, ast.Import):
                 for a in child.names:
                     add(a.name)
@@ -123,6 +115,19 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+def stage_of(module: str) -> str:
+    """gpuop.plan.model -> gpuop.plan; a loose module (gpuop.errors) is its own stage."""
+    return ".".join(module.split(".")[:2])
+
+
+def stage_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Stage -> the other stages its modules import."""
+    out: dict[str, set[str]] = {}
+    for mod, deps in graph.items():
+        out.setdefault(stage_of(mod), set()).update(stage_of(d) for d in deps if stage_of(d) != stage_of(mod))
+    return out
+
+
 def reach(graph: dict[str, set[str]], start: str) -> set[str]:
     seen: set[str] = set()
     todo = [start]
@@ -163,6 +168,10 @@ def test_no_import_cycles():
     assert cycles(GRAPH) == []
 
 
+def test_no_cycles_between_stages():
+    assert cycles(stage_graph(GRAPH)) == []
+
+
 @pytest.mark.parametrize("stage, forbidden", [
     ("components", ("profile", "validate", "plan", "stack", "outputs", "pipeline", "cli")),
     ("outputs", ("profile", "validate", "components", "cli")),
@@ -196,15 +205,47 @@ def test_cycle_finder_finds_a_cycle_hidden_in_a_function_import():
     modules = {"gpuop", "gpuop.a", "gpuop.b", "gpuop.c"}
     graph = {"gpuop.a": imports_in("from gpuop.b import x\n", "gpuop.a", False, modules),
              "gpuop.b": imports_in("def f():\n    from . import a\n", "gpuop.b", False, modules),
-             "gpuop.c": imports_in("if TYPE_CHECKING:\n    from gpuop.a import z\n", "gpuop.c", False, modules)}
+             "gpuop.c": imports_in("import json\n", "gpuop.c", False, modules)}
     assert cycles(graph) == [["gpuop.a", "gpuop.b"]]
-    assert "gpuop.a" not in graph["gpuop.c"]
 
 
-def test_type_checking_imports_do_not_count():
+TYPE_ONLY = """from __future__ import annotations
+from typing import TYPE_CHECKING
+if TYPE_CHECKING:
+    from {target} import Thing
+"""
+
+
+@pytest.mark.parametrize("guard", ["TYPE_CHECKING", "typing.TYPE_CHECKING"])
+def test_cycle_finder_finds_a_type_only_cycle(guard):
+    modules = {"gpuop", "gpuop.p", "gpuop.p.model", "gpuop.p.operator"}
+    graph = {"gpuop.p.model": imports_in("from gpuop.p.operator import OperatorPlan\n", "gpuop.p.model", False,
+                                         modules),
+             "gpuop.p.operator": imports_in(TYPE_ONLY.format(target="gpuop.p.model").replace("TYPE_CHECKING:", guard + ":"),
+                                            "gpuop.p.operator", False, modules)}
+    assert graph["gpuop.p.operator"] == {"gpuop.p.model"}
+    assert cycles(graph) == [["gpuop.p.model", "gpuop.p.operator"]]
+
+
+def test_stage_cycle_through_a_type_only_import_is_found():
+    """plan.build importing a validate type while validate.rules uses plan derivations: no module cycle,
+    but the two stages point at each other."""
+    modules = {"gpuop", "gpuop.plan", "gpuop.plan.build", "gpuop.plan.pools", "gpuop.validate",
+               "gpuop.validate.runner", "gpuop.validate.rules"}
+    graph = {"gpuop.plan.build": imports_in(TYPE_ONLY.format(target="gpuop.validate.runner"), "gpuop.plan.build",
+                                            False, modules),
+             "gpuop.plan.pools": set(),
+             "gpuop.validate.runner": set(),
+             "gpuop.validate.rules": imports_in("from gpuop.plan import pools\n", "gpuop.validate.rules", False,
+                                                modules)}
+    assert cycles(graph) == []
+    assert cycles(stage_graph(graph)) == [["gpuop.plan", "gpuop.validate"]]
+
+
+def test_the_plan_never_imports_validate_not_even_for_types():
     f = PKG / "plan" / "build.py"
     deps = imports_of(f, set(GRAPH))
-    assert "gpuop.validate.runner" not in deps          # only under TYPE_CHECKING there
+    assert not any(in_stage(d, "validate") for d in deps)
     assert "gpuop.plan.model" in deps
 
 

@@ -15,7 +15,7 @@ import dataclasses
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from gpuop.catalog import Catalog, distributions
 from gpuop.errors import UserError
@@ -27,10 +27,7 @@ from gpuop.plan.capacity import plan_capacity
 from gpuop.plan.drivers import DEFAULT_RUNTIME, driver_variants, full_version, version_resolver
 from gpuop.plan.model import (DcgmExporterPlan, Image, Monitor, NfdPlan, NodeStatusExporterPlan, OpenShiftPlan,
                               Operand, Pool, Scheduling, StackPlan, Upgrade)
-
-if TYPE_CHECKING:      # the validate stage hands its result forward; the plan never calls it
-    from gpuop.profile.models import ClusterProfile, Resources
-    from gpuop.validate.runner import ValidProfile
+from gpuop.profile.models import ClusterProfile, Resources
 
 UPSTREAM_TOLERATIONS = ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},)
 DEFAULT_NAMESPACE = {"kubernetes": "gpu-operator", "openshift": "nvidia-gpu-operator"}
@@ -94,8 +91,14 @@ def _nfd(spec, release, values: dict) -> NfdPlan:
                    image=Image(chart.image.path, chart.image.tag), image_registry=mirror or chart.image.registry)
 
 
-def build_plan(valid: ValidProfile, cat: Catalog) -> StackPlan:
-    p: ClusterProfile = valid.profile
+class Validated(Protocol):
+    """What the plan reads of the validate stage's result (validate/runner.py ValidProfile): the checked
+    profile. A protocol, so the plan never imports validate and the stage arrows point one way."""
+    profile: ClusterProfile
+
+
+def build_plan(valid: Validated, cat: Catalog) -> StackPlan:
+    p = valid.profile
     spec = p.spec
     release = cat.release(spec.release)
     m = release.matrix

@@ -15,7 +15,6 @@ from gpuop.kube.slots import slot
 from gpuop.plan.capacity import ClusterCapacity
 from gpuop.plan.dra import DraPlan
 from gpuop.plan.drivers import DriverVariant
-from gpuop.plan.operator import OperatorPlan
 from gpuop.plan.pools import PoolConfigs
 
 
@@ -137,6 +136,37 @@ class OpenShiftPlan:
     monitoring_label: str = "openshift.io/cluster-monitoring"
     prometheus_sa: str = "prometheus-k8s"
     prometheus_namespace: str = "openshift-monitoring"
+
+
+@dataclass(frozen=True)
+class OperatorPlan:
+    """NVIDIA's GPU Operator inputs for `spec.delivery.mode: operator`, built by plan/operator.py."""
+    version: str
+    install: str                        # helm | olm
+    namespace: str
+    chart_repository: str
+    chart: str
+    olm_package: str
+    olm_channel: str
+    olm_csv: str
+    olm_source: str
+    olm_source_namespace: str
+    install_plan_approval: str
+    values_json: str
+    drivers_json: str = "[]"            # NVIDIADriver specs: [{"name": ..., "spec": {...}}]
+    node_rule_json: str = "null"        # gpuop's per-pool label NodeFeatureRule spec, or null
+
+    @property
+    def values(self) -> dict:
+        return json.loads(self.values_json)
+
+    @property
+    def drivers(self) -> list[dict]:
+        return json.loads(self.drivers_json)
+
+    @property
+    def node_rule(self) -> dict | None:
+        return json.loads(self.node_rule_json)
 
 
 # Profile fields naming an object "you create it" (profile/models.py descriptions), as (kind, StackPlan

@@ -22,15 +22,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from gpuop.catalog import distributions
 from gpuop.catalog import operator as operator_catalog
 from gpuop.plan import chartmap
 from gpuop.plan.drivers import Sidecars, pool_settings, version_resolver
-
-if TYPE_CHECKING:
-    from gpuop.plan.model import StackPlan
+from gpuop.plan.model import OperatorPlan, StackPlan
 
 DEFAULT_INSTALL = {"kubernetes": "helm", "openshift": "olm"}
 DEFAULT_CR = "default"
@@ -56,36 +53,6 @@ class DriverGroup:
 
     def describe(self) -> str:
         return f"{self.name}: {'+'.join(self.sidecars.tokens) or 'none'}"
-
-
-@dataclass(frozen=True)
-class OperatorPlan:
-    version: str
-    install: str                        # helm | olm
-    namespace: str
-    chart_repository: str
-    chart: str
-    olm_package: str
-    olm_channel: str
-    olm_csv: str
-    olm_source: str
-    olm_source_namespace: str
-    install_plan_approval: str
-    values_json: str
-    drivers_json: str = "[]"            # NVIDIADriver specs: [{"name": ..., "spec": {...}}]
-    node_rule_json: str = "null"        # gpuop's per-pool label NodeFeatureRule spec, or null
-
-    @property
-    def values(self) -> dict:
-        return json.loads(self.values_json)
-
-    @property
-    def drivers(self) -> list[dict]:
-        return json.loads(self.drivers_json)
-
-    @property
-    def node_rule(self) -> dict | None:
-        return json.loads(self.node_rule_json)
 
 
 def uses_driver_crd(spec, groups: list[DriverGroup]) -> bool:
