@@ -8,6 +8,7 @@
 - Outputs never reach profile, validate or components: they see synthesized objects and the plan model.
 - The plan model reaches no profile or validate code; the catalog imports no other part; kube only kube.
 - Nothing imports the CLI.
+- Argo CD Applications and Flux HelmRepository / HelmRelease objects are built in outputs/gitops.py only.
 "Reach" is transitive: a module reaches everything its imports import, and so on.
 """
 
@@ -199,6 +200,30 @@ def test_synth_module_does_not_load_cdk8s_until_used():
     assert not any(in_stage(m, "components") or m == "gpuop.stack.chart" for m in reached), sorted(reached)
 
 
+GITOPS_BUILDER = PKG / "outputs" / "gitops.py"
+GITOPS_KINDS = {"Application", "HelmRepository", "HelmRelease"}
+
+
+def hand_built_kinds(source: str) -> list[str]:
+    """The GitOps kinds a module's source writes as a dict literal `{"kind": "<kind>", ...}`."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values):
+                if (isinstance(k, ast.Constant) and k.value == "kind" and isinstance(v, ast.Constant)
+                        and v.value in GITOPS_KINDS and any(isinstance(x, ast.Constant) and x.value in
+                                                            ("apiVersion", "metadata") for x in node.keys)):
+                    found.append(v.value)
+    return found
+
+
+def test_gitops_objects_have_one_builder():
+    hand = {str(f.relative_to(PKG)): kinds for f in sorted(PKG.rglob("*.py"))
+            if f != GITOPS_BUILDER and (kinds := hand_built_kinds(f.read_text()))}
+    assert hand == {}
+    assert set(hand_built_kinds(GITOPS_BUILDER.read_text())) == GITOPS_KINDS
+
+
 # ---- the checker itself finds what it must --------------------------------------------------------
 
 def test_cycle_finder_finds_a_cycle_hidden_in_a_function_import():
@@ -253,3 +278,11 @@ def test_a_transitive_reach_is_a_violation():
     graph = {"gpuop.outputs.helm": {"gpuop.kube.slots"}, "gpuop.kube.slots": {"gpuop.profile.models"},
              "gpuop.profile.models": set()}
     assert violations(graph, "outputs", ("profile",)) == ["gpuop.outputs.helm reaches gpuop.profile.models"]
+
+
+def test_a_hand_built_gitops_object_is_found():
+    src = """def f(plan):
+    ref = {"kind": "HelmRepository", "name": "nvidia"}                    # a sourceRef: no object
+    return {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "spec": {"chart": ref}}
+"""
+    assert hand_built_kinds(src) == ["HelmRelease"]

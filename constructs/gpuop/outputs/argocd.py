@@ -1,5 +1,5 @@
 """Writer: the Argo CD Applications of a cluster: the GPU stack's chart from git and, in
-`spec.nfd.mode: deploy`, Node Feature Discovery's own upstream chart.
+`spec.nfd.mode: deploy`, Node Feature Discovery's own upstream chart (the objects' shape: outputs/gitops.py).
 
 GPU stack: Helm source on a git path (Argo CD syncs on the git revision); releaseName and kubeVersion
 pinned so Argo CD renders what gpuop validated. Cascading delete via the resources finalizer; automated
@@ -22,64 +22,24 @@ from __future__ import annotations
 
 from gpuop.plan.model import StackPlan
 from gpuop.kube.yamlio import dump
-from gpuop.outputs import drift
+from gpuop.outputs import gitops as gitops_objects
 from gpuop.outputs import rollout
-from gpuop.outputs.fleet import PROJECT
-
-WAVE = "argocd.argoproj.io/sync-wave"
-# The chart's Namespace belongs to the release on this path (CreateNamespace=false); the `helm test` pod
-# needs a GPU and is for people, not for every sync.
-DELIVERY_HELM = {"skipTests": True, "valuesObject": {"createNamespace": True}}
-
-
-def _metadata(name: str, plan: StackPlan, gitops, wave: str | None) -> dict:
-    m = {"name": name, "namespace": gitops.argocd.namespace,
-         "labels": {"app.kubernetes.io/managed-by": "gpuop", "gpuop/cluster": plan.name, **dict(plan.labels)},
-         "finalizers": ["resources-finalizer.argocd.argoproj.io"]}
-    if wave is not None:
-        m["annotations"] = {WAVE: wave}
-    return m
 
 
 def application(plan: StackPlan, gitops, chart_path: str) -> dict:
-    a = gitops.argocd
-    options = ["ServerSideApply=true", "CreateNamespace=false", "RespectIgnoreDifferences=true"]
-    if plan.uses_crd_kinds:
-        options.append("SkipDryRunOnMissingResource=true")
-    return {
-        "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-        "metadata": _metadata(f"gpuop-{plan.name}", plan, gitops, "0" if plan.nfd.mode == "deploy" else None),
-        "spec": {
-            "project": PROJECT,
-            "destination": {"server": a.server, "namespace": plan.namespace},
-            "source": {"repoURL": gitops.repoURL, "targetRevision": gitops.revision, "path": chart_path,
-                       "helm": {"releaseName": plan.name, "kubeVersion": plan.kube_version, **DELIVERY_HELM}},
-            "syncPolicy": {"automated": {"prune": True, "selfHeal": True}, "syncOptions": options,
-                           "retry": rollout.argocd_retry(plan)},    # sized for a driver rebuild per node, if any
-            "ignoreDifferences": drift.argocd_ignore_differences(),
-        },
-    }
+    return gitops_objects.stack_application(plan, gitops, chart_path,
+                                            rollout.argocd_retry(plan),    # sized for a driver rebuild per node
+                                            "0" if plan.nfd.mode == "deploy" else None)
 
 
 def nfd_application(plan: StackPlan, gitops) -> dict | None:
     n = plan.nfd
     if n.mode != "deploy" or not n.chart:
         return None
-    a = gitops.argocd
-    return {
-        "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-        "metadata": _metadata(f"gpuop-{plan.name}-nfd", plan, gitops, "-1"),
-        "spec": {
-            "project": nfd_project_name(plan),
-            "destination": {"server": a.server, "namespace": n.namespace},
-            "source": {"repoURL": nfd_repo_url(plan), "chart": n.chart, "targetRevision": n.version,
-                       "helm": {"releaseName": n.release_name, "kubeVersion": plan.kube_version,
-                                "valuesObject": n.values}},
-            "syncPolicy": {"automated": {"prune": True, "selfHeal": True},
-                           "syncOptions": ["ServerSideApply=true", "CreateNamespace=true"],
-                           "retry": {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"}}},
-        },
-    }
+    return gitops_objects.chart_application(
+        plan, gitops, f"gpuop-{plan.name}-nfd", project=nfd_project_name(plan), namespace=n.namespace,
+        repository=n.repository, chart=n.chart, version=n.version, release_name=n.release_name, values=n.values,
+        wave="-1")
 
 
 # What NFD's chart (node-feature-discovery 0.19, kubernetes-sigs) installs; tests render the chart (the
@@ -94,7 +54,7 @@ NFD_NAMESPACED = (("", "ConfigMap"), ("", "Service"), ("", "ServiceAccount"), ("
 def nfd_repo_url(plan: StackPlan) -> str:
     """NFD's chart repository as Argo CD names it: an OCI Helm repository without the oci:// scheme
     (repoURL + chart; the repository's Argo CD Secret says enableOCI), an HTTP one as it is."""
-    return plan.nfd.repository.removeprefix("oci://")
+    return gitops_objects.argocd_repo_url(plan.nfd.repository)
 
 
 def nfd_project_name(plan: StackPlan) -> str:
@@ -115,7 +75,7 @@ def nfd_app_project(plan: StackPlan, gitops) -> dict | None:
     return {
         "apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
         "metadata": {"name": nfd_project_name(plan), "namespace": a.namespace,
-                     "labels": {"app.kubernetes.io/managed-by": "gpuop", "gpuop/cluster": plan.name}},
+                     "labels": {**gitops_objects.MANAGED_BY, "gpuop/cluster": plan.name}},
         "spec": {
             "description": f"Node Feature Discovery of GPU cluster {plan.name}: its chart, namespace and kinds only.",
             "sourceRepos": [nfd_repo_url(plan)],

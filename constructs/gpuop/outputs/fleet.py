@@ -26,11 +26,11 @@ from __future__ import annotations
 import re
 
 from gpuop.kube.yamlio import dump, dump_json
-from gpuop.outputs import drift
+from gpuop.outputs import gitops as gitops_objects
 from gpuop.outputs import health
 from gpuop.outputs import rollout
 
-PROJECT = "gpuop"
+PROJECT = gitops_objects.PROJECT
 PARAMS = "params/cluster.json"      # per cluster, relative to dist/<cluster>/: the generator's parameters
 WAVE_LABEL = "gpuop/rollout-wave"   # profile metadata label: the cluster's rollout wave
 DEFAULT_WAVE = "default"            # clusters without the label: the last wave
@@ -77,31 +77,19 @@ def application_set(gitops, entries=()) -> dict:
     path = gitops.path.rstrip("/")
     repo, revision = go_literal(gitops.repoURL), go_literal(gitops.revision)    # the template is rendered, the generator not
     appset = {
-        "apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet",
-        "metadata": {"name": "gpuop-fleet", "namespace": a.namespace, "labels": {"app.kubernetes.io/managed-by": "gpuop"}},
+        "apiVersion": gitops_objects.APPLICATION_API, "kind": "ApplicationSet",
+        "metadata": {"name": "gpuop-fleet", "namespace": a.namespace, "labels": dict(gitops_objects.MANAGED_BY)},
         "spec": {
             "goTemplate": True,
             "goTemplateOptions": ["missingkey=error"],
             "generators": [{"git": {"repoURL": gitops.repoURL, "revision": gitops.revision,
                                     "files": [{"path": f"{path}/*/{PARAMS}"}]}}],
             "template": {
-                "metadata": {"name": "gpuop-{{.name}}", "labels": {"app.kubernetes.io/managed-by": "gpuop",
-                                                                  "gpuop/cluster": "{{.name}}",
-                                                                  WAVE_LABEL: "{{.wave}}"},
-                             "finalizers": ["resources-finalizer.argocd.argoproj.io"]},
-                "spec": {
-                    "project": PROJECT,
-                    "destination": {"name": "{{.name}}", "namespace": "{{.namespace}}"},
-                    "source": {"repoURL": repo, "targetRevision": revision, "path": "{{.chartPath}}",
-                               "helm": {"releaseName": "{{.releaseName}}", "kubeVersion": "{{.kubeVersion}}",
-                                        "skipTests": True, "valuesObject": {"createNamespace": True}}},
-                    "syncPolicy": {"automated": {"prune": True, "selfHeal": True},
-                                   "syncOptions": ["ServerSideApply=true", "CreateNamespace=false",
-                                                   "RespectIgnoreDifferences=true",
-                                                   "SkipDryRunOnMissingResource=true"],
-                                   "retry": rollout.argocd_retry()},
-                    "ignoreDifferences": drift.argocd_ignore_differences(),
-                },
+                "metadata": gitops_objects.application_metadata("gpuop-{{.name}}", {
+                    **gitops_objects.MANAGED_BY, "gpuop/cluster": "{{.name}}", WAVE_LABEL: "{{.wave}}"}),
+                "spec": gitops_objects.stack_spec({"name": "{{.name}}", "namespace": "{{.namespace}}"}, repo, revision,
+                                                  "{{.chartPath}}", "{{.releaseName}}", "{{.kubeVersion}}",
+                                                  rollout.argocd_retry()),
             },
         },
     }

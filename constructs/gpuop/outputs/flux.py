@@ -1,6 +1,6 @@
 """Writer: the Flux objects of a cluster: a GitRepository (`gpuop`) and a HelmRelease v2 built from the
 chart path and, in `spec.nfd.mode: deploy`, a HelmRepository and HelmRelease for Node Feature
-Discovery's own upstream chart.
+Discovery's own upstream chart (the objects' shape: outputs/gitops.py).
 
 Rollouts (outputs/rollout.py): the GPU HelmRelease's `timeout` is sized for a node-by-node driver
 roll (the driver upgrade policy's maxParallelUpgrades, ~21 minutes per node) and an upgrade that times
@@ -25,6 +25,7 @@ from __future__ import annotations
 from gpuop.plan.model import StackPlan
 from gpuop.kube.yamlio import dump
 from gpuop.outputs import drift
+from gpuop.outputs import gitops as gitops_objects
 from gpuop.outputs import health
 from gpuop.outputs import rollout
 from gpuop.outputs.version import VERSION_PLACEHOLDER
@@ -32,48 +33,29 @@ from gpuop.outputs.version import VERSION_PLACEHOLDER
 NFD_REPO = "node-feature-discovery"
 
 
-def _labels(plan: StackPlan) -> dict:
-    return {"app.kubernetes.io/managed-by": "gpuop", "gpuop/cluster": plan.name, **dict(plan.labels)}
-
-
 def nfd_objects(plan: StackPlan, gitops) -> list[dict]:
     n, f = plan.nfd, gitops.flux
     if n.mode != "deploy" or not n.chart:
         return []
-    repo = {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "HelmRepository",
-            "metadata": {"name": NFD_REPO, "namespace": f.namespace, "labels": {"app.kubernetes.io/managed-by": "gpuop"}},
-            "spec": {**({"type": "oci"} if n.repository.startswith("oci://") else {}),
-                     "url": n.repository, "interval": f.interval}}
-    release = {
-        "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
-        "metadata": {"name": f"gpuop-{plan.name}-nfd", "namespace": f.namespace, "labels": _labels(plan)},
-        "spec": {
-            "interval": f.interval,
-            "releaseName": n.release_name,
-            "targetNamespace": n.namespace,
-            "storageNamespace": f.namespace,
-            "chart": {"spec": {"chart": n.chart, "version": n.version, "interval": f.interval,
-                               "sourceRef": {"kind": "HelmRepository", "name": NFD_REPO, "namespace": f.namespace}}},
-            "install": {"createNamespace": True, "crds": "CreateReplace", "remediation": {"retries": 3}},
-            "upgrade": {"crds": "CreateReplace", "remediation": {"retries": 3}},
-            "values": n.values,
-        },
-    }
+    repo = gitops_objects.helm_repository(NFD_REPO, f.namespace, n.repository, f.interval)
+    release = gitops_objects.chart_release(plan, gitops, f"gpuop-{plan.name}-nfd", repository=NFD_REPO,
+                                           chart=n.chart, version=n.version, release_name=n.release_name,
+                                           target_namespace=n.namespace, values=n.values)
     return [repo, release]
 
 
 def source(gitops) -> dict:
     f = gitops.flux
-    return {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-            "metadata": {"name": "gpuop", "namespace": f.namespace, "labels": {"app.kubernetes.io/managed-by": "gpuop"}},
+    return {"apiVersion": gitops_objects.SOURCE_API, "kind": "GitRepository",
+            "metadata": {"name": "gpuop", "namespace": f.namespace, "labels": dict(gitops_objects.MANAGED_BY)},
             "spec": {"url": gitops.repoURL, "ref": gitops.flux_ref, "interval": f.interval}}
 
 
 def oci_repository(plan: StackPlan, gitops) -> dict:
     """The chart as an OCI artifact (`gpuop publish --oci`), pinned to the chart version of this compile."""
     f = gitops.flux
-    return {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
-            "metadata": {"name": f"gpuop-{plan.name}", "namespace": f.namespace, "labels": _labels(plan)},
+    return {"apiVersion": gitops_objects.SOURCE_API, "kind": "OCIRepository",
+            "metadata": {"name": f"gpuop-{plan.name}", "namespace": f.namespace, "labels": gitops_objects.cluster_labels(plan)},
             "spec": {"url": f"{f.oci.rstrip('/')}/{plan.name}", "interval": f.interval,
                      "ref": {"tag": VERSION_PLACEHOLDER},
                      "layerSelector": {"mediaType": "application/vnd.cncf.helm.chart.content.v1.tar+gzip",
@@ -90,22 +72,14 @@ def objects(plan: StackPlan, gitops, chart_path: str, kinds: frozenset = frozens
                                     "interval": f.interval,
                                     "sourceRef": {"kind": "GitRepository", "name": "gpuop", "namespace": f.namespace}}}}
         src = source(gitops)
-    release = {
-        "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
-        "metadata": {"name": f"gpuop-{plan.name}", "namespace": f.namespace, "labels": _labels(plan)},
-        "spec": {
-            "interval": f.interval,
-            "releaseName": plan.name,
-            "targetNamespace": plan.namespace,
-            "storageNamespace": f.namespace,
-            **chart,
-            "timeout": rollout.flux_timeout(plan),         # sized for the driver roll (outputs/rollout.py)
-            "install": rollout.flux_install(),
-            "upgrade": rollout.flux_upgrade(),            # never rolls a slow driver upgrade back
-            "driftDetection": drift.flux_drift_detection(),
-            "values": {"createNamespace": True},          # the release owns its Namespace on this path
-        },
-    }
+    release = gitops_objects.helm_release(
+        f"gpuop-{plan.name}", f.namespace, gitops_objects.cluster_labels(plan), interval=f.interval, release_name=plan.name,
+        target_namespace=plan.namespace, storage_namespace=f.namespace, chart=chart,
+        timeout=rollout.flux_timeout(plan),          # sized for the driver roll (outputs/rollout.py)
+        install=rollout.flux_install(),
+        upgrade=rollout.flux_upgrade(),              # never rolls a slow driver upgrade back
+        driftDetection=drift.flux_drift_detection(),
+        values={"createNamespace": True})            # the release owns its Namespace on this path
     exprs = health.flux_health_check_exprs({(g, k) for g, k, _ in kinds})
     if exprs:
         release["spec"]["healthCheckExprs"] = exprs
@@ -124,11 +98,11 @@ def overlay_kustomizations(plan: StackPlan, gitops, overlay_path: str, nfd_path:
     out = []
     if nfd_path:
         out.append({"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
-                    "metadata": {"name": f"gpuop-{plan.name}-nfd", "namespace": f.namespace, "labels": _labels(plan)},
+                    "metadata": {"name": f"gpuop-{plan.name}-nfd", "namespace": f.namespace, "labels": gitops_objects.cluster_labels(plan)},
                     "spec": {"interval": f.interval, "path": f"./{nfd_path}", "prune": True, "sourceRef": ref,
                              "wait": True, "timeout": "10m"}})
     main = {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
-            "metadata": {"name": f"gpuop-{plan.name}", "namespace": f.namespace, "labels": _labels(plan)},
+            "metadata": {"name": f"gpuop-{plan.name}", "namespace": f.namespace, "labels": gitops_objects.cluster_labels(plan)},
             "spec": {"interval": f.interval, "path": f"./{overlay_path}", "prune": True, "sourceRef": ref,
                      "timeout": rollout.flux_timeout(plan),
                      "healthChecks": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": d,

@@ -43,9 +43,10 @@ from __future__ import annotations
 import copy
 
 from gpuop.kube.yamlio import dump, load
+from gpuop.outputs import gitops as gitops_objects
 from gpuop.plan.model import StackPlan
 
-WAVE = "argocd.argoproj.io/sync-wave"
+WAVE = gitops_objects.WAVE
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 HELM_CLUSTER_POLICY = "cluster-policy"          # NVIDIA's chart templates/clusterpolicy.yaml
 OLM_CLUSTER_POLICY = "gpu-cluster-policy"       # the CSV's alm-examples
@@ -67,8 +68,7 @@ def drift(values: dict) -> list[tuple[str, str, tuple[str, ...]]]:
     return out
 
 
-def _labels(plan: StackPlan) -> dict:
-    return {"app.kubernetes.io/managed-by": "gpuop", "gpuop/cluster": plan.name, **dict(plan.labels)}
+_labels = gitops_objects.cluster_labels
 
 
 # ------------------------------------------------------------------------------------ objects the CRs need
@@ -179,48 +179,28 @@ def configmaps(plan: StackPlan) -> list[dict]:
 
 def helm_application(plan: StackPlan, gitops) -> dict:
     op = plan.operator
-    a = gitops.argocd
-    return {
-        "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-        "metadata": {"name": f"gpuop-{plan.name}", "namespace": a.namespace, "labels": _labels(plan),
-                     "finalizers": ["resources-finalizer.argocd.argoproj.io"]},
-        "spec": {
-            "project": a.project,
-            "destination": {"server": a.server, "namespace": plan.namespace},
-            "source": {"repoURL": op.chart_repository, "chart": op.chart, "targetRevision": op.version,
-                       "helm": {"releaseName": "gpu-operator", "kubeVersion": plan.kube_version, "skipCrds": False,
-                                "valuesObject": chart_values(plan)}},
-            "syncPolicy": {"automated": {"prune": True, "selfHeal": True},
-                           "syncOptions": ["ServerSideApply=true", "CreateNamespace=true",
-                                           "RespectIgnoreDifferences=true", "SkipDryRunOnMissingResource=true"],
-                           "managedNamespaceMetadata": {"labels": {
-                               f"pod-security.kubernetes.io/{m}": "privileged" for m in ("enforce", "audit", "warn")}}},
-            "ignoreDifferences": [{"group": g, "kind": k, "jsonPointers": list(p)} for g, k, p in drift(op.values)],
-        },
-    }
+    privileged = {f"pod-security.kubernetes.io/{m}": "privileged" for m in ("enforce", "audit", "warn")}
+    helm = gitops_objects.helm("gpu-operator", plan.kube_version, skipCrds=False, valuesObject=chart_values(plan))
+    return gitops_objects.application(
+        gitops, f"gpuop-{plan.name}", _labels(plan), project=gitops.argocd.project, namespace=plan.namespace,
+        source=gitops_objects.chart_source(op.chart_repository, op.chart, op.version, helm),
+        sync=gitops_objects.sync_policy(["ServerSideApply=true", "CreateNamespace=true",
+                                         "RespectIgnoreDifferences=true", "SkipDryRunOnMissingResource=true"],
+                                        namespace_labels=privileged),
+        ignore_differences=[{"group": g, "kind": k, "jsonPointers": list(p)} for g, k, p in drift(op.values)])
 
 
 def flux_objects(plan: StackPlan, gitops) -> dict[str, dict]:
     op = plan.operator
     f = gitops.flux
-    repo = {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "HelmRepository",
-            "metadata": {"name": "nvidia", "namespace": f.namespace, "labels": _labels(plan)},
-            "spec": {"url": op.chart_repository, "interval": "1h"}}
-    release = {
-        "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
-        "metadata": {"name": f"gpuop-{plan.name}", "namespace": f.namespace, "labels": _labels(plan)},
-        "spec": {
-            "interval": f.interval, "releaseName": "gpu-operator", "targetNamespace": plan.namespace,
-            "storageNamespace": plan.namespace,
-            "chart": {"spec": {"chart": op.chart, "version": op.version,
-                               "sourceRef": {"kind": "HelmRepository", "name": "nvidia", "namespace": f.namespace}}},
-            "install": {"createNamespace": True, "crds": "CreateReplace", "remediation": {"retries": 3}},
-            "upgrade": {"crds": "CreateReplace", "remediation": {"retries": 3}},
-            "driftDetection": {"mode": "enabled", "ignore": [
-                {"paths": list(p), "target": {"group": g, "kind": k}} for g, k, p in drift(op.values)]},
-            "values": chart_values(plan),
-        },
-    }
+    repo = gitops_objects.helm_repository("nvidia", f.namespace, op.chart_repository, "1h", _labels(plan))
+    release = gitops_objects.helm_release(
+        f"gpuop-{plan.name}", f.namespace, _labels(plan), interval=f.interval, release_name="gpu-operator",
+        target_namespace=plan.namespace, storage_namespace=plan.namespace,
+        chart=gitops_objects.repository_chart(op.chart, op.version, "nvidia", f.namespace, None),
+        driftDetection={"mode": "enabled", "ignore": [
+            {"paths": list(p), "target": {"group": g, "kind": k}} for g, k, p in drift(op.values)]},
+        values=chart_values(plan))
     return {"helmrepository.yaml": repo, "helmrelease.yaml": release}
 
 
@@ -285,20 +265,11 @@ def olm_files(plan: StackPlan, base: str) -> dict[str, str]:
 
 
 def olm_application(plan: StackPlan, gitops, path: str) -> dict:
-    a = gitops.argocd
-    return {
-        "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-        "metadata": {"name": f"gpuop-{plan.name}", "namespace": a.namespace, "labels": _labels(plan),
-                     "finalizers": ["resources-finalizer.argocd.argoproj.io"]},
-        "spec": {
-            "project": a.project,
-            "destination": {"server": a.server, "namespace": plan.namespace},
-            "source": {"repoURL": gitops.repoURL, "targetRevision": gitops.revision, "path": path},
-            "syncPolicy": {"automated": {"prune": True, "selfHeal": True},
-                           "syncOptions": ["ServerSideApply=true"],
-                           "retry": {"limit": 10, "backoff": {"duration": "30s", "factor": 2, "maxDuration": "5m"}}},
-        },
-    }
+    return gitops_objects.application(
+        gitops, f"gpuop-{plan.name}", _labels(plan), project=gitops.argocd.project, namespace=plan.namespace,
+        source=gitops_objects.git_source(gitops.repoURL, gitops.revision, path),
+        sync=gitops_objects.sync_policy(["ServerSideApply=true"], {"limit": 10, "backoff": {
+            "duration": "30s", "factor": 2, "maxDuration": "5m"}}))
 
 
 def olm_flux(plan: StackPlan, gitops, path: str) -> dict[str, dict]:
