@@ -1,10 +1,15 @@
 """Generates constructs/gpuop/catalog/data/crd-cel-rules.yaml: every CEL rule (`x-kubernetes-validations`)
-of the CRDs in the reference set, with where it sits in the schema and which upstream file it came from.
+of the CRDs gpuop's objects target, with where it sits in the schema and which upstream file it came from.
+
+The CRDs: every file of the reference set's crds/ (Argo CD, Flux) and NVIDIA's ClusterPolicy and
+NVIDIADriver CRDs (gpu-operator/), the kinds operator mode writes. Where each came from (repository,
+upstream path, commit) is read from refs.lock, the pin `make refs` fetches by, so the generator runs on
+any copy of the reference set.
 
 An installed gpuop has no reference set, so verify/cel.py reads this generated file, never the CRDs;
 tests/test_cel.py checks that regenerating it from the CRDs gives the committed file byte for byte.
 
-    .venv/bin/python tests/crd_cel_rules.py [CRDS_DIR]     # rewrites the data file
+    .venv/bin/python tests/crd_cel_rules.py [REFS_DIR]     # rewrites the data file
 """
 
 from __future__ import annotations
@@ -18,20 +23,24 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "constructs" / "gpuop" / "catalog" / "data" / "crd-cel-rules.yaml"
+LOCK = REPO / "refs.lock"
+NVIDIA_CRDS = ("gpu-operator/nvidia.com_clusterpolicies.yaml", "gpu-operator/nvidia.com_nvidiadrivers.yaml")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 # Schema keys that hold sub-schemas but not structural positions: the API server refuses CEL rules
 # there (structural schemas), so meeting one means this generator is out of date, not a rule to drop.
 _NOT_STRUCTURAL = ("allOf", "anyOf", "oneOf", "not")
 
 
-def sources(crds: Path) -> dict[str, dict]:
-    """file -> {repo, path, commit} from the table in SOURCES.md beside the CRDs."""
-    found = {}
-    for line in (crds / "SOURCES.md").read_text().splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 4 and cells[0].split()[0].endswith(".yaml") and re.fullmatch(r"[0-9a-f]{40}", cells[3]):
-            found[cells[0].split()[0]] = {"repo": cells[1], "path": cells[2], "commit": cells[3]}
-    return found
+def crd_files(refs: Path) -> list[Path]:
+    """The CRD files, in the data file's order."""
+    return sorted((refs / "crds").glob("*.yaml")) + [refs / f for f in NVIDIA_CRDS]
+
+
+def sources(lock: Path = LOCK) -> dict[str, dict]:
+    """refs-relative file -> {repo, path, commit}, from refs.lock."""
+    doc = json.loads(lock.read_text())
+    return {f["path"]: {"repo": doc["sources"][f["source"]]["repo"], "path": f["upstream"],
+                        "commit": doc["sources"][f["source"]]["commit"]} for f in doc["files"]}
 
 
 def _step(name: str) -> str:
@@ -54,13 +63,14 @@ def _walk(node: dict, path: str, out: list[tuple[str, dict]]) -> None:
                 raise ValueError(f"{path}: a CEL rule under {key} (not a structural position)")
 
 
-def rules(crds: Path) -> list[dict]:
-    src = sources(crds)
+def rules(refs: Path) -> list[dict]:
+    src = sources()
     out = []
-    for f in sorted(crds.glob("*.yaml")):
+    for f in crd_files(refs):
         crd = yaml.load(f.read_bytes(), Loader=yaml.CSafeLoader)
-        if src.get(f.name) is None:
-            raise ValueError(f"{f.name} has no row in SOURCES.md")
+        name = f.relative_to(refs).as_posix()
+        if src.get(name) is None:
+            raise ValueError(f"{name} is not in refs.lock")
         spec = crd["spec"]
         for v in spec["versions"]:
             if not v.get("served"):
@@ -76,7 +86,7 @@ def rules(crds: Path) -> list[dict]:
                 unknown = set(r) - {"rule", "message", "messageExpression", "fieldPath", "reason", "optionalOldSelf"}
                 if unknown:
                     raise ValueError(f"{f.name} {path}: unknown rule keys {sorted(unknown)}")
-                entry["source"] = {"crd": f.name, **src[f.name]}
+                entry["source"] = {"crd": name, **src[name]}
                 out.append(entry)
     return out
 
@@ -87,15 +97,16 @@ def _scalar(v) -> str:
     return json.dumps(v, ensure_ascii=False)
 
 
-def render(crds: Path) -> str:
+def render(refs: Path) -> str:
     lines = ["# The CEL validation rules (x-kubernetes-validations) of the CRDs gpuop's GitOps objects target,",
              "# one entry per rule: the CRD's group, kind and served version, the JSONPath of the schema node the",
              "# rule sits on ($ = the object; [*] = each element of an array or each value of a map), the rule",
              "# and its message verbatim, and the upstream file it came from (repository, path, commit).",
-             "# Read by verify/cel.py. GENERATED from ../shared/refs/crds by tests/crd_cel_rules.py: do not edit",
+             "# Read by verify/cel.py. GENERATED from the reference set's CRDs (crds/, NVIDIA's ClusterPolicy and",
+             "# NVIDIADriver) by tests/crd_cel_rules.py: do not edit",
              "# (tests/test_cel.py fails when this file and the CRDs disagree).",
              "rules:"]
-    for r in rules(crds):
+    for r in rules(refs):
         first = True
         for key, value in r.items():
             lead = "  - " if first else "    "
@@ -109,6 +120,8 @@ def render(crds: Path) -> str:
 
 
 if __name__ == "__main__":
-    crds = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO.parent / "shared" / "refs" / "crds"
-    DATA.write_text(render(crds))
+    sys.path.insert(0, str(Path(__file__).parent))
+    from conftest import REFS      # GPUOP_REFS, else ../shared/refs, else .refs/ (as the tests find it)
+
+    DATA.write_text(render(Path(sys.argv[1]) if len(sys.argv) > 1 else REFS))
     print(f"wrote {DATA.relative_to(REPO)}")

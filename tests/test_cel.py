@@ -1,7 +1,7 @@
 """The CRDs' CEL rules as gpuop evaluates them (verify/cel.py, celpy over catalog/data/crd-cel-rules.yaml):
 the data file is what the upstream CRDs give, each rule refuses an object that breaks it (and accepts
 one that keeps it) with the CRD's own message, the verdicts match the hand-coded predicates they
-replaced, gpuop's own output keeps every rule, and `gpuop validate DIST` reports what the API server
+replaced, gpuop's own output (operator mode's NVIDIADriver CRs too) keeps every rule, and `gpuop validate DIST` reports what the API server
 would reject in a compiled (or hand-edited) output folder."""
 
 from __future__ import annotations
@@ -19,12 +19,16 @@ import crd_cel_rules
 from gpuop.verify import cel
 from gpuop.verify.crdschema import CrdValidator
 
-from conftest import CRDS, REPO, load_dir, run_gpuop
+from conftest import CRDS, REFS, REPO, load_dir, run_gpuop
+
+# NVIDIA's CRDs of the kinds operator mode writes (ClusterPolicy: no CEL rule; NVIDIADriver: three)
+NVIDIA_CRDS = (REFS / "gpu-operator" / "nvidia.com_clusterpolicies.yaml",
+               REFS / "gpu-operator" / "nvidia.com_nvidiadrivers.yaml")
 
 
 def test_data_file_is_what_the_crds_give():
     """Regenerating from the reference CRDs gives the committed file: it cannot drift from upstream."""
-    assert crd_cel_rules.render(CRDS) == crd_cel_rules.DATA.read_text(), \
+    assert crd_cel_rules.render(REFS) == crd_cel_rules.DATA.read_text(), \
         "catalog/data/crd-cel-rules.yaml is stale: run .venv/bin/python tests/crd_cel_rules.py"
     assert crd_cel_rules.DATA == cel._FILE
 
@@ -49,7 +53,7 @@ def _crd_rules() -> set[tuple]:
             for x in node:
                 walk(x, path, group, kind, version)
 
-    for f in sorted(CRDS.glob("*.yaml")):
+    for f in sorted(CRDS.glob("*.yaml")) + list(NVIDIA_CRDS):
         crd = yaml.load(f.read_bytes(), Loader=yaml.CSafeLoader)
         for v in crd["spec"]["versions"]:
             if v.get("served"):
@@ -60,9 +64,11 @@ def _crd_rules() -> set[tuple]:
 def test_rule_table_matches_the_upstream_crds():
     rules = cel.rules()
     assert {(r.group, r.kind, r.version, r.steps, r.rule, r.message) for r in rules} == _crd_rules()
-    assert len(rules) == 9 and len({r.name for r in rules}) == 9
+    assert len(rules) == 12 and len({r.name for r in rules}) == 12
+    assert Counter(r.kind for r in rules) == {"HelmRelease": 5, "Kustomization": 2, "GitRepository": 1,
+                                              "HelmChart": 1, "NVIDIADriver": 3}
     for r in rules:
-        assert (CRDS / r.source["crd"]).is_file() and len(r.source["commit"]) == 40, r
+        assert (REFS / r.source["crd"]).is_file() and len(r.source["commit"]) == 40, r
 
 
 HR = {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "metadata": {"name": "x"},
@@ -73,6 +79,9 @@ GR = {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository", "met
       "spec": {"interval": "10m", "url": "https://example.com/r.git"}}
 HC = {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "HelmChart", "metadata": {"name": "x"},
       "spec": {"interval": "10m", "chart": "c", "sourceRef": {"kind": "GitRepository", "name": "g"}}}
+ND = {"apiVersion": "nvidia.com/v1alpha1", "kind": "NVIDIADriver", "metadata": {"name": "default"},
+      "spec": {"default": True, "driverType": "gpu", "image": "driver", "repository": "nvcr.io/nvidia",
+               "version": "580.95.05"}}
 CHART = HR["spec"]["chart"]
 REF = {"kind": "OCIRepository", "name": "o"}
 URL = GR["spec"]["url"]
@@ -103,6 +112,7 @@ BROKEN = [
      "exactly one of spec.kubeConfig.configMapRef"),
     (_with(GR, ("spec", "serviceAccountName"), "sa"), "serviceAccountName can only be set when provider is 'azure' or 'aws'"),
     (_with(HC, ("spec", "verify"), {"provider": "cosign"}), "spec.verify is only supported when spec.sourceRef.kind"),
+    (_with(ND, ("spec", "nodeSelector"), {"pool": "a"}), "default NVIDIADriver must not use nodeSelector"),
 ]
 
 
@@ -117,7 +127,8 @@ def test_every_rule_of_the_data_file_is_broken_by_an_object():
     assert broken == {r.name for r in cel.rules() if not r.transition}
 
 
-@pytest.mark.parametrize("obj", [HR, KS, GR, HC,
+@pytest.mark.parametrize("obj", [HR, KS, GR, HC, ND, _with(ND, ("spec", "nodeSelector"), {}),
+                                 _with(_with(ND, ("spec", "default"), False), ("spec", "nodeSelector"), {"pool": "a"}),
                                  _with(GR, ("spec", "serviceAccountName"), "sa") | {"spec": {**GR["spec"], "serviceAccountName": "sa", "provider": "aws"}},
                                  _with(HR, ("spec", "upgrade", "strategy"), {"name": "RetryOnFailure", "retryInterval": "1m"})])
 def test_objects_that_keep_the_rules_pass(obj):
@@ -218,14 +229,18 @@ def test_verdicts_match_the_hand_coded_predicates(base, path, node, expected, sc
 
 
 def test_gpuop_output_keeps_every_rule(dist, index):
-    """Every Flux object gpuop writes keeps the rules, and the rules did run on them (not vacuous)."""
+    """Every Flux object and operator-mode NVIDIADriver gpuop writes keeps the rules, and the rules did run
+    on them (not vacuous)."""
     reached = set()
     for c in index["clusters"]:
-        for o in load_dir(dist / c["flux"]) if c.get("flux") else []:
+        objects = load_dir(dist / c["flux"]) if c.get("flux") else []
+        if c.get("operator", {}).get("install") == "helm":
+            objects += yaml.safe_load((dist / c["operator"]["path"] / "values.yaml").read_text()).get("extraObjects", [])
+        for o in objects:
             assert cel.errors(o) == [], (c["name"], o["kind"], cel.errors(o))
             reached |= {r.name for r in cel.rules() if (r.api_version, r.kind) == (o["apiVersion"], o["kind"])
                         and any(True for _ in cel._nodes(o, r.steps))}
-    assert {"HelmRelease/v2#0", "GitRepository/v1#0"} <= reached, reached
+    assert {"HelmRelease/v2#0", "GitRepository/v1#0", "NVIDIADriver/v1alpha1#0"} <= reached, reached
 
 
 def test_rules_apply_at_every_node_their_path_reaches(monkeypatch):
@@ -273,10 +288,17 @@ def test_validate_reports_what_the_api_server_would_reject_in_an_output(dist, tm
     hr.write_text(yaml.safe_dump(doc))
     ds = out / "prod-east" / "manifests" / "03-driver.yaml"
     ds.write_text(ds.read_text().replace("hostPID: true", "hostPid: true"))
+    values = out / "keep-operator" / "operator" / "values.yaml"      # operator mode: the chart's extraObjects
+    doc = yaml.safe_load(values.read_text())
+    doc["extraObjects"][0]["spec"]["default"] = True        # a pool's driver, with its nodeSelector
+    driver = doc["extraObjects"][0]["metadata"]["name"]
+    values.write_text(yaml.safe_dump(doc))
     proc = run_gpuop("validate", str(out), cwd=tmp_path)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
-    assert lines[-1] == "gpuop: 2 errors; nothing written"
+    assert lines[-1] == "gpuop: 3 errors; nothing written"
+    assert any(f"values.yaml: NVIDIADriver/{driver}: spec: default NVIDIADriver must not use nodeSelector"
+               in l for l in lines), lines
     assert any("helmrelease.yaml: HelmRelease/gpuop-prod-east: spec: either chart or chartRef must be set" in l
                for l in lines), lines
     assert any("DaemonSet/nvidia-driver-daemonset: spec.template.spec.hostPid: Additional properties are not "

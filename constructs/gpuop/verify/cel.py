@@ -3,8 +3,9 @@ evaluated with cel-python (celpy) the way the API server evaluates them on creat
 
 JSON-Schema validators skip CEL, so an object can pass the CRD schema and still be rejected by the
 API server. The rules are not written here: catalog/data/crd-cel-rules.yaml lists every rule of the
-CRDs (Flux helm-controller, source-controller, kustomize-controller; the Argo CD CRDs carry none),
-generated from the upstream files by tests/crd_cel_rules.py, with the schema node each sits on.
+CRDs (Flux helm-controller, source-controller, kustomize-controller; NVIDIA's NVIDIADriver, for operator
+mode; the Argo CD and ClusterPolicy CRDs carry none), generated from the upstream files by
+tests/crd_cel_rules.py, with the schema node each sits on.
 
 How a rule applies (apiextensions-apiserver, pkg/apiserver/schema/cel/validation.go):
 - `self` is the node at the rule's schema path; a rule under an array's `items` (or a map's
