@@ -25,7 +25,7 @@ VmRSS over the whole process tree (gpuop, its spawned workers, their Node proces
 runner's memory limit sees. Floors: the rendered objects of the cold compile (dist/*/manifests), dumped
 with PyYAML's C dumper (libyaml) and with json, in this process.
 
-Targets (issue 17; floors from the same run; N <= 1,000 is held to the 1,000 column, larger fleets to
+Targets (floors from the same run; N <= 1,000 is held to the 1,000 column, larger fleets to
 the 10,000 column): cold <= 1.5x the libyaml floor; nothing changed <= 0.5 s / 3 s; one profile changed
 <= 1.0 s / 3 s; peak memory of the whole tree <= 1 GiB / 1.5 GiB. Each is recorded as
 `targets: {name: {value, limit, ok}}`.

@@ -1,4 +1,4 @@
-"""Air-gapped and pinned sites (issue 16, Build 4): images.txt lists exactly the images of the rendered
+"""Air-gapped and pinned sites: images.txt lists exactly the images of the rendered
 manifests; `gpuop images` prints them; the digest round trip runs against a real registry (Debian's
 docker-registry on loopback, as test_publish): the test builds tiny OCI images itself (a config blob,
 one layer, a manifest), pushes them with plain Registry API v2 calls, `gpuop images resolve` fills the

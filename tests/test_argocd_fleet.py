@@ -67,8 +67,8 @@ def test_appproject_allows_exactly_the_kinds_the_stacks_use(dist, index):
 
 
 def test_appproject_allows_cluster_scoped_objects_only_by_name(dist, index):
-    """Issue 18: the AppProject let the repository create any ClusterRole, ClusterRoleBinding, SCC and
-    Namespace (repo write access = cluster-admin). Now: exactly the cluster-scoped objects compiled."""
+    """The AppProject allows exactly the cluster-scoped objects compiled, by name: any ClusterRole,
+    ClusterRoleBinding, SCC or Namespace would make repository write access cluster-admin."""
     project = load((dist / "fleet" / "argocd" / "appproject.yaml").read_text())["spec"]
     compiled = set()
     for c in stack_clusters(index):
@@ -83,7 +83,7 @@ def test_appproject_allows_cluster_scoped_objects_only_by_name(dist, index):
 
 
 def test_nfd_application_has_its_own_least_privilege_project(dist, index, crds):
-    """Issue 18: the NFD Application used the permissive `default` project."""
+    """The NFD Application has a least-privilege project of its own, not the permissive `default`."""
     import helm_python as helm
     from gpuop.kube.yamlio import load_all
 

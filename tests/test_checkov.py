@@ -1,5 +1,5 @@
 """checkov (the security scanner, from PyPI) over the compiled examples: every finding is either fixed
-or listed in tests/checkov-accepted.yaml with the reason it stays (issue 18).
+or listed in tests/checkov-accepted.yaml with the reason it stays.
 
 checkov runs from its own virtualenv: checkov 3.3.30 requires packaging<24 and pytest 9.2 requires
 packaging>=24, so the two cannot share .venv. `make checkov-venv` (or the commands in the README) creates

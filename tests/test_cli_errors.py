@@ -213,7 +213,7 @@ def test_refuses_non_string_keys_and_yaml_tags(project):
 
 
 def test_merge_keys_are_followed_and_located(project):
-    # a YAML merge key used to crash the position table (KeyError, exit 1)
+    # a YAML merge key must not crash the position table (KeyError, exit 1)
     write(project, "a.yaml", """\
         apiVersion: gpuop/v1alpha1
         kind: ClusterProfile
@@ -712,7 +712,7 @@ def test_unwritable_output_location_is_a_user_error(project):
     assert "please report" not in proc.stderr and "Traceback" not in proc.stderr
 
 
-# ------------------------------------------------------------------------------- git refs (issue 12/18)
+# ------------------------------------------------------------------------------------------- git refs
 
 def _gitops(**fields):
     from gpuop.profile.settings import GitOps

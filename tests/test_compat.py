@@ -2,7 +2,7 @@
 
 The rules of compat.py run through the real validate stage (validate.validate), so these tests also
 prove they are wired in. The Kubernetes/OS matrix errors come from validate.py itself; they are listed
-here too, so every compatibility rule the issue names has its exact message in one place.
+here too, so every compatibility rule has its exact message in one place.
 """
 
 from __future__ import annotations

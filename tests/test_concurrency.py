@@ -1,4 +1,4 @@
-"""Concurrent and stale runs (issue 18.4), a full disk (18.5) and outputs gpuop did not write (18.6):
+"""Concurrent and stale runs, a full disk and outputs gpuop did not write:
 a second writer of the same output or cache exits 2 naming the holder, never 1; a lock left by a
 killed run is taken over; ENOSPC in the output or the cache is exit 2 with nothing partial; a folder
 that is not gpuop's, the project or a parent of it is never replaced; a committed dist/ from before

@@ -70,7 +70,7 @@ def test_driver_version_change_names_the_driver_daemonset_and_image_only(project
             "nvcr.io/nvidia/driver:580.173.02-ubuntu24.04 -> nvcr.io/nvidia/driver:595.91.07-ubuntu24.04") in lines
     # every file synth rewrites is listed: the chart's version and the driver's template
     assert lines[lines.index("  ~ chart/Chart.yaml") + 1] == "      version: 0.1.0 -> 0.2.0"
-    template = lines.index("  ~ chart/templates/03-driver.yaml")      # one template per component (issue 17)
+    template = lines.index("  ~ chart/templates/03-driver.yaml")      # one template per component
     assert lines[template + 1:template + 3] == ["      ~ DaemonSet gpu-operator/nvidia-driver-daemonset", "  ~ images.txt"]
     assert "cluster lab-west: unchanged (chart 0.1.0)" in out
     fleet = out.split("\nfleet:\n")[1].splitlines()
@@ -111,8 +111,8 @@ def git_in(project):
 
 
 def test_nfd_mode_existing_is_listed_first_as_nfd_uninstalled(project):
-    """Issue 12: `nfd: {mode: existing}` printed "unchanged" although the next synth deletes the NFD
-    Application and HelmRelease, which uninstalls NFD."""
+    """`nfd: {mode: existing}` is not "unchanged": the next synth deletes the NFD Application and
+    HelmRelease, which uninstalls NFD, so the diff lists that first."""
     edit(project / "profiles" / "full-stack.yaml", "nfd: {mode: deploy}", "nfd: {mode: existing}")
     proc = run_gpuop("diff", "--exit-code", cwd=project)
     assert proc.returncode == 3 and "internal error" not in proc.stderr, proc.stderr
@@ -134,7 +134,7 @@ def test_nfd_mode_existing_is_listed_first_as_nfd_uninstalled(project):
 
 
 def test_label_change_shows_in_the_gitops_objects(project):
-    """Issue 12: a label change printed "unchanged" (labels live only on the Argo CD / Flux objects)."""
+    """A label change is a change, though labels live only on the Argo CD / Flux objects."""
     edit(project / "profiles" / "prod-east.yaml", "environment: production", "environment: staging")
     out = run_gpuop("diff", cwd=project, check=True).stdout
     lines = section(out, "prod-east")
@@ -225,7 +225,8 @@ def test_output_not_in_git_yet_compares_against_the_folder(project):
 
 
 def test_against_refuses_an_option_and_git_never_sees_it(project):
-    """Issue 18: `gpuop diff --against=--output=victim.txt` was passed to git and truncated victim.txt."""
+    """`gpuop diff --against=--output=victim.txt` is refused: git never sees it as an option (it would
+    truncate victim.txt)."""
     git = git_in(project)
     git("init", "-q")
     git("add", "-A")
@@ -261,7 +262,7 @@ def test_revision_with_options_after_it_stays_a_revision(project, monkeypatch):
 
 
 def test_a_component_template_names_the_objects_changed_added_and_deleted_inside():
-    """Issue 17: a chart template holds a whole component; the diff names the documents that changed."""
+    """A chart template holds a whole component; the diff names the documents that changed."""
     from gpuop.ops.diff import diff_trees, render
 
     def doc(kind, name, extra=""):

@@ -1,4 +1,4 @@
-"""Distributions and managed node images (issue 16): the container toolkit's env and host mounts follow
+"""Distributions and managed node images: the container toolkit's env and host mounts follow
 the distribution's documented containerd paths (catalog/data/distributions.yaml names NVIDIA's page for
 each), `spec.os` is optional exactly where no driver DaemonSet needs it, and managed node images refuse a
 second copy of what they install. Profiles are compiled in-process through the real stages (load,
@@ -235,7 +235,7 @@ def test_eks_example_names_no_os():
     assert "os" not in yaml.safe_load((REPO / "profiles" / "eks-al2023.yaml").read_text())["spec"]
 
 
-# ------------------------------------------------------------------ pass-through knobs (issue 16, Build 3)
+# ------------------------------------------------------------------------------------ pass-through knobs
 
 def warnings_of(path: Path) -> list[tuple[str, str]]:
     return [(w.path, w.message) for w in validate(load_profile(path), catalog.load()).warnings]

@@ -1,4 +1,4 @@
-"""Dynamic Resource Allocation (issue 13): DRA pools run the DRA kubelet plugin and never the device
+"""Dynamic Resource Allocation: DRA pools run the DRA kubelet plugin and never the device
 plugin; gpuop's DeviceClasses (one per pool x device) and the tenants' ResourceClaimTemplates pass the
 Kubernetes 1.34 strict schema; their CEL selectors, evaluated with cel-python on ResourceSlice devices
 built from ../shared/refs/dra/FACTS.md §2, select exactly their pool's GPU model and profile; the upstream

@@ -1,4 +1,4 @@
-"""Issue 17: profiles are parsed by libyaml (profile/fastyaml.py) and ruamel computes positions only when
+"""Profiles are parsed by libyaml (profile/fastyaml.py) and ruamel computes positions only when
 a message needs them. The fast path must give exactly ruamel's values and types, or hand the document
 to ruamel: these tests compare the two on every bundled profile, a bench fleet, the hostile inputs, and
 generated scalars and documents (YAML 1.2 as ruamel reads it: `yes` is a string, `0580` is 580), and check

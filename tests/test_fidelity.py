@@ -437,7 +437,7 @@ def test_mig_manager_matches_the_operators_rendering(scenario):
     assert_same(pod(objs, "nvidia-mig-manager"), up_mig_manager(s))
 
 
-# ---- the defects of issue 11, each with the exact values ------------------------------------------
+# ---- operand fidelity details, each with the exact values the Operator renders ----------------------
 
 def test_mps_daemon_has_host_pid_and_no_share_process_namespace():
     _, objs = render(SCENARIOS["mps"][0])
@@ -655,7 +655,7 @@ def test_a_pool_without_mig_settings_keeps_the_operators_default_single():
     assert (env["MIG_STRATEGY"], env["NVIDIA_MIG_MONITOR_DEVICES"]) == ("single", "all")
 
 
-# ---- service account tokens (issue 18 item 7) -------------------------------------------------------
+# ---- service account tokens ------------------------------------------------------------------------
 
 TOKEN = {    # DaemonSet -> automountServiceAccountToken (None: the default, mounted); why: the component docstrings
     "nvidia-dcgm": False,                          # nv-hostengine never calls the API

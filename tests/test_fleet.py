@@ -204,7 +204,7 @@ def test_unchanged_clusters_are_linked_not_rewritten_and_edits_are_repaired(flee
 
 
 def test_hand_edit_that_keeps_the_file_size_is_repaired(fleet, tmp_path):
-    """Issue 12: reuse was checked by file sizes; now by the bytes' digest recorded in index.json."""
+    """Reuse is checked by the bytes' digest recorded in index.json, not by file sizes."""
     w = tmp_path / "w"
     shutil.copytree(fleet / "profiles", w / "profiles")
     shutil.copy(fleet / "gpuop.yaml", w / "gpuop.yaml")
@@ -221,8 +221,8 @@ def test_hand_edit_that_keeps_the_file_size_is_repaired(fleet, tmp_path):
 
 
 def test_shard_recipe_keeps_chart_versions_history_and_the_lock(fleet, tmp_path):
-    """Issue 12: `synth --shard K/N -o out-K` + `merge -o dist` restarted every chart at 0.1.0 and
-    dropped the history; shard runs now continue from the committed output (gitops.path = dist)."""
+    """`synth --shard K/N -o out-K` + `merge -o dist` continue from the committed output (gitops.path =
+    dist): chart versions and history carry on instead of restarting at 0.1.0."""
     w = tmp_path / "w"
     shutil.copytree(fleet / "profiles", w / "profiles")
     shutil.copy(fleet / "gpuop.yaml", w / "gpuop.yaml")

@@ -1,4 +1,4 @@
-"""Property-based fuzzing of the profile input (issue 18): documents that mix valid fields with garbage
+"""Property-based fuzzing of the profile input: documents that mix valid fields with garbage
 (wrong types, huge numbers, newlines, control characters, lone surrogates, deep nesting, YAML-ish noise)
 go through the real command line, in process (`gpuop.cli.main.main`, the same boundary `gpuop` runs).
 

@@ -52,7 +52,7 @@ def test_render_as_argocd_and_flux_install_it_equals_manifests(dist, index):
 
 
 def test_one_template_per_component_and_a_component_turned_off_renders_nothing(dist, index):
-    """Issue 17: the templates are the manifests' files (one per component); a component's toggle
+    """The templates are the manifests' files (one per component); a component's toggle
     wraps its whole template, so turning it off leaves an empty file, which Helm skips."""
     entry = next(e for e in index["clusters"] if e["name"] == "prod-east")
     chart_dir = dist / entry["chart"]
@@ -76,7 +76,8 @@ def test_one_template_per_component_and_a_component_turned_off_renders_nothing(d
 
 
 def test_render_with_defaults_leaves_the_namespace_to_helm_create_namespace(dist, index):
-    """Issue 12: the chart's own Namespace conflicted with `helm install -n NS --create-namespace`."""
+    """With default values the chart leaves the Namespace to `helm install -n NS --create-namespace` (its
+    own would conflict)."""
     for entry in index["clusters"]:
         rendered = by_key([o for o in render(dist / entry["chart"], entry=entry) if not is_hook(o)])
         manifests = by_key(load_dir(dist / entry["manifests"]))
@@ -99,7 +100,8 @@ def test_gitops_objects_install_the_chart_with_its_namespace_and_without_tests(d
 
 
 def test_chart_accepts_global_so_it_can_be_a_subchart(dist, index):
-    """Issue 12: `additional properties 'global' not allowed`."""
+    """The values schema accepts `global` (a parent chart passes it), instead of `additional properties
+    'global' not allowed`."""
     entry = index["clusters"][0]
     objs = render(dist / entry["chart"], {"global": {"imageRegistry": "x", "any": {"thing": 1}}}, entry)
     plain = render(dist / entry["chart"], {}, entry)
@@ -107,8 +109,8 @@ def test_chart_accepts_global_so_it_can_be_a_subchart(dist, index):
 
 
 def test_disabling_the_device_plugin_drops_the_validators_plugin_step(dist, index):
-    """Issue 12: `devicePlugin.enabled=false` kept the validator's plugin-validation step, which then
-    waits for a device plugin that never comes."""
+    """`devicePlugin.enabled=false` drops the validator's plugin-validation step, which would otherwise
+    wait for a device plugin that never comes."""
     entry = next(e for e in index["clusters"] if e["name"] == "prod-east")
 
     def steps(values):

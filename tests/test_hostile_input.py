@@ -1,12 +1,13 @@
-"""Issue 18, the input side: each bullet of the issue's first list that is about input has a case file in
-tests/hostile/ (the hostile profiles, symlinks, FIFOs and settings of that bullet, and the exact stderr),
+"""Hostile input: each kind (crashes, denial of service, reads outside the project, secrets in errors,
+settings injection, unlocated errors, ...) has a case file in tests/hostile/ (the hostile profiles,
+symlinks, FIFOs and settings of that kind, and the exact stderr),
 run through the real command line against a project that already has a good dist/.
 
 Each case asserts the contract for bad input: exit 2, exactly the expected stderr (every problem located,
 no traceback, no content of another file), dist/ byte for byte as before, and an end in bounded time
 (the subprocess timeout turns a hang, such as a FIFO being read, into a failure; no timing assertion).
 
-Case file keys: `bullet` (the issue's words), `files` (path relative to the project -> text, or
+Case file keys: `bullet` (the hostile input, in words), `files` (path relative to the project -> text, or
 {text, encoding}, or {generate: NAME, n: N} for inputs too big to keep as text), `symlinks` (path ->
 target as written), `fifos` (paths), `settings` (gpuop.yaml text, else the repository's), `stderr`.
 """

@@ -1,7 +1,8 @@
 """Import keeps the cluster as it is: import -> profile -> operator-mode values -> NVIDIA's chart -> ClusterPolicy
 (and NVIDIADriver CRs, ConfigMaps) equal to the input after CRD defaulting, for everything the mapping table
 covers (`gpuop import --check`), over a corpus after NVIDIA's documented examples (tests/data/import-corpus) and
-a property test over every setting of the table; and the issue's live install reproduced."""
+a property test over every setting of the table; and a live install (its values override, as `kubectl get`
+shows the result) reproduced."""
 
 from __future__ import annotations
 
@@ -91,7 +92,7 @@ def test_import_check_needs_the_chart_folder(tmp_path):
     assert proc.returncode == 2 and "--chart is the folder of NVIDIA's gpu-operator chart" in proc.stderr
 
 
-# ---- the issue's live install -----------------------------------------------------------------------
+# ---- a live install ----------------------------------------------------------------------------------
 
 def live_install(tmp_path: Path) -> Path:
     """NVIDIA's chart rendered with the live install's override, as `kubectl get -o yaml` shows it, plus the

@@ -25,7 +25,7 @@ def test_overlay_builds_to_the_manifests(dist, index):
 
 
 def test_manifest_kustomization_lists_every_component_file_in_install_order(dist, index):
-    """Issue 17: one file per component, named so `ls` (and `kubectl apply -f`) takes them in the
+    """One file per component, named so `ls` (and `kubectl apply -f`) takes them in the
     order the kustomization lists: the namespace first, then the Operator's state order."""
     from gpuop.kube.yamlio import load
 

@@ -1,4 +1,4 @@
-"""The MIG manager (issue 5, "In the compiled stack"): the mig-parted config gpuop emits follows
+"""The MIG manager in the compiled stack: the mig-parted config gpuop emits follows
 mig-parted's v1 format and holds exactly the pools' layouts; each pool's nodes are labelled with their
 config; the DaemonSet, RBAC and ConfigMaps keep the shapes of the Operator's state-mig-manager assets; a
 layout change touches exactly the config and the label rule.

@@ -1,4 +1,4 @@
-"""The no-op path (issue 17, pipeline/noop.py): a synth with nothing changed since the last run — no profile,
+"""The no-op path (pipeline/noop.py): a synth with nothing changed since the last run — no profile,
 parent, setting or output file — writes nothing and prints what the last run printed; anything changed,
 even a hand edit of the output that keeps size and mtime, takes the normal path, which repairs it."""
 

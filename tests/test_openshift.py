@@ -1,4 +1,4 @@
-"""OpenShift (issue 4, "OpenShift" and Done-when 1 and 3): profiles/openshift.yaml compiled, against what
+"""OpenShift: profiles/openshift.yaml compiled, against what
 NVIDIA's GPU Operator v26.7 renders on OpenShift (its `*openshift*` assets, the golden Driver Toolkit
 render, NOTES.md §3), and the OpenShift objects of every compiled cluster against schemas written here
 from the OpenShift API's documented fields (kubernetes-validate has none for them).

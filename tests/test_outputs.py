@@ -106,7 +106,7 @@ def test_failed_compile_leaves_output_untouched(workdir, tmp_path):
 
 
 def test_apply_folders_hold_only_kubernetes_objects(dist, index):
-    """Issue 12: `kubectl apply -f dist/<cluster>/argocd/` failed on cluster.json. kubectl cannot
+    """`kubectl apply -f dist/<cluster>/<folder>/` must find only objects (a cluster.json there fails). kubectl cannot
     dry-run offline (it needs the server's discovery), so every file of every apply folder is parsed
     as kubectl would: each document a Kubernetes object with apiVersion, kind and metadata.name."""
     from gpuop.kube.yamlio import load_all

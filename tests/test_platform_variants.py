@@ -1,4 +1,4 @@
-"""Vanilla platform variants (issue 4, "Vanilla variants" and Done-when 2 and 3): OS families and their
+"""Vanilla platform variants: OS families and their
 driver tags, mixed OS across pools, container runtimes, preinstalled and precompiled drivers, per-pool
 driver versions, and the proof that no node can match two driver DaemonSets.
 

@@ -1,4 +1,4 @@
-"""RDMA, GDS and GDRCopy per node pool (issue 16, item 5): a pool's `driver: {rdma, gds, gdrcopy}` overrides
+"""RDMA, GDS and GDRCopy per node pool: a pool's `driver: {rdma, gds, gdrcopy}` overrides
 spec.driver's, so an InfiniBand training pool gets nvidia-peermem and an inference pool does not. Pools with
 other sidecars get a driver DaemonSet of their own (the one without sidecars keeps its name), in operator
 mode an NVIDIADriver CR of their own (the CRD has rdma / gds / gdrcopy per CR); the Operator's rules refuse

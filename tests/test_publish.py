@@ -111,7 +111,8 @@ def test_unreachable_registry_is_a_user_error_not_a_bug(workdir, tmp_path):
 
 
 def test_publish_reports_exactly_what_was_pushed_skipped_and_refused(workdir, tmp_path, registry):
-    """Issue 12: after a refused version publish said "nothing written" although other charts were pushed."""
+    """A publish with a refused version reports what it pushed, skipped and refused, never "nothing
+    written" when other charts were pushed."""
     remote = f"oci://{registry}/report"
     a = _project(workdir, tmp_path / "a")
     run_gpuop("synth", "-o", "out", cwd=a, check=True)

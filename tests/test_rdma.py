@@ -1,4 +1,4 @@
-"""RDMA, GDS and GDRCopy (issue 16, Build 5): the nvidia-peermem, nvidia-fs and nvidia-gdrcopy sidecars
+"""RDMA, GDS and GDRCopy: the nvidia-peermem, nvidia-fs and nvidia-gdrcopy sidecars
 of the Operator's driver asset (../shared/refs/gpu-operator/assets/state-driver/0500_daemonset.yaml) join
 the driver pods only when asked, with the Operator's run-time refusals as compile-time errors."""
 
@@ -137,9 +137,10 @@ def test_pinned_sidecars_need_their_digests(tmp_path, extra):
     assert side in plan.image_keys()
 
 
-def test_every_knob_of_issue_16_renders_objects_valid_for_kubernetes(tmp_path):
-    """All of issue 16's fields at once, filled with the chart's defaults, through kubernetes-validate's
-    strict schemas of the cluster's Kubernetes version."""
+def test_every_driver_and_site_knob_renders_objects_valid_for_kubernetes(tmp_path):
+    """The driver sidecars (RDMA, GDS, GDRCopy), repository and certificate configs, the proxy, env / args
+    pass-through, pod labels and host paths all at once, filled with the chart's defaults, through
+    kubernetes-validate's strict schemas of the cluster's Kubernetes version."""
     from gpuop import catalog
     from gpuop.kube.slots import fill
     from gpuop.plan.build import build_plan

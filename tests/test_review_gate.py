@@ -84,7 +84,7 @@ def origin(dist, tmp_path_factory) -> Path:
     """The project on `main`: profiles, settings and their compiled dist/, committed."""
     help_text = run_gpuop("diff", "--help", cwd=REPO).stdout
     if "--exit-code" not in help_text:
-        pytest.skip("`gpuop diff --exit-code` is not there yet (issue 12 item 2)")
+        pytest.skip("this gpuop has no `gpuop diff --exit-code`")
     repo = tmp_path_factory.mktemp("origin") / "project"
     shutil.copytree(REPO / "profiles", repo / "profiles")
     shutil.copy(REPO / "gpuop.yaml", repo / "gpuop.yaml")

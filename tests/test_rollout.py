@@ -1,4 +1,4 @@
-"""Rollouts sized for GPU nodes (issue 12): Flux must not roll back a slow driver upgrade, and the
+"""Rollouts sized for GPU nodes: Flux must not roll back a slow driver upgrade, and the
 budgets are derived from the driver upgrade policy and the driver's own startup probe."""
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ def expected_timeout(ds_strategy: dict | None, entry: dict) -> int:
 
 
 def test_stack_helmrelease_waits_for_the_driver_roll_and_never_rolls_it_back(dist, index, crds):
-    """Issue 12: the HelmRelease waited 5 minutes and rolled back after 3 retries, while a driver roll
-    takes up to ~21 minutes per node."""
+    """Flux's defaults (wait 5 minutes, roll back after 3 retries) would undo a driver roll, which takes up
+    to ~21 minutes per node: the HelmRelease waits for it and never rolls it back."""
     checked = without = 0
     for entry in index["clusters"]:
         if (dist / entry["name"] / "operator").is_dir():     # operator mode: NVIDIA's chart, not gpuop's stack

@@ -1,4 +1,4 @@
-"""GPU sharing (issue 5): per-pool time-slicing and MPS in the device plugin's config ConfigMap, selected
+"""GPU sharing: per-pool time-slicing and MPS in the device plugin's config ConfigMap, selected
 per pool by `nvidia.com/device-plugin.config`; the config-manager containers and volumes exactly as the
 Operator's handleDevicePluginConfig adds them; the MPS control daemon; the MIG strategy per pool; and the
 combinations the device plugin would refuse, refused at compile time with their location.

@@ -1,4 +1,4 @@
-"""The full GPU stack (issue 3) against what NVIDIA's GPU Operator v26.7 renders: GPU feature
+"""The full GPU stack against what NVIDIA's GPU Operator v26.7 renders: GPU feature
 discovery, DCGM exporter, DCGM, the operator validator, the node status exporter, the node-label
 NodeFeatureRule, NFD's own chart in Argo CD and Flux, driver upgrades and the scheduling knobs.
 
@@ -414,7 +414,7 @@ def test_turning_a_component_off_removes_all_its_objects(section, component, dep
         assert {("Service", "nvidia-dcgm-exporter"), ("ServiceMonitor", "nvidia-dcgm-exporter"),
                 ("ConfigMap", "nvidia-dcgm-exporter-metrics"), ("ClusterRole", "nvidia-dcgm-exporter-read-pods"),
                 ("ClusterRoleBinding", "nvidia-dcgm-exporter-read-pods")} <= owned
-    if section == "devicePlugin":        # the validator no longer waits for a plugin that will not come
+    if section == "devicePlugin":        # the validator does not wait for a plugin that will not come
         validator = off[("DaemonSet", "nvidia-operator-validator")][1]["spec"]["template"]["spec"]
         assert "plugin-validation" not in [c["name"] for c in validator["initContainers"]]
     if section == "dcgm":                # the exporter falls back to its embedded host engine

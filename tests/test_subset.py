@@ -1,4 +1,4 @@
-"""Subset compiles (issue 12.1) and where a cluster leaves dist/: `gpuop synth FILE...` rebuilds only
+"""Subset compiles and where a cluster leaves dist/: `gpuop synth FILE...` rebuilds only
 those clusters and keeps every other cluster's folder, index entry, lock entry, chart history and
 fleet objects; a cluster is removed only by a compile of the profiles tree after its profile was
 deleted, and synth says so."""

@@ -1,4 +1,4 @@
-"""The output transaction (issue 18.3, docs/output-transaction.md): a synth killed at any point of a
+"""The output transaction (docs/output-transaction.md): a synth killed at any point of a
 64-cluster compile (160 with GPUOP_CRASH_TRIALS=all) — while linking and writing the new tree, at the exchange, while removing the old
 tree, on the two-rename fallback, or at a random time — leaves dist/ as the previous tree or the new
 one, whole; the next run cleans up the leftovers and gives the same tree a clean run gives. Damage the

@@ -13,7 +13,7 @@ Upstream (NVIDIA GPU Operator v26.7, ClusterPolicy path):
 - every state's Role grants `use` on the built-in SCC `privileged` (the node status exporter's Role on
   every SCC: no resourceNames); toolkit, device plugin and MPS have no SCC of their own.
 
-What gpuop emits instead, and why (the issue asks that no component get more than it needs):
+What gpuop emits instead, and why (no component gets more than it needs):
 - one SCC per privileged component, toolkit and device plugin included, named after its ServiceAccount
   (so upstream's SCC names where upstream has one), with the assets' shape;
 - host namespace flags (allowHostPID/IPC/Network/Ports) are what the component's pods use, never more
