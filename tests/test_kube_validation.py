@@ -7,11 +7,14 @@ kernel to it on whole objects."""
 from __future__ import annotations
 
 import ast
+import json
+import re
+import subprocess
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, tool
 
 from gpuop.kube import quantity, validation as kv
 
@@ -73,6 +76,28 @@ def test_env_var_names_from_1_33_are_printable_ascii_but_equals(value: str, acce
     if value and not accepted:
         assert errors == ["a valid environment variable name must consist only of printable ASCII characters "
                           "other than '='"]
+
+
+ENV_NAMES = ["A", "1GPU", "a b:c", "..", "../x", "~!@#", "A=B", "=", "é", "a\tb", "\x7f", "a\nb"]
+
+
+def test_env_var_name_messages_are_the_api_servers(tmp_path) -> None:
+    """kubeval (Kubernetes v1.35.4's ValidateEnv) on a Pod with each name: gpuop's message for a refused
+    name is the API server's, word for word, and gpuop refuses exactly what it refuses."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+           "spec": {"containers": [{"name": "c", "image": "busybox",
+                                    "env": [{"name": n, "value": "x"} for n in ENV_NAMES]}]}}
+    f = tmp_path / "pod.yaml"
+    f.write_text(json.dumps(pod))                    # JSON is YAML: every name reads back as written
+    proc = subprocess.run([str(tool("kubeval")), str(f)], capture_output=True, text=True)
+    errors = json.loads(proc.stdout.splitlines()[0])["errors"]
+    found = [re.fullmatch(r'spec\.containers\[0\]\.env\[(\d+)\]\.name: Invalid value: "(?:[^"\\]|\\.)*": (.*)', e)
+             for e in errors]
+    assert all(found), errors
+    theirs = {int(m.group(1)): m.group(2) for m in found}
+    ours = {i: kv.is_env_var_name(n) for i, n in enumerate(ENV_NAMES) if kv.is_env_var_name(n)}
+    assert set(theirs) == set(ours) and len(ours) >= 5, (theirs, ours)
+    assert all(ours[i] == [theirs[i]] for i in ours), (theirs, ours)
 
 
 @pytest.mark.parametrize("value, accepted", [

@@ -130,7 +130,8 @@ def schema_pattern(fmt: str) -> str:
     return f"^{fmt}$"
 
 
-# The relaxed env var name grammar as a pattern: printable ASCII (0x20-0x7e) except '=' (0x3d).
+# The relaxed env var name grammar as a pattern: printable ASCII (0x20-0x7e) except '=' (0x3d). For the JSON
+# schema (editors) only: apimachinery states the rule as a loop, and its message (is_env_var_name) names no regex.
 RELAXED_ENV_VAR_NAME_FMT = "[ -<>-~]+"
 
 
@@ -276,7 +277,8 @@ def kube_minor(version: str | tuple[int, int] | None) -> tuple[int, int]:
 
 def is_env_var_name(value: str, kube: str | tuple[int, int] | None = None) -> list[str]:
     """The env var name rule of the API server of Kubernetes `kube` (default: the newest): IsRelaxedEnvVarName
-    (any printable ASCII but '=') from 1.33 on, IsEnvVarName before."""
+    (any printable ASCII but '=') from 1.33 on, IsEnvVarName before; apimachinery's messages verbatim
+    (tests/test_kube_validation.py holds them to kubeval, Kubernetes v1.35.4's ValidateEnv)."""
     if kube_minor(kube) >= RELAXED_ENV_VAR_NAMES_FROM:
         errs = []
         if not value:

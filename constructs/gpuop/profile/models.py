@@ -133,8 +133,9 @@ def _kube_check(fn):
 
 
 class EnvVar(Model):
+    # The pattern is for editors (the JSON schema); the check is Kubernetes' own rule, in its words.
     name: Annotated[str, AfterValidator(_kube_check(kv.is_env_var_name))] = Field(
-        pattern=kv.schema_pattern(kv.RELAXED_ENV_VAR_NAME_FMT), max_length=256, description=(
+        json_schema_extra={"pattern": kv.schema_pattern(kv.RELAXED_ENV_VAR_NAME_FMT)}, max_length=256, description=(
         "Environment variable name: printable ASCII without '=' (Kubernetes 1.33 and later; on older clusters "
         "letters, digits, '_', '-' and '.', not starting with a digit). Required."))
     value: str = Field("", max_length=32768, description="Value. Omitted: empty.")
