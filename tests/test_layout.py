@@ -6,7 +6,8 @@
   just the same and becomes a run-time cycle the day someone needs the name at run time.
 - Components never reach profile, validate or plan: they see their props only.
 - Outputs never reach profile, validate or components: they see synthesized objects and the plan model.
-- The plan model reaches no profile or validate code; the catalog imports no other part; kube only kube.
+- The plan model reaches no profile or validate code and imports no other plan module: it holds the plan's
+  data types, the builders import them. The catalog imports no other part; kube only kube.
 - Nothing imports the CLI.
 - Argo CD Applications and Flux HelmRepository / HelmRelease objects are built in outputs/gitops.py only.
 "Reach" is transitive: a module reaches everything its imports import, and so on.
@@ -183,6 +184,12 @@ def test_no_cycles_between_stages():
 ])
 def test_stage_never_reaches(stage, forbidden):
     assert violations(GRAPH, stage, forbidden) == []
+
+
+def test_the_plan_model_imports_no_builder():
+    assert sorted(m for m in GRAPH["gpuop.plan.model"] if in_stage(m, "plan") and m != "gpuop.plan") == []
+    builders = {m for m in GRAPH if in_stage(m, "plan") and m not in ("gpuop.plan", "gpuop.plan.model", "gpuop.plan.chartmap")}
+    assert all("gpuop.plan.model" in reach(GRAPH, b) for b in builders), builders
 
 
 def test_nothing_imports_the_cli():

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from gpuop.outputs import rollout
-from gpuop.plan.capacity import ClusterCapacity, PoolCapacity
+from gpuop.plan.model import ClusterCapacity, PoolCapacity
 from gpuop.plan.model import Upgrade
 from gpuop.verify.crdschema import CrdValidator
 

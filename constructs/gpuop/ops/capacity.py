@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from gpuop.plan.capacity import Counts, add
+from gpuop.plan.model import Counts, add
 
 
 def _fmt(counts: Counts | dict | None) -> str:

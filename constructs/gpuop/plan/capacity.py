@@ -19,81 +19,8 @@ inputs stay unknown (None) rather than guessed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpuop.catalog import instances as instance_catalog
-
-Counts = tuple[tuple[str, int], ...]
-
-
-@dataclass(frozen=True)
-class PoolCapacity:
-    pool: str
-    gpu: str
-    allocation: str                          # devicePlugin | dra
-    per_gpu: Counts                          # extended resources one GPU advertises (device plugin)
-    devices_per_gpu: Counts = ()             # DRA pools: devices one GPU offers (gpu, or MIG profiles)
-    gpus_per_node: int | None = None
-    gpus_source: str = ""                    # "profile", "instance type p5.48xlarge", or "" (unknown)
-    nodes: tuple[int, int] | None = None     # (min, max); None: unknown
-    note: str = ""
-    node_selector: tuple[tuple[str, str], ...] = ()   # the pool's nodeSelector (impact previews match on it)
-
-    @property
-    def per_node(self) -> Counts | None:
-        return None if self.gpus_per_node is None else _scale(self.per_gpu, self.gpus_per_node)
-
-    @property
-    def total(self) -> tuple[Counts, Counts] | None:
-        """(at min nodes, at max nodes)."""
-        per_node = self.per_node
-        if per_node is None or self.nodes is None:
-            return None
-        return _scale(per_node, self.nodes[0]), _scale(per_node, self.nodes[1])
-
-    def as_dict(self) -> dict:
-        total = self.total
-        out = {"pool": self.pool, "gpu": self.gpu, "allocation": self.allocation,
-               "nodeSelector": dict(self.node_selector),
-               "gpusPerNode": self.gpus_per_node, "gpusPerNodeFrom": self.gpus_source or None,
-               "nodes": None if self.nodes is None else {"min": self.nodes[0], "max": self.nodes[1]},
-               "perGpu": dict(self.per_gpu),
-               "perNode": None if self.per_node is None else dict(self.per_node),
-               "total": None if total is None else {"min": dict(total[0]), "max": dict(total[1])}}
-        if self.devices_per_gpu:
-            out["draDevicesPerGpu"] = dict(self.devices_per_gpu)
-        if self.note:
-            out["note"] = self.note
-        return out
-
-
-@dataclass(frozen=True)
-class ClusterCapacity:
-    pools: tuple[PoolCapacity, ...] = ()
-
-    def total(self) -> tuple[Counts, Counts] | None:
-        """The cluster's (min, max) totals; None when any pool's total is unknown."""
-        totals = [p.total for p in self.pools if p.allocation == "devicePlugin" and p.per_gpu]
-        if any(t is None for t in totals):
-            return None
-        return add([t[0] for t in totals]), add([t[1] for t in totals])
-
-    def as_dict(self) -> dict:
-        total = self.total()
-        return {"pools": [p.as_dict() for p in self.pools],
-                "total": None if total is None else {"min": dict(total[0]), "max": dict(total[1])}}
-
-
-def _scale(counts: Counts, factor: int) -> Counts:
-    return tuple((name, n * factor) for name, n in counts)
-
-
-def add(many: list[Counts]) -> Counts:
-    out: dict[str, int] = {}
-    for counts in many:
-        for name, n in counts:
-            out[name] = out.get(name, 0) + n
-    return tuple(sorted(out.items()))
+from gpuop.plan.model import ClusterCapacity, PoolCapacity
 
 
 def _layout(pool) -> dict[str, int]:

@@ -32,79 +32,16 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 
 from gpuop.catalog import dra as dra_catalog
 from gpuop.catalog import instances as instance_catalog
 from gpuop.mig import geometry
+from gpuop.plan.model import ClaimRequest, ClaimTemplatePlan, DeviceClassPlan, DraPlan
 
 NAMESPACE = "dra-driver-nvidia-gpu"        # the upstream docs' namespace (docs/install.md); not "default" (chart refuses)
 RELEASE = "dra-driver-nvidia-gpu"
 WHOLE_GPU = "gpu"
 PARENT_UUID = "gpu.nvidia.com/parentUUID"
-
-
-@dataclass(frozen=True)
-class DeviceClassPlan:
-    name: str
-    pool: str
-    device: str                  # "gpu" or a MIG profile
-    expression: str              # the CEL selector
-    config_json: str = ""        # opaque parameters (canonical JSON); "": none
-    extended_resource: str = ""  # "": none
-    per_gpu: int = 1             # devices of this class one GPU offers
-    per_node: int | None = None  # ... one node (None: GPUs per node unknown)
-    total: tuple[int, int] | None = None   # ... the pool at (min, max) nodes (None: nodes unknown)
-
-    @property
-    def config(self) -> dict | None:
-        return json.loads(self.config_json) if self.config_json else None
-
-
-@dataclass(frozen=True)
-class ClaimRequest:
-    name: str
-    device_class: str
-    count: int
-    mig: bool
-
-
-@dataclass(frozen=True)
-class ClaimTemplatePlan:
-    name: str
-    namespace: str
-    pool: str
-    requests: tuple[ClaimRequest, ...]
-    same_gpu: bool = False       # MIG requests constrained to one parent GPU (DynamicMIG)
-
-
-@dataclass(frozen=True)
-class DraPlan:
-    version: str
-    chart: str
-    repository: str
-    chart_version: str
-    namespace: str
-    release_name: str
-    api_version: str
-    driver: str
-    pools: tuple[str, ...]
-    dynamic_mig: bool
-    device_classes: tuple[DeviceClassPlan, ...]
-    claim_templates: tuple[ClaimTemplatePlan, ...]
-    values_json: str
-    image_ref: str = ""          # what the kubelet plugin and controller pods pull (images.txt)
-
-    @property
-    def values(self) -> dict:
-        return json.loads(self.values_json)
-
-    def capacity(self) -> list[dict]:
-        """index.json / docs: per DeviceClass, what one GPU, one node and the pool offer."""
-        return [{"deviceClass": c.name, "pool": c.pool, "device": c.device, "perGpu": c.per_gpu,
-                 "perNode": c.per_node,
-                 "total": None if c.total is None else {"min": c.total[0], "max": c.total[1]}}
-                for c in self.device_classes]
 
 
 def is_dra(pool) -> bool:

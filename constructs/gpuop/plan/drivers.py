@@ -33,43 +33,13 @@ keys, OS selectors, which OS/branches have precompiled images) come from release
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from gpuop.plan.model import DriverVariant, Sidecars
 
 DS_BASE = "nvidia-driver-daemonset"
 RHCOS_BUILD = re.compile(r"^4(\d{1,2})\.\d+\.\d{12}-\d+$")    # 419.96.202507091512-0 -> OpenShift 4.19
 ARCH = re.compile(r"x86_64(?:_64k)?|aarch64(?:_64k)?")
-
-
-@dataclass(frozen=True, order=True)
-class Sidecars:
-    """What runs beside the driver of a pool's nodes (spec.driver, or the pool's own driver settings)."""
-    rdma: bool = False                                  # nvidia-peermem
-    host_mofed: bool = False                            # USE_HOST_MOFED (only with rdma)
-    gds: bool = False                                   # nvidia-fs
-    gdrcopy: bool = False                               # gdrdrv
-
-    @property
-    def tokens(self) -> tuple[str, ...]:
-        """Name parts of a DaemonSet / NVIDIADriver with these sidecars (none: ())."""
-        return tuple(t for t, on in (("rdma", self.rdma), ("hostmofed", self.host_mofed), ("gds", self.gds),
-                                     ("gdrcopy", self.gdrcopy)) if on)
-
-
-@dataclass(frozen=True)
-class DriverVariant:
-    """One driver DaemonSet: its name, image tag and the node labels it requires beyond the deploy label."""
-    name: str
-    version: str                                        # driver version, or the branch (precompiled)
-    tag: str                                            # image tag
-    node_selector: tuple[tuple[str, str], ...] = ()     # added to nvidia.com/gpu.deploy.driver=true
-    pool_terms: tuple[tuple[tuple[str, str], ...], ...] = ()   # ORed; () = no pool restriction
-    labels: tuple[tuple[str, str], ...] = ()            # DaemonSet labels (upstream's identification labels)
-    pod_labels: tuple[tuple[str, str], ...] = ()        # pod template labels
-    rhcos: str | None = None                            # RHCOS build (Driver Toolkit)
-    kernel: str | None = None                           # kernel (precompiled)
-    split: bool = False                                 # one of several: `app` label is the name
-    os_id: str = ""                                     # nodes' os-release ID (catalog select.osId): rhel, sles...
-    sidecars: Sidecars = field(default_factory=Sidecars)   # RDMA / GDS / GDRCopy of its pools
 
 
 def rhcos_minor(build: str) -> str | None:

@@ -1,8 +1,10 @@
 """The plan model: one frozen `StackPlan` per cluster, every contextual default already resolved.
 
 Built by build.py from a validated profile and the catalogs; read by stack/derive.py (component props)
-and by the outputs (chart values, GitOps objects). It imports no profile or validate code, so the stages
-after planning never reach back to the input.
+and by the outputs (chart values, GitOps objects). Every data type the plan holds is defined here; the
+builders (build.py, drivers.py, operator.py, pools.py, dra.py, capacity.py) import them, never the
+reverse, and this module imports no other part of the plan, no profile and no validate code, so the
+stages after planning never reach back to the input.
 """
 
 from __future__ import annotations
@@ -12,10 +14,6 @@ from dataclasses import dataclass, field
 
 from gpuop.catalog import RuntimeFiles
 from gpuop.kube.slots import slot
-from gpuop.plan.capacity import ClusterCapacity
-from gpuop.plan.dra import DraPlan
-from gpuop.plan.drivers import DriverVariant
-from gpuop.plan.pools import PoolConfigs
 
 
 @dataclass(frozen=True)
@@ -167,6 +165,243 @@ class OperatorPlan:
     @property
     def node_rule(self) -> dict | None:
         return json.loads(self.node_rule_json)
+
+
+# ---- the driver DaemonSets and NVIDIADriver CRs (built by drivers.py, operator.py) -----------------
+
+@dataclass(frozen=True, order=True)
+class Sidecars:
+    """What runs beside the driver of a pool's nodes (spec.driver, or the pool's own driver settings)."""
+    rdma: bool = False                                  # nvidia-peermem
+    host_mofed: bool = False                            # USE_HOST_MOFED (only with rdma)
+    gds: bool = False                                   # nvidia-fs
+    gdrcopy: bool = False                               # gdrdrv
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        """Name parts of a DaemonSet / NVIDIADriver with these sidecars (none: ())."""
+        return tuple(t for t, on in (("rdma", self.rdma), ("hostmofed", self.host_mofed), ("gds", self.gds),
+                                     ("gdrcopy", self.gdrcopy)) if on)
+
+
+@dataclass(frozen=True)
+class DriverVariant:
+    """One driver DaemonSet: its name, image tag and the node labels it requires beyond the deploy label."""
+    name: str
+    version: str                                        # driver version, or the branch (precompiled)
+    tag: str                                            # image tag
+    node_selector: tuple[tuple[str, str], ...] = ()     # added to nvidia.com/gpu.deploy.driver=true
+    pool_terms: tuple[tuple[tuple[str, str], ...], ...] = ()   # ORed; () = no pool restriction
+    labels: tuple[tuple[str, str], ...] = ()            # DaemonSet labels (upstream's identification labels)
+    pod_labels: tuple[tuple[str, str], ...] = ()        # pod template labels
+    rhcos: str | None = None                            # RHCOS build (Driver Toolkit)
+    kernel: str | None = None                           # kernel (precompiled)
+    split: bool = False                                 # one of several: `app` label is the name
+    os_id: str = ""                                     # nodes' os-release ID (catalog select.osId): rhel, sles...
+    sidecars: Sidecars = field(default_factory=Sidecars)   # RDMA / GDS / GDRCopy of its pools
+
+
+@dataclass(frozen=True)
+class DriverGroup:
+    """One NVIDIADriver CR: a driver version with its sidecars, and the pools that run it."""
+    name: str
+    version: str
+    default: bool
+    pools: tuple[str, ...]
+    pool_indexes: tuple[int, ...]
+    node_selector: tuple[tuple[str, str], ...]
+    sidecars: Sidecars = Sidecars()
+
+    def describe(self) -> str:
+        return f"{self.name}: {'+'.join(self.sidecars.tokens) or 'none'}"
+
+
+# ---- per-pool configs and labels (built by pools.py) -----------------------------------------------
+
+@dataclass(frozen=True)
+class PoolLabels:
+    index: int
+    name: str
+    gpu: str
+    node_selector: tuple[tuple[str, str], ...]
+    nfd: tuple[tuple[str, str], ...] = ()        # set by a NodeFeatureRule on the GPU's PCI device ids
+    manual: tuple[tuple[str, str], ...] = ()     # must come from the node group template
+    why: str = ""                                # why `manual` is not NFD's
+    node_group: str = ""                         # the profile's nodeGroup: where `manual` comes from
+    user: bool = False                           # labelsFrom user (or spec.nfd.rules false): the user labels
+
+    def sources(self) -> dict[str, str]:
+        """Where each label the pool's nodes need comes from: its selection labels (nodeSelector) from
+        the node group or the user, the config and deploy labels from gpuop's NodeFeatureRule or, where
+        no rule can set them, the node group / the user."""
+        elsewhere = f"node group {self.node_group}" if self.node_group else "user" if self.user else "unknown"
+        out = {k: (f"node group {self.node_group}" if self.node_group else "user") for k, _ in self.node_selector}
+        out.update({k: "nfd rule" for k, _ in self.nfd})
+        out.update({k: elsewhere for k, _ in self.manual})
+        return dict(sorted(out.items()))
+
+
+@dataclass(frozen=True)
+class NfdPoolRule:
+    gpu: str
+    device_ids: tuple[str, ...]                  # NFD's pci.device `device` values: 4 lowercase hex digits
+    labels: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class PoolConfigs:
+    mig_manager: bool = False
+    mig_parted: str = ""                                  # config.yaml of the MIG manager's ConfigMap
+    mig_capable_ids: tuple[str, ...] = ()                 # NFD device ids of every MIG-capable GPU
+    per_pool_strategy: bool = False                       # no MIG_STRATEGY env; flags.migStrategy per config
+    plugin_configs: tuple[tuple[str, str], ...] = ()      # (key, config.yaml); empty: no plugin config
+    mps: bool = False
+    pools: tuple[PoolLabels, ...] = ()
+    nfd_rules: tuple[NfdPoolRule, ...] = ()
+
+    @property
+    def manual(self) -> tuple[PoolLabels, ...]:
+        return tuple(p for p in self.pools if p.manual)
+
+
+# ---- Dynamic Resource Allocation (built by dra.py) -------------------------------------------------
+
+@dataclass(frozen=True)
+class DeviceClassPlan:
+    name: str
+    pool: str
+    device: str                  # "gpu" or a MIG profile
+    expression: str              # the CEL selector
+    config_json: str = ""        # opaque parameters (canonical JSON); "": none
+    extended_resource: str = ""  # "": none
+    per_gpu: int = 1             # devices of this class one GPU offers
+    per_node: int | None = None  # ... one node (None: GPUs per node unknown)
+    total: tuple[int, int] | None = None   # ... the pool at (min, max) nodes (None: nodes unknown)
+
+    @property
+    def config(self) -> dict | None:
+        return json.loads(self.config_json) if self.config_json else None
+
+
+@dataclass(frozen=True)
+class ClaimRequest:
+    name: str
+    device_class: str
+    count: int
+    mig: bool
+
+
+@dataclass(frozen=True)
+class ClaimTemplatePlan:
+    name: str
+    namespace: str
+    pool: str
+    requests: tuple[ClaimRequest, ...]
+    same_gpu: bool = False       # MIG requests constrained to one parent GPU (DynamicMIG)
+
+
+@dataclass(frozen=True)
+class DraPlan:
+    version: str
+    chart: str
+    repository: str
+    chart_version: str
+    namespace: str
+    release_name: str
+    api_version: str
+    driver: str
+    pools: tuple[str, ...]
+    dynamic_mig: bool
+    device_classes: tuple[DeviceClassPlan, ...]
+    claim_templates: tuple[ClaimTemplatePlan, ...]
+    values_json: str
+    image_ref: str = ""          # what the kubelet plugin and controller pods pull (images.txt)
+
+    @property
+    def values(self) -> dict:
+        return json.loads(self.values_json)
+
+    def capacity(self) -> list[dict]:
+        """index.json / docs: per DeviceClass, what one GPU, one node and the pool offer."""
+        return [{"deviceClass": c.name, "pool": c.pool, "device": c.device, "perGpu": c.per_gpu,
+                 "perNode": c.per_node,
+                 "total": None if c.total is None else {"min": c.total[0], "max": c.total[1]}}
+                for c in self.device_classes]
+
+
+# ---- capacity per pool (built by capacity.py) ------------------------------------------------------
+
+Counts = tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class PoolCapacity:
+    pool: str
+    gpu: str
+    allocation: str                          # devicePlugin | dra
+    per_gpu: Counts                          # extended resources one GPU advertises (device plugin)
+    devices_per_gpu: Counts = ()             # DRA pools: devices one GPU offers (gpu, or MIG profiles)
+    gpus_per_node: int | None = None
+    gpus_source: str = ""                    # "profile", "instance type p5.48xlarge", or "" (unknown)
+    nodes: tuple[int, int] | None = None     # (min, max); None: unknown
+    note: str = ""
+    node_selector: tuple[tuple[str, str], ...] = ()   # the pool's nodeSelector (impact previews match on it)
+
+    @property
+    def per_node(self) -> Counts | None:
+        return None if self.gpus_per_node is None else _scale(self.per_gpu, self.gpus_per_node)
+
+    @property
+    def total(self) -> tuple[Counts, Counts] | None:
+        """(at min nodes, at max nodes)."""
+        per_node = self.per_node
+        if per_node is None or self.nodes is None:
+            return None
+        return _scale(per_node, self.nodes[0]), _scale(per_node, self.nodes[1])
+
+    def as_dict(self) -> dict:
+        total = self.total
+        out = {"pool": self.pool, "gpu": self.gpu, "allocation": self.allocation,
+               "nodeSelector": dict(self.node_selector),
+               "gpusPerNode": self.gpus_per_node, "gpusPerNodeFrom": self.gpus_source or None,
+               "nodes": None if self.nodes is None else {"min": self.nodes[0], "max": self.nodes[1]},
+               "perGpu": dict(self.per_gpu),
+               "perNode": None if self.per_node is None else dict(self.per_node),
+               "total": None if total is None else {"min": dict(total[0]), "max": dict(total[1])}}
+        if self.devices_per_gpu:
+            out["draDevicesPerGpu"] = dict(self.devices_per_gpu)
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclass(frozen=True)
+class ClusterCapacity:
+    pools: tuple[PoolCapacity, ...] = ()
+
+    def total(self) -> tuple[Counts, Counts] | None:
+        """The cluster's (min, max) totals; None when any pool's total is unknown."""
+        totals = [p.total for p in self.pools if p.allocation == "devicePlugin" and p.per_gpu]
+        if any(t is None for t in totals):
+            return None
+        return add([t[0] for t in totals]), add([t[1] for t in totals])
+
+    def as_dict(self) -> dict:
+        total = self.total()
+        return {"pools": [p.as_dict() for p in self.pools],
+                "total": None if total is None else {"min": dict(total[0]), "max": dict(total[1])}}
+
+
+def _scale(counts: Counts, factor: int) -> Counts:
+    return tuple((name, n * factor) for name, n in counts)
+
+
+def add(many: list[Counts]) -> Counts:
+    out: dict[str, int] = {}
+    for counts in many:
+        for name, n in counts:
+            out[name] = out.get(name, 0) + n
+    return tuple(sorted(out.items()))
 
 
 # Profile fields naming an object "you create it" (profile/models.py descriptions), as (kind, StackPlan

@@ -21,13 +21,12 @@ driver version, pool configs, NFD mode) into:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from gpuop.catalog import distributions
 from gpuop.catalog import operator as operator_catalog
 from gpuop.plan import chartmap
-from gpuop.plan.drivers import Sidecars, pool_settings, version_resolver
-from gpuop.plan.model import OperatorPlan, StackPlan
+from gpuop.plan.drivers import pool_settings, version_resolver
+from gpuop.plan.model import DriverGroup, OperatorPlan, Sidecars, StackPlan
 
 DEFAULT_INSTALL = {"kubernetes": "helm", "openshift": "olm"}
 DEFAULT_CR = "default"
@@ -38,21 +37,6 @@ DCGM_METRICS_MAP = chartmap.DCGM_METRICS_MAP
 
 def _canon(obj) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
-
-
-@dataclass(frozen=True)
-class DriverGroup:
-    """One NVIDIADriver CR: a driver version with its sidecars, and the pools that run it."""
-    name: str
-    version: str
-    default: bool
-    pools: tuple[str, ...]
-    pool_indexes: tuple[int, ...]
-    node_selector: tuple[tuple[str, str], ...]
-    sidecars: Sidecars = Sidecars()
-
-    def describe(self) -> str:
-        return f"{self.name}: {'+'.join(self.sidecars.tokens) or 'none'}"
 
 
 def uses_driver_crd(spec, groups: list[DriverGroup]) -> bool:

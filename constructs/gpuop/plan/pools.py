@@ -40,10 +40,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 
 from gpuop.mig import geometry
 from gpuop.plan import dra as dra_rules
+from gpuop.plan.model import NfdPoolRule, PoolConfigs, PoolLabels
 from gpuop.kube.yamlio import dump_plain
 
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
@@ -54,52 +54,6 @@ MIG_MANAGER_LABEL = "nvidia.com/gpu.deploy.mig-manager"
 ALL_DISABLED = "all-disabled"
 DEFAULT_PLUGIN_CONFIG = "default"
 WHERE = "node group template (cloud node group, Karpenter NodePool or OpenShift MachineSet labels)"
-
-
-@dataclass(frozen=True)
-class PoolLabels:
-    index: int
-    name: str
-    gpu: str
-    node_selector: tuple[tuple[str, str], ...]
-    nfd: tuple[tuple[str, str], ...] = ()        # set by a NodeFeatureRule on the GPU's PCI device ids
-    manual: tuple[tuple[str, str], ...] = ()     # must come from the node group template
-    why: str = ""                                # why `manual` is not NFD's
-    node_group: str = ""                         # the profile's nodeGroup: where `manual` comes from
-    user: bool = False                           # labelsFrom user (or spec.nfd.rules false): the user labels
-
-    def sources(self) -> dict[str, str]:
-        """Where each label the pool's nodes need comes from: its selection labels (nodeSelector) from
-        the node group or the user, the config and deploy labels from gpuop's NodeFeatureRule or, where
-        no rule can set them, the node group / the user."""
-        elsewhere = f"node group {self.node_group}" if self.node_group else "user" if self.user else "unknown"
-        out = {k: (f"node group {self.node_group}" if self.node_group else "user") for k, _ in self.node_selector}
-        out.update({k: "nfd rule" for k, _ in self.nfd})
-        out.update({k: elsewhere for k, _ in self.manual})
-        return dict(sorted(out.items()))
-
-
-@dataclass(frozen=True)
-class NfdPoolRule:
-    gpu: str
-    device_ids: tuple[str, ...]                  # NFD's pci.device `device` values: 4 lowercase hex digits
-    labels: tuple[tuple[str, str], ...]
-
-
-@dataclass(frozen=True)
-class PoolConfigs:
-    mig_manager: bool = False
-    mig_parted: str = ""                                  # config.yaml of the MIG manager's ConfigMap
-    mig_capable_ids: tuple[str, ...] = ()                 # NFD device ids of every MIG-capable GPU
-    per_pool_strategy: bool = False                       # no MIG_STRATEGY env; flags.migStrategy per config
-    plugin_configs: tuple[tuple[str, str], ...] = ()      # (key, config.yaml); empty: no plugin config
-    mps: bool = False
-    pools: tuple[PoolLabels, ...] = ()
-    nfd_rules: tuple[NfdPoolRule, ...] = ()
-
-    @property
-    def manual(self) -> tuple[PoolLabels, ...]:
-        return tuple(p for p in self.pools if p.manual)
 
 
 def nfd_id(pci: str) -> str:
