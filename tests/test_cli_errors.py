@@ -788,6 +788,21 @@ def test_synth_writes_a_tag_ref_into_flux_and_argocd_objects_valid_against_the_c
     assert _crds().errors(repo) == [] and _crds().errors(app) == []
 
 
+def test_operator_mode_olm_flux_source_follows_a_tag_ref(project):
+    """Operator mode through OLM writes its own GitRepository; it follows the configured ref like the stack's
+    (a tag stays a tag, never a branch named after it)."""
+    from gpuop.kube.yamlio import load
+
+    shutil.copy(REPO / "tests" / "data" / "operator-corpus" / "openshift-olm.yaml", project / "profiles")
+    settings = (project / "gpuop.yaml").read_text()
+    (project / "gpuop.yaml").write_text(settings.replace("  revision: main\n", "  ref: {tag: v2.0.0}\n"))
+    proc = gpuop(project, "synth", "--no-cache", "-o", "dist")
+    assert proc.returncode == 0, proc.stderr
+    repo = load((project / "dist" / "openshift-olm" / "flux" / "gitrepository.yaml").read_text())
+    assert repo["spec"]["ref"] == {"tag": "v2.0.0"}
+    assert _crds().errors(repo) == []
+
+
 def test_refuses_a_plain_value_yaml_reads_as_an_unconvertible_number_at_its_place(project):
     # found by tests/test_fuzz.py: ruamel resolves `._` as a float and then fails to convert it
     write(project, "a.yaml", "apiVersion: gpuop/v1alpha1\nkind: ClusterProfile\nextends: ._\nmetadata: {name: a}\n")

@@ -9,7 +9,8 @@
 - The plan model reaches no profile or validate code and imports no other plan module: it holds the plan's
   data types, the builders import them. The catalog imports no other part; kube only kube.
 - Nothing imports the CLI.
-- Argo CD Applications and Flux HelmRepository / HelmRelease objects are built in outputs/gitops.py only.
+- Argo CD Applications and Flux GitRepository / HelmRepository / HelmRelease objects are built in
+  outputs/gitops.py only.
 "Reach" is transitive: a module reaches everything its imports import, and so on.
 """
 
@@ -208,7 +209,7 @@ def test_synth_module_does_not_load_cdk8s_until_used():
 
 
 GITOPS_BUILDER = PKG / "outputs" / "gitops.py"
-GITOPS_KINDS = {"Application", "HelmRepository", "HelmRelease"}
+GITOPS_KINDS = {"Application", "GitRepository", "HelmRepository", "HelmRelease"}
 
 
 def hand_built_kinds(source: str) -> list[str]:

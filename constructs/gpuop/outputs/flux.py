@@ -45,10 +45,7 @@ def nfd_objects(plan: StackPlan, gitops) -> list[dict]:
 
 
 def source(gitops) -> dict:
-    f = gitops.flux
-    return {"apiVersion": gitops_objects.SOURCE_API, "kind": "GitRepository",
-            "metadata": {"name": "gpuop", "namespace": f.namespace, "labels": dict(gitops_objects.MANAGED_BY)},
-            "spec": {"url": gitops.repoURL, "ref": gitops.flux_ref, "interval": f.interval}}
+    return gitops_objects.git_repository(gitops)
 
 
 def oci_repository(plan: StackPlan, gitops) -> dict:

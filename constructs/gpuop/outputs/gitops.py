@@ -1,5 +1,5 @@
 """The GitOps objects, built in one place: Argo CD Applications (and the fleet ApplicationSet's template)
-and Flux HelmRepository / HelmRelease. The writers (argocd.py, flux.py, dra.py, operator.py, fleet.py)
+and Flux GitRepository / HelmRepository / HelmRelease. The writers (argocd.py, flux.py, dra.py, operator.py, fleet.py)
 decide what each cluster delivers and in which order; this module gives every object the same shape.
 
 What every object shares, and why:
@@ -9,7 +9,9 @@ What every object shares, and why:
   are never orphaned), automated sync with prune and self-heal, ServerSideApply (large CRDs and
   ConfigMaps never hit the last-applied annotation limit); an OCI Helm repository named without its
   oci:// scheme (Argo CD takes `repoURL` + `chart`; its repository Secret says enableOCI);
-- Flux: a HelmRepository of `type: oci` exactly when its URL is oci://; a HelmRelease from such a
+- Flux: one GitRepository source per Flux namespace, following the configured ref (a tag, a semver
+  range or a commit too, never that string taken as a branch); a HelmRepository of `type: oci` exactly
+  when its URL is oci://; a HelmRelease from such a
   repository installs and upgrades its CRDs (`crds: CreateReplace`: Flux's upgrade default is Skip) and
   retries a failed install or upgrade three times.
 """
@@ -133,6 +135,15 @@ def chart_application(plan, gitops, name: str, *, project: str, namespace: str, 
 
 
 # ------------------------------------------------------------------------------------------- Flux
+
+def git_repository(gitops, labels: dict | None = None) -> dict:
+    """The GitRepository `gpuop` of this repository, following the configured ref (a branch, a tag, a semver
+    range or a commit: settings gitops.ref, else the revision as a branch)."""
+    f = gitops.flux
+    return {"apiVersion": SOURCE_API, "kind": "GitRepository",
+            "metadata": {"name": "gpuop", "namespace": f.namespace, "labels": labels or dict(MANAGED_BY)},
+            "spec": {"url": gitops.repoURL, "ref": gitops.flux_ref, "interval": f.interval}}
+
 
 def helm_repository(name: str, namespace: str, url: str, interval: str, labels: dict | None = None) -> dict:
     spec = {**({"type": "oci"} if url.startswith("oci://") else {}), "url": url, "interval": interval}

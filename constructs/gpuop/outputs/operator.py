@@ -290,10 +290,7 @@ def olm_flux(plan: StackPlan, gitops, path: str) -> dict[str, dict]:
 
 
 def flux_git_repository(plan: StackPlan, gitops) -> dict:
-    f = gitops.flux
-    return {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-            "metadata": {"name": "gpuop", "namespace": f.namespace, "labels": _labels(plan)},
-            "spec": {"interval": f.interval, "url": gitops.repoURL, "ref": {"branch": gitops.revision}}}
+    return gitops_objects.git_repository(gitops, _labels(plan))     # the configured ref: a tag stays a tag
 
 
 # ------------------------------------------------------------------------------------ dist/<cluster>/
