@@ -65,20 +65,24 @@ class Rule:
     source: str          # where the refusal comes from upstream (code, docs, catalog data)
     refuses: str         # the first paragraph of the check's docstring
     name: str            # the check function's name (check_<what>)
+    module: str          # where it is defined (gpuop.validate.dra ...)
 
 
-def rule(id: str, *, source: str, severity: str = "error", stage: str = "validate") -> Callable:
+def rule(id: str, *, source: str, severity: str = "error", stage: str = "validate",
+         refuses: str | None = None) -> Callable:
     """Declare a `check_<what>` function a rule: `fn.rule` holds its Rule record. The function is returned
-    unchanged; the stage's runner gathers the records and tags the issues with the id."""
+    unchanged; the stage's runner gathers the records and tags the issues with the id. What it refuses is
+    `refuses`, else the first paragraph of its docstring."""
     if not _RULE_ID.match(id) or severity not in SEVERITIES or stage not in ("validate", "verify") or not source:
         raise ValueError(f"bad rule declaration {id!r} ({severity}, {stage}, source {source!r})")
 
     def register(fn: Callable) -> Callable:
-        doc = (fn.__doc__ or "").strip()
+        doc = (refuses or fn.__doc__ or "").strip()
         if not fn.__name__.startswith("check_") or not doc:
             raise ValueError(f"rule {id}: {fn.__name__} must be named check_<what> and say what it refuses "
-                             "in its docstring")
-        fn.rule = Rule(id, stage, severity, source, " ".join(doc.split("\n\n")[0].split()), fn.__name__)
+                             "(refuses= or its docstring)")
+        fn.rule = Rule(id, stage, severity, source, " ".join(doc.split("\n\n")[0].split()), fn.__name__,
+                       fn.__module__)
         return fn
     return register
 

@@ -140,7 +140,8 @@ def today() -> datetime.date:
     return datetime.date.today()
 
 
-@rule("driver-eol", severity="warning", source=LIFECYCLE_SOURCE)
+@rule("driver-eol", severity="warning", source="https://docs.nvidia.com/datacenter/tesla/drivers/index.html (data "
+      "center driver branches and their end of life); catalog/data/drivers.yaml eol")
 def check_driver_branch_lifecycle(ctx: Context) -> list[Issue]:
     """Each driver the profile installs, on a branch past its end of life (warning, with the source)."""
     spec, cat = ctx.spec, ctx.cat

@@ -13,11 +13,34 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gpuop.errors import Issue
+from gpuop.errors import Issue, Rule, registry, rule
 from gpuop.kube.yamlio import load_all
 from gpuop.verify import cel
 from gpuop.verify.kubeschema import KubeValidator, SchemaNotFound
+from gpuop.verify import semantic
 from gpuop.verify.user_created import manifest_issues
+
+
+@rule("kube-schema", stage="verify", source="kubernetes-validate: the strict OpenAPI schemas of the cluster's "
+      "Kubernetes version (verify/kubeschema.py)")
+def check_kube_schema(obj: dict, kube: KubeValidator) -> list[str]:
+    """A built-in kind's object that its Kubernetes version's schema refuses (unknown fields, types, required)."""
+    try:
+        return kube.errors(obj)
+    except SchemaNotFound:
+        return []                        # CRD kinds: their CEL rules (and, in the tests, their CRD schemas)
+
+
+@rule("crd-cel", stage="verify", source="the x-kubernetes-validations (CEL) rules of the upstream CRDs "
+      "(verify/cel.py)")
+def check_crd_cel(obj: dict) -> list[str]:
+    """A custom object that a CEL rule of its CRD refuses."""
+    return cel.errors(obj)
+
+
+OBJECT_CHECKS = (check_kube_schema, check_crd_cel)
+# Every rule `gpuop validate DIST` runs: the schema and CEL checks here and the semantic rules.
+REGISTRY: dict[str, Rule] = {**registry(OBJECT_CHECKS), **semantic.REGISTRY}
 
 
 def is_output(path: Path) -> bool:
@@ -47,12 +70,9 @@ def validate_output(dist: Path, only: frozenset | None = None) -> list[Issue]:
                     if not isinstance(obj, dict) or "kind" not in obj:
                         issues.append(Issue(shown, 0, 0, "", "not a Kubernetes object"))
                         continue
-                    try:
-                        msgs = kube.errors(obj)
-                    except SchemaNotFound:
-                        msgs = []
-                    msgs += cel.errors(obj)
-                    issues += [Issue(shown, 0, 0, "", f"{obj['kind']}/{obj.get('metadata', {}).get('name')}: {m}")
-                               for m in msgs]
+                    for check, msgs in ((check_kube_schema, check_kube_schema(obj, kube)),
+                                        (check_crd_cel, check_crd_cel(obj))):
+                        issues += [Issue(shown, 0, 0, "", f"{obj['kind']}/{obj.get('metadata', {}).get('name')}: {m}",
+                                         rule=check.rule.id) for m in msgs]
         issues += manifest_issues(dist / c["manifests"], c, str(dist / "index.json"))
     return issues
