@@ -28,9 +28,9 @@ from gpuop.plan.drivers import DEFAULT_RUNTIME, driver_variants, full_version, v
 from gpuop.plan.model import (DcgmExporterPlan, Image, Monitor, NfdPlan, NodeStatusExporterPlan, OpenShiftPlan,
                               Operand, Pool, Scheduling, StackPlan, Upgrade)
 
-if TYPE_CHECKING:      # the validate stage hands its result forward; the plan never calls it
+if TYPE_CHECKING:      # the validate stage hands its result forward (profile/valid.py); the plan never calls it
     from gpuop.profile.models import ClusterProfile, Resources
-    from gpuop.validate.runner import ValidProfile
+    from gpuop.profile.valid import ValidProfile
 
 UPSTREAM_TOLERATIONS = ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},)
 DEFAULT_NAMESPACE = {"kubernetes": "gpu-operator", "openshift": "nvidia-gpu-operator"}

@@ -62,7 +62,8 @@ def check_os_required(ctx: Context) -> list:
     return []
 
 
-@rule("distribution-platform", source="catalog/data/distributions.yaml (Kubernetes distributions; OpenShift is a platform type)")
+@rule("distribution-platform",
+      source="catalog/data/distributions.yaml (Kubernetes distributions; OpenShift is a platform type)")
 def check_distribution_platform(ctx: Context) -> list:
     """A Kubernetes distribution named on an OpenShift platform."""
     p = ctx.spec.platform
@@ -95,8 +96,9 @@ def check_containerd_major(ctx: Context) -> list:
     return []
 
 
-@rule("second-copy", source="catalog/data/distributions.yaml (EKS, GKE and AKS GPU node images install the driver; EKS and AKS the "
-      "toolkit too)")
+@rule("second-copy",
+      source="catalog/data/distributions.yaml (EKS, GKE and AKS GPU node images install the driver; EKS and AKS the "
+             "toolkit too)")
 def check_second_copy(ctx: Context) -> list:
     """A driver or toolkit gpuop would install beside the one a managed node image already has."""
     spec = ctx.spec

@@ -20,7 +20,7 @@ from gpuop.kube import validation as kv
 from gpuop.mig import geometry
 from gpuop.plan import dra as dra_plan
 from gpuop.plan.drivers import full_version
-from gpuop.validate.rules import Context, rule
+from gpuop.validate.rules import Context, Found, rule
 
 SOURCE = "catalog/data/dra.yaml"
 CHART_CLASSES = frozenset({"gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com",
@@ -53,62 +53,64 @@ def _kube(ctx: Context) -> str | None:
 
 # ----------------------------------------------------------------------------------- rules
 
-@rule("dra-declared", source="NVIDIA DRA driver for GPUs (k8s-dra-driver-gpu publishes ResourceSlices and serves the claims)")
+@rule("dra-declared",
+      source="NVIDIA DRA driver for GPUs (k8s-dra-driver-gpu publishes ResourceSlices and serves the claims)")
 def check_dra_declared(ctx: Context):
     """allocation: dra (or claim templates) need spec.dra: the driver is what serves the claims."""
-    out: list = []
+    out, dra = Found(ctx), _dra(ctx)
     if ctx.spec.dra is not None:
         if not _dra_pools(ctx):
-            out.append(ctx.at(("spec", "dra"), "no pool uses allocation: dra, so the DRA driver is not delivered and no "
-                     "DeviceClass is written", "warning"))
+            out.warn(("spec", "dra"), "no pool uses allocation: dra, so the DRA driver is not delivered and no "
+                     "DeviceClass is written")
         return out
     for i, _ in _dra_pools(ctx):
-        out.append(ctx.at(("spec", "nodePools", i, "allocation"), "allocation: dra needs spec.dra (the NVIDIA DRA driver "
+        out.error(("spec", "nodePools", i, "allocation"), "allocation: dra needs spec.dra (the NVIDIA DRA driver "
                   "that publishes this pool's GPUs as ResourceSlices); add spec.dra: {version: "
-                  f"\"{_dra(ctx).version(None).version}\"}} or use allocation: devicePlugin"))
+                  f"\"{dra.version(None).version}\"}} or use allocation: devicePlugin")
     if ctx.spec.claimTemplates and not _dra_pools(ctx):
-        out.append(ctx.at(("spec", "claimTemplates"), "claim templates need a pool with allocation: dra "
-                  "(no pool uses DRA, so no DeviceClass would serve them)"))
+        out.error(("spec", "claimTemplates"), "claim templates need a pool with allocation: dra "
+                  "(no pool uses DRA, so no DeviceClass would serve them)")
     return out
 
 
 @rule("dra-version", source="catalog/data/dra.yaml (the DRA driver versions gpuop knows)")
 def check_version(ctx: Context):
     """A DRA driver version the DRA catalog does not have."""
-    out: list = []
+    out, dra = Found(ctx), _dra(ctx)
     if ctx.spec.dra is None:
         return out
     v = ctx.spec.dra.version
-    if v is not None and _dra(ctx).version(v) is None:
-        out.append(ctx.at(("spec", "dra", "version"), f"{v!r} is not a DRA driver version of the DRA catalog; allowed: "
-                  f"{', '.join(x.version for x in _dra(ctx).versions)} ({SOURCE})"))
+    if v is not None and dra.version(v) is None:
+        out.error(("spec", "dra", "version"), f"{v!r} is not a DRA driver version of the DRA catalog; allowed: "
+                  f"{', '.join(x.version for x in dra.versions)} ({SOURCE})")
     return out
 
 
-@rule("dra-kubernetes", source="catalog/data/dra.yaml (resource.k8s.io/v1 served from 1.34; each driver release's Kubernetes floor)")
+@rule("dra-kubernetes",
+      source="catalog/data/dra.yaml (resource.k8s.io/v1 served from 1.34; each driver release's Kubernetes floor)")
 def check_kubernetes(ctx: Context):
     """resource.k8s.io/v1 is GA (served) from 1.34; the driver has its own floor."""
-    out: list = []
+    out, dra = Found(ctx), _dra(ctx)
     if ctx.spec.dra is None:
         return out
     kube, version = _kube(ctx), _version(ctx)
     if kube is None or version is None:
         return out
-    floor = versions.newest(_dra(ctx).apiVersionSince, version.kubernetesMin)
+    floor = versions.newest(dra.apiVersionSince, version.kubernetesMin)
     if versions.older(kube, floor):
         where = ("spec", "platform", "version")
         shown = f"Kubernetes {kube}" + (f" (OpenShift {ctx.spec.platform.version})" if ctx.spec.platform.type ==
                                         "openshift" else "")
-        out.append(ctx.at(where, f"DRA needs Kubernetes >= {floor}, this cluster is {shown}: gpuop emits "
-                  f"{_dra(ctx).apiVersion} objects (GA, served from {_dra(ctx).apiVersionSince}) and DRA driver "
-                  f"{version.version} requires Kubernetes >= {version.kubernetesMin} (docs/prerequisites.md; {SOURCE})"))
+        out.error(where, f"DRA needs Kubernetes >= {floor}, this cluster is {shown}: gpuop emits "
+                  f"{dra.apiVersion} objects (GA, served from {dra.apiVersionSince}) and DRA driver "
+                  f"{version.version} requires Kubernetes >= {version.kubernetesMin} (docs/prerequisites.md; {SOURCE})")
     return out
 
 
 @rule("dra-driver-floor", source="catalog/data/dra.yaml (k8s-dra-driver-gpu docs/prerequisites.md: GPU driver floors)")
 def check_driver_floor(ctx: Context):
     """GPU driver branch floors of DRA pools with gpuop's driver: 565 for GPUs, 570.158.01 for ComputeDomains."""
-    out: list = []
+    out, dra = Found(ctx), _dra(ctx)
     if ctx.spec.dra is None:
         return out
     version = _version(ctx)
@@ -119,91 +121,93 @@ def check_driver_floor(ctx: Context):
         return out
     default = release.components["driver"].version
     for i, p in _dra_pools(ctx):
-        if dra_plan.driver_root(ctx.spec, p) == _dra(ctx).driverRoot.host:
+        if dra_plan.driver_root(ctx.spec, p) == dra.driverRoot.host:
             continue                                      # the host's driver: gpuop cannot know its version
         pool_v = p.driver.version if p.driver and p.driver.version else None
         where = ("spec", "nodePools", i, "driver", "version") if pool_v else ("spec", "driver", "version")
         full = full_version(pool_v or ctx.spec.driver.version, default, ctx.cat)
         if versions.older(full, version.driverMin):
-            out.append(ctx.at(where, f"pool {p.name!r} (allocation: dra) gets GPU driver {full}, but DRA driver "
+            out.error(where, f"pool {p.name!r} (allocation: dra) gets GPU driver {full}, but DRA driver "
                       f"{version.version} needs >= {version.driverMin} for GPU allocation "
-                      f"(docs/prerequisites.md; {SOURCE})"))
+                      f"(docs/prerequisites.md; {SOURCE})")
         elif ctx.spec.dra.computeDomains.enabled and versions.older(full, version.computeDomainDriverMin):
-            out.append(ctx.at(where, f"pool {p.name!r} gets GPU driver {full}, but ComputeDomains need >= "
-                      f"{version.computeDomainDriverMin} (IMEXDaemonsWithDNSNames; docs/prerequisites.md; {SOURCE})"))
+            out.error(where, f"pool {p.name!r} gets GPU driver {full}, but ComputeDomains need >= "
+                      f"{version.computeDomainDriverMin} (IMEXDaemonsWithDNSNames; docs/prerequisites.md; {SOURCE})")
     return out
 
 
 @rule("dra-cdi", source="catalog/data/dra.yaml (k8s-dra-driver-gpu injects devices through CDI)")
 def check_cdi(ctx: Context):
     """A container runtime without CDI, through which the DRA driver injects devices."""
-    out: list = []
+    out, dra = Found(ctx), _dra(ctx)
     if ctx.spec.dra is None:
         return out
     rt = ctx.spec.containerRuntime or ("crio" if ctx.spec.platform.type == "openshift" else "containerd")
-    if rt not in _dra(ctx).cdiRuntimes:
-        out.append(ctx.at(("spec", "containerRuntime"), f"the DRA driver injects devices through CDI, which {rt} does "
-                  f"not enable; use {' or '.join(_dra(ctx).cdiRuntimes)} (containerd 2.0+ / CRI-O 1.27+ have CDI on "
-                  f"by default; docs/prerequisites.md; {SOURCE})"))
+    if rt not in dra.cdiRuntimes:
+        out.error(("spec", "containerRuntime"), f"the DRA driver injects devices through CDI, which {rt} does "
+                  f"not enable; use {' or '.join(dra.cdiRuntimes)} (containerd 2.0+ / CRI-O 1.27+ have CDI on "
+                  f"by default; docs/prerequisites.md; {SOURCE})")
     return out
 
 
 @rule("dra-feature-gates", source="k8s-dra-driver-gpu pkg/featuregates/featuregates.go; catalog/data/dra.yaml")
 def check_gates(ctx: Context):
-    """Unknown DRA driver feature gates, gates newer than the driver, exclusive gates, gates without the ones they need."""
-    out: list = []
+    """Unknown DRA driver feature gates, gates newer than the driver, exclusive gates, gates without the ones
+    they need."""
+    out, dra = Found(ctx), _dra(ctx)
     if ctx.spec.dra is None:
         return out
     version = _version(ctx)
     set_ = ctx.spec.dra.featureGates
     for name in set_:
-        gate = _dra(ctx).featureGates.get(name)
+        gate = dra.featureGates.get(name)
         where = ("spec", "dra", "featureGates", name)
         if gate is None:
-            out.append(ctx.at(where, f"{name!r} is not a feature gate of the DRA driver; allowed: "
-                      f"{', '.join(_dra(ctx).featureGates)} ({SOURCE}, pkg/featuregates/featuregates.go)"))
+            out.error(where, f"{name!r} is not a feature gate of the DRA driver; allowed: "
+                      f"{', '.join(dra.featureGates)} ({SOURCE}, pkg/featuregates/featuregates.go)")
         elif version is not None and versions.older(version.version, gate.since):
-            out.append(ctx.at(where, f"{name} exists since DRA driver {gate.since}, not in {version.version} ({SOURCE})"))
+            out.error(where, f"{name} exists since DRA driver {gate.since}, not in {version.version} ({SOURCE})")
     gates = _gates(ctx)
-    for ex in _dra(ctx).exclusions:
+    for ex in dra.exclusions:
         a, b = ex.gates
         if gates.get(a) and gates.get(b):
             where = ("spec", "dra", "featureGates", b if b in set_ else a)
             text = (f"feature gates {a} and {b} are mutually exclusive: "
                     + ("the docs say so, though the driver does not check it yet" if ex.docsOnly
                        else "the driver's binaries refuse to start") + f" ({ex.source})")
-            out.append(ctx.at(where, text, "warning" if ex.docsOnly else "error"))
-    for dep in _dra(ctx).dependencies:
+            (out.warn if ex.docsOnly else out.error)(where, text)
+    for dep in dra.dependencies:
         if gates.get(dep.gate) and not gates.get(dep.needs):
             where = ("spec", "dra", "featureGates", dep.needs if dep.needs in set_ else dep.gate)
-            out.append(ctx.at(where, f"feature gate {dep.gate} needs {dep.needs} on ({dep.source})"))
+            out.error(where, f"feature gate {dep.gate} needs {dep.needs} on ({dep.source})")
     kube = _kube(ctx)
     if gates.get("DynamicMIG") and kube and versions.older(kube, "1.36"):
-        out.append(ctx.at(("spec", "dra", "featureGates", "DynamicMIG"), f"DynamicMIG on Kubernetes {kube} needs the "
+        out.warn(("spec", "dra", "featureGates", "DynamicMIG"), f"DynamicMIG on Kubernetes {kube} needs the "
                  "Kubernetes feature gate DRAPartitionableDevices on kube-apiserver and kube-scheduler (on by "
-                 "default from 1.36); gpuop cannot see the control plane's gates (docs/guides/gpu-allocation/mig.md)", "warning"))
+                 "default from 1.36); gpuop cannot see the control plane's gates (docs/guides/gpu-allocation/mig.md)")
     return out
 
 
-@rule("dra-extended-resources", source="Kubernetes KEP 5004 (DRAExtendedResource); k8s-dra-driver-gpu chart templates/validation.yaml")
+@rule("dra-extended-resources",
+      source="Kubernetes KEP 5004 (DRAExtendedResource); k8s-dra-driver-gpu chart templates/validation.yaml")
 def check_extended_resources(ctx: Context):
     """spec.dra.extendedResources on a Kubernetes version without extended resources for DRA."""
-    out: list = []
+    out, dra = Found(ctx), _dra(ctx)
     if ctx.spec.dra is None:
         return out
     kube = _kube(ctx)
-    if ctx.spec.dra.extendedResources and kube and versions.older(kube, _dra(ctx).extendedResourceSince):
-        out.append(ctx.at(("spec", "dra", "extendedResources"), f"extendedResourceName (KEP 5004) needs Kubernetes >= "
-                  f"{_dra(ctx).extendedResourceSince} with the DRAExtendedResource gate on kube-apiserver, "
+    if ctx.spec.dra.extendedResources and kube and versions.older(kube, dra.extendedResourceSince):
+        out.error(("spec", "dra", "extendedResources"), f"extendedResourceName (KEP 5004) needs Kubernetes >= "
+                  f"{dra.extendedResourceSince} with the DRAExtendedResource gate on kube-apiserver, "
                   f"kube-scheduler, kube-controller-manager and kubelet; this cluster is Kubernetes {kube} "
-                  f"(chart/templates/validation.yaml; {SOURCE})"))
+                  f"(chart/templates/validation.yaml; {SOURCE})")
     return out
 
 
 @rule("dra-pools", source="k8s-dra-driver-gpu api/nvidia.com/resource/v1beta1/validate.go; catalog/data/dra.yaml")
 def check_pools(ctx: Context):
     """Per DRA pool: sharing gates, DynamicMIG vs the MIG manager, the GPU known to selectors."""
-    out: list = []
+    out, dra = Found(ctx), _dra(ctx)
     if ctx.spec.dra is None:
         return out
     gates, dynamic = _gates(ctx), _gates(ctx).get("DynamicMIG", False)
@@ -213,40 +217,40 @@ def check_pools(ctx: Context):
         s = p.sharing
         if s is not None:
             for kind in ("timeSlicing", "mps"):
-                gate = _dra(ctx).sharingGates[kind]
+                gate = dra.sharingGates[kind]
                 if getattr(s, kind) is not None and not gates.get(gate):
-                    out.append(ctx.at(base + ("sharing", kind), f"{kind} on a DRA pool becomes the driver's opaque "
+                    out.error(base + ("sharing", kind), f"{kind} on a DRA pool becomes the driver's opaque "
                               f"config, which it rejects without feature gate {gate}; set "
                               f"spec.dra.featureGates.{gate}: true (api/nvidia.com/resource/v1beta1/validate.go; "
-                              f"{SOURCE})"))
+                              f"{SOURCE})")
             if s.timeSlicing is not None and s.mps is not None:
-                out.append(ctx.at(base + ("sharing",), "timeSlicing and mps cannot be active on the same GPU "
-                          "(docs/guides/gpu-allocation/time-slicing.md); keep one"))
+                out.error(base + ("sharing",), "timeSlicing and mps cannot be active on the same GPU "
+                          "(docs/guides/gpu-allocation/time-slicing.md); keep one")
         layout = p.mig.layout if p.mig else {}
         if dynamic and layout and ctx.spec.migManager.enabled:
-            out.append(ctx.at(base + ("mig", "layout"), f"DynamicMIG is on, so the DRA driver creates and destroys MIG "
+            out.error(base + ("mig", "layout"), f"DynamicMIG is on, so the DRA driver creates and destroys MIG "
                       f"devices on pool {p.name!r} itself and destroys partitions it did not create at startup, "
                       "but this layout would be applied by the MIG manager; drop the layout (the claims pick "
-                      "profiles) or turn DynamicMIG off (FACTS §5, docs/concepts/gpu-allocation.md)"))
-        if p.gpu in ctx.cat.gpus and p.gpu not in _dra(ctx).products:
-            out.append(ctx.at(base + ("gpu",), f"the DRA catalog has no NVML product name for {p.gpu}, so the pool's "
+                      "profiles) or turn DynamicMIG off (FACTS §5, docs/concepts/gpu-allocation.md)")
+        if p.gpu in ctx.cat.gpus and p.gpu not in dra.products:
+            out.warn(base + ("gpu",), f"the DRA catalog has no NVML product name for {p.gpu}, so the pool's "
                      "DeviceClasses select on driver, device type and MIG profile only: they also match other "
-                     f"GPU models' devices ({SOURCE} products)", "warning"))
+                     f"GPU models' devices ({SOURCE} products)")
         roots.setdefault(dra_plan.driver_root(ctx.spec, p), i)
     if len(roots) > 1:
         i = max(roots.values())
-        out.append(ctx.at(("spec", "nodePools", i, "driver", "enabled"), "DRA pools disagree on where the GPU driver "
+        out.error(("spec", "nodePools", i, "driver", "enabled"), "DRA pools disagree on where the GPU driver "
                   "is (gpuop's driver container at /run/nvidia/driver vs the host's /), but the DRA driver's "
-                  "chart has one nvidiaDriverRoot; give every allocation: dra pool the same driver setting"))
+                  "chart has one nvidiaDriverRoot; give every allocation: dra pool the same driver setting")
     by_gpu: dict[str, list[int]] = {}
     for i, p in _dra_pools(ctx):
         by_gpu.setdefault(p.gpu, []).append(i)
     for gpu, idxs in by_gpu.items():
         if len(idxs) > 1:
             names = ", ".join(ctx.spec.nodePools[j].name for j in idxs)
-            out.append(ctx.at(("spec", "nodePools", idxs[1], "gpu"), f"DRA pools {names} have the same GPU model ({gpu}); "
+            out.warn(("spec", "nodePools", idxs[1], "gpu"), f"DRA pools {names} have the same GPU model ({gpu}); "
                      "a DeviceClass selects devices, not nodes, so each of their classes matches the other "
-                     "pools' devices too", "warning"))
+                     "pools' devices too")
     return out
 
 
@@ -258,24 +262,26 @@ def _compatible(a: dict, b: dict) -> bool:
 @rule("dra-double-allocation", source="NVIDIA DRA driver for GPUs: never beside the device plugin on one node")
 def check_double_allocation(ctx: Context):
     """No node may match a DRA pool and a device-plugin pool: both would hand out its GPUs."""
-    out: list = []
+    out = Found(ctx)
     pools = ctx.spec.nodePools
     for i, p in _dra_pools(ctx):
         for j, q in enumerate(pools):
             if dra_plan.is_dra(q) or q.gpu != p.gpu or not _compatible(p.nodeSelector, q.nodeSelector):
                 continue
-            out.append(ctx.at(("spec", "nodePools", i, "nodeSelector"), f"pool {p.name!r} (allocation: dra) and pool "
+            out.error(("spec", "nodePools", i, "nodeSelector"), f"pool {p.name!r} (allocation: dra) and pool "
                       f"{q.name!r} (device plugin) can select the same nodes: both have GPU {p.gpu} and their "
                       "nodeSelectors do not exclude each other (no label key with different values), so such a "
                       "node would run the device plugin and the DRA kubelet plugin and hand out its GPUs twice; "
-                      "give the pools nodeSelectors that differ in one label's value"))
+                      "give the pools nodeSelectors that differ in one label's value")
     return out
 
 
-@rule("dra-claim-templates", source="Kubernetes resource.k8s.io/v1 ResourceClaimTemplate; catalog/data/mig.yaml; catalog/data/dra.yaml")
+@rule("dra-claim-templates",
+      source="Kubernetes resource.k8s.io/v1 ResourceClaimTemplate; catalog/data/mig.yaml; catalog/data/dra.yaml")
 def check_claims(ctx: Context):
-    """Claim templates declared twice, on a pool without DRA, or asking for MIG profiles or counts the pool does not offer."""
-    out: list = []
+    """Claim templates declared twice, on a pool without DRA, or asking for MIG profiles or counts the pool
+    does not offer."""
+    out = Found(ctx)
     if ctx.spec.dra is None:
         return out
     dynamic = _gates(ctx).get("DynamicMIG", False)
@@ -284,14 +290,14 @@ def check_claims(ctx: Context):
     for k, t in enumerate(ctx.spec.claimTemplates):
         base = ("spec", "claimTemplates", k)
         if (t.namespace, t.name) in seen:
-            out.append(ctx.at(base + ("name",), f"claim template {t.namespace}/{t.name} is declared twice (also "
-                      f"spec.claimTemplates[{seen[(t.namespace, t.name)]}]); names are unique per namespace"))
+            out.error(base + ("name",), f"claim template {t.namespace}/{t.name} is declared twice (also "
+                      f"spec.claimTemplates[{seen[(t.namespace, t.name)]}]); names are unique per namespace")
         seen.setdefault((t.namespace, t.name), k)
         found = pools.get(t.pool)
         if found is None or not dra_plan.is_dra(found[1]):
             dra_names = [p.name for _, p in _dra_pools(ctx)]
-            out.append(ctx.at(base + ("pool",), f"{t.pool!r} is not a pool with allocation: dra; allowed: "
-                      f"{', '.join(dra_names) or 'none'}"))
+            out.error(base + ("pool",), f"{t.pool!r} is not a pool with allocation: dra; allowed: "
+                      f"{', '.join(dra_names) or 'none'}")
             continue
         _, pool = found
         offered = dra_plan.pool_devices(pool, dynamic)
@@ -302,45 +308,47 @@ def check_claims(ctx: Context):
             where = base + ("devices", n, "profile")
             if d.profile == dra_plan.WHOLE_GPU:
                 if layout and not dynamic:
-                    out.append(ctx.at(where, f"pool {pool.name!r} partitions its GPUs with static MIG "
+                    out.error(where, f"pool {pool.name!r} partitions its GPUs with static MIG "
                               f"({geometry.describe(layout)}), and a GPU in MIG mode is offered as its MIG devices, "
-                              "never whole (FACTS §5); ask for a profile of the layout"))
+                              "never whole (FACTS §5); ask for a profile of the layout")
                 continue
             if family is None or family.profile(d.profile) is None:
                 allowed = ", ".join(family.names) if family else f"none ({pool.gpu} is not MIG-capable)"
-                out.append(ctx.at(where, f"{d.profile!r} is not a MIG profile of {pool.gpu}; allowed: gpu, {allowed} "
-                          "(catalog/data/mig.yaml)"))
+                out.error(where, f"{d.profile!r} is not a MIG profile of {pool.gpu}; allowed: gpu, {allowed} "
+                          "(catalog/data/mig.yaml)")
                 continue
             if not dynamic and d.profile not in layout:
-                out.append(ctx.at(where, f"{d.profile!r} is not in the static MIG layout of pool {pool.name!r} "
+                out.error(where, f"{d.profile!r} is not in the static MIG layout of pool {pool.name!r} "
                           f"({geometry.describe(layout) if layout else 'none'}): the DRA driver only offers the MIG "
                           "devices that exist when its kubelet plugin starts (FACTS §5); add it to the layout or "
-                          "turn on DynamicMIG"))
+                          "turn on DynamicMIG")
                 continue
             mig_counts[d.profile] = mig_counts.get(d.profile, 0) + d.count
         if dynamic and mig_counts:
             result = geometry.check_layout(pool.gpu, mig_counts, gpus=ctx.cat.gpus)
             if not result.ok:
-                out.append(ctx.at(base + ("devices",), f"under DynamicMIG a claim's MIG devices are created on one GPU, "
+                out.error(base + ("devices",), f"under DynamicMIG a claim's MIG devices are created on one GPU, "
                           f"and {geometry.describe(mig_counts)} has no placement on one {pool.gpu}: "
-                          + "; ".join(result.reasons)))
+                          + "; ".join(result.reasons))
         gpus = dra_plan.gpus_per_node(pool)
         if gpus:
             for n, d in enumerate(t.devices):
                 per_node = offered.get(d.profile, 0) * gpus
                 total = sum(x.count for x in t.devices if x.profile == d.profile)
                 if d.profile in offered and total > per_node:
-                    out.append(ctx.at(base + ("devices", n, "count"), f"the claim asks for {total} x {d.profile}, but one "
+                    out.error(base + ("devices", n, "count"), f"the claim asks for {total} x {d.profile}, but one "
                               f"node of pool {pool.name!r} offers {per_node} ({offered[d.profile]} per GPU x "
-                              f"{gpus} GPUs); a claim's devices all come from one node"))
+                              f"{gpus} GPUs); a claim's devices all come from one node")
                     break
     return out
 
 
-@rule("dra-device-classes", source="k8s.io/apimachinery IsDNS1123Subdomain; the DRA driver chart's DeviceClasses; the ResourceSlice attributes of catalog/data/dra.yaml")
+@rule("dra-device-classes",
+      source="k8s.io/apimachinery IsDNS1123Subdomain; the DRA driver chart's DeviceClasses; the ResourceSlice "
+             "attributes of catalog/data/dra.yaml")
 def check_device_classes(ctx: Context):
     """Names valid DNS subdomains, unique, never the chart's; selectors parse and type-check."""
-    out: list = []
+    out = Found(ctx)
     if ctx.spec.dra is None:
         return out
     plan = dra_plan.build(ctx.spec)
@@ -352,22 +360,22 @@ def check_device_classes(ctx: Context):
     for c in plan.device_classes:
         where = ("spec", "nodePools", index[c.pool], "name")
         if kv.is_dns1123_subdomain(c.name):
-            out.append(ctx.at(where, f"DeviceClass name {c.name!r} is not a valid DNS-1123 subdomain (lowercase "
-                      "alphanumerics, '-' and '.', at most 253 characters)"))
+            out.error(where, f"DeviceClass name {c.name!r} is not a valid DNS-1123 subdomain (lowercase "
+                      "alphanumerics, '-' and '.', at most 253 characters)")
         if c.name in CHART_CLASSES:
-            out.append(ctx.at(where, f"DeviceClass {c.name!r} is one the DRA driver's chart creates"))
+            out.error(where, f"DeviceClass {c.name!r} is one the DRA driver's chart creates")
         if c.name in seen:
-            out.append(ctx.at(where, f"DeviceClass {c.name!r} would be emitted twice (pools {seen[c.name]!r} and {c.pool!r})"))
+            out.error(where, f"DeviceClass {c.name!r} would be emitted twice (pools {seen[c.name]!r} and {c.pool!r})")
         seen.setdefault(c.name, c.pool)
         if c.extended_resource:
             if c.extended_resource in ext and ext[c.extended_resource] != c.pool:
-                out.append(ctx.at(where, f"extendedResourceName {c.extended_resource} would be served by the DeviceClasses "
+                out.error(where, f"extendedResourceName {c.extended_resource} would be served by the DeviceClasses "
                           f"of pools {ext[c.extended_resource]!r} and {c.pool!r}; Kubernetes maps one extended "
                           "resource to one DeviceClass, so set spec.dra.extendedResources only with one DRA pool "
-                          "per device"))
+                          "per device")
             ext.setdefault(c.extended_resource, c.pool)
         for problem in typecheck(c.expression, "mig" if c.device != dra_plan.WHOLE_GPU else "gpu", _dra(ctx)):
-            out.append(ctx.at(where, f"DeviceClass {c.name!r} selector: {problem}"))
+            out.error(where, f"DeviceClass {c.name!r} selector: {problem}")
     return out
 
 

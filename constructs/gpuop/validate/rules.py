@@ -55,6 +55,21 @@ class Context:
         return self.memo[key]
 
 
+class Found(list):
+    """The issues of a rule that reports as it goes (`out.error(loc, message)`, `out.warn(...)`): a list of
+    Issues, returned as the rule's result like any other."""
+
+    def __init__(self, ctx: Context):
+        super().__init__()
+        self._at = ctx.at
+
+    def error(self, loc: tuple, message: str) -> None:
+        self.append(self._at(loc, message))
+
+    def warn(self, loc: tuple, message: str) -> None:
+        self.append(self._at(loc, message, "warning"))
+
+
 Check = Callable[[Context], list[Issue]]
 
 

@@ -12,8 +12,6 @@ wrong and what is allowed, and the id of its rule (REGISTRY, docs/rules.md). War
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pydantic import ValidationError
 
 from gpuop import catalog as catalog_mod
@@ -21,6 +19,7 @@ from gpuop.errors import Issue, Rule, UserError, registry
 from gpuop.profile.load import LoadedProfile
 from gpuop.profile.messages import model_issues
 from gpuop.profile.models import ClusterProfile
+from gpuop.profile.valid import ValidProfile
 from gpuop.validate import cluster as cluster_rules
 from gpuop.validate import compat as compat_rules
 from gpuop.validate import distribution as distribution_rules
@@ -41,7 +40,7 @@ RULE_MODULES = (cluster_rules, compat_rules, mig_rules, pool_rules, platform_rul
 REGISTRY: dict[str, Rule] = registry(check for m in RULE_MODULES for phase in m.RULES for check in phase)
 
 
-def check_rules(loaded: LoadedProfile, profile: ClusterProfile | None, cat) -> tuple[list[Issue], list[Issue]]:
+def run_rules(loaded: LoadedProfile, profile: ClusterProfile | None, cat) -> tuple[list[Issue], list[Issue]]:
     """Every module's rules that apply (only the plain ones without a typed profile) -> (errors, warnings)."""
     errors: list[Issue] = []
     warnings: list[Issue] = []
@@ -54,13 +53,6 @@ def check_rules(loaded: LoadedProfile, profile: ClusterProfile | None, cat) -> t
             errors += e
             warnings += w
     return errors, warnings
-
-
-@dataclass(frozen=True)
-class ValidProfile:
-    loaded: LoadedProfile
-    profile: ClusterProfile
-    warnings: tuple[Issue, ...] = ()
 
 
 # ----------------------------------------------------------------------------------- the model pass
@@ -82,7 +74,7 @@ def validate(loaded: LoadedProfile, cat: catalog_mod.Catalog | None = None) -> V
         profile = check_shape(loaded)
     except UserError as exc:
         shape_issues = exc.issues
-    errors, warnings = check_rules(loaded, profile, cat)
+    errors, warnings = run_rules(loaded, profile, cat)
     refused = {i.path for i in shape_issues}
     errors = [e for e in errors if e.path not in refused]
     if shape_issues or errors:

@@ -67,8 +67,10 @@ def _label_maps(obj: Obj) -> Iterator[tuple[str, Mapping[str, Any]]]:
         yield "spec.selector", _dict(spec.get("selector"))
 
 
-@rule("labels", source="k8s.io/apimachinery/pkg/apis/meta/v1/validation ValidateLabels",
-      refuses="Label keys that are not qualified names and values that are not label values (objects, templates, selectors).")
+@rule("labels",
+      source="k8s.io/apimachinery/pkg/apis/meta/v1/validation ValidateLabels",
+      refuses="Label keys that are not qualified names and values that are not label values (objects, templates, "
+              "selectors).")
 # k8s.io/apimachinery/pkg/apis/meta/v1/validation ValidateLabels (IsQualifiedName keys,
 #   IsValidLabelValue values) on object and template labels, workload and Service selectors
 def check_labels(obj: Obj, ctx: Context) -> Iterable[Finding]:
@@ -106,7 +108,9 @@ def check_annotations(obj: Obj, ctx: Context) -> Iterable[Finding]:
     return emit.findings
 
 
-@rule("duplicate-objects", source="gpuop (not an API-server check): two objects with the same kind/namespace/name in one output means the second silently overwrites the first on apply",
+@rule("duplicate-objects",
+      source="gpuop (not an API-server check): two objects with the same kind/namespace/name in one output means "
+             "the second silently overwrites the first on apply",
       refuses="Two objects with the same kind, namespace and name in one output (the second overwrites the first).")
 # Not an API-server check: two objects with the same kind/namespace/name in one output means
 #   the second silently overwrites the first on apply.

@@ -22,7 +22,8 @@ from .objects import (
 )
 
 
-@rule("host-pid-with-share-process-namespace", source="k8s pkg/apis/core/validation/validation.go validatePodSpecSecurityContext",
+@rule("host-pid-with-share-process-namespace",
+      source="k8s pkg/apis/core/validation/validation.go validatePodSpecSecurityContext",
       refuses="hostPID together with shareProcessNamespace.")
 # k8s pkg/apis/core/validation/validation.go validatePodSpecSecurityContext:
 #   "ShareProcessNamespace and HostPID cannot both be enabled"
@@ -97,8 +98,10 @@ def _check_items(emit: _Emitter, items: Any, base: str) -> None:
             emit(ipath, invalid(path, "must not contain '..'"))
 
 
-@rule("volumes", source="k8s pkg/apis/core/validation/validation.go ValidateVolumes",
-      refuses="Volume names invalid or repeated, no or several volume sources, bad item paths and modes, bad hostPath types.")
+@rule("volumes",
+      source="k8s pkg/apis/core/validation/validation.go ValidateVolumes",
+      refuses="Volume names invalid or repeated, no or several volume sources, bad item paths and modes, bad "
+              "hostPath types.")
 # k8s pkg/apis/core/validation/validation.go ValidateVolumes (name DNS-1123 label, unique; item paths
 #   relative without '..', defaultMode and item modes within 0777; a negative emptyDir.sizeLimit),
 #   validateVolumeSource ("may not specify more than 1 volume type" / "must specify a volume type"),
@@ -164,8 +167,10 @@ def _checked_volumes(emit: _Emitter, ref: PodSpecRef) -> set[str]:
     return valid
 
 
-@rule("container-ports", source="k8s pkg/apis/core/validation/validation.go validateContainerPorts",
-      refuses="Port names and numbers out of grammar or range, duplicate names, host ports that differ under hostNetwork.")
+@rule("container-ports",
+      source="k8s pkg/apis/core/validation/validation.go validateContainerPorts",
+      refuses="Port names and numbers out of grammar or range, duplicate names, host ports that differ under "
+              "hostNetwork.")
 # k8s pkg/apis/core/validation/validation.go validateContainerPorts (IsValidPortName, unique
 #   names, IsValidPortNum), validatePodHostNetworkDeps ("must match `containerPort` when
 #   `hostNetwork` is true"), AccumulateUniqueHostPorts (duplicate protocol/hostIP/hostPort)
@@ -217,8 +222,10 @@ def _has_dotdot(value: str) -> bool:
     return ".." in value.replace("\\", "/").split("/")
 
 
-@rule("volume-mounts", source="k8s pkg/apis/core/validation/validation.go ValidateVolumeMounts",
-      refuses="Mounts of volumes the pod lacks, repeated mount paths, bad subPaths, Bidirectional propagation unprivileged.")
+@rule("volume-mounts",
+      source="k8s pkg/apis/core/validation/validation.go ValidateVolumeMounts",
+      refuses="Mounts of volumes the pod lacks, repeated mount paths, bad subPaths, Bidirectional propagation "
+              "unprivileged.")
 # k8s pkg/apis/core/validation/validation.go ValidateVolumeMounts (name must be a pod volume,
 #   mountPath required and unique, subPath/subPathExpr via validateLocalDescendingPath),
 #   validateMountPropagation ("Bidirectional mount propagation is available only to privileged
@@ -309,8 +316,10 @@ def _check_handler(
             emit(child(apath, "scheme"), not_supported(scheme, ("HTTP", "HTTPS")))
 
 
-@rule("probes", source="k8s pkg/apis/core/validation/validation.go validateProbe / validateHandler",
-      refuses="Probes and lifecycle handlers with no or several handlers, bad thresholds, ports the container does not declare.")
+@rule("probes",
+      source="k8s pkg/apis/core/validation/validation.go validateProbe / validateHandler",
+      refuses="Probes and lifecycle handlers with no or several handlers, bad thresholds, ports the container does "
+              "not declare.")
 # k8s pkg/apis/core/validation/validation.go validateProbe / validateHandler ("must specify a
 #   handler type", "may not specify more than 1 handler type"), ValidateNonnegativeField on the
 #   timing fields, validateLivenessProbe / validateStartupProbe (successThreshold "must be 1"),
@@ -367,8 +376,10 @@ def check_probes(obj: Obj, ctx: Context) -> Iterable[Finding]:
 _VALUE_FROM_SOURCES = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")
 
 
-@rule("env", source="k8s pkg/apis/core/validation/validation.go ValidateEnv",
-      refuses="Env names outside the grammar, value with valueFrom, valueFrom with no or several sources, bad field paths.")
+@rule("env",
+      source="k8s pkg/apis/core/validation/validation.go ValidateEnv",
+      refuses="Env names outside the grammar, value with valueFrom, valueFrom with no or several sources, bad field "
+              "paths.")
 # k8s pkg/apis/core/validation/validation.go ValidateEnv (IsEnvVarName), validateEnvVarValueFrom
 #   (exactly one source; not together with `value`), validateConfigMapKeySelector /
 #   validateSecretKeySelector (IsConfigMapKey), ValidateEnvFrom (exactly one of configMapRef /
@@ -498,8 +509,10 @@ def container_resource_name_errors(name: str) -> list[str]:
     return []
 
 
-@rule("resources", source="k8s pkg/apis/core/validation/validation.go validateResourceRequirements",
-      refuses="Malformed quantities, requests above limits, GPU requests unlike their limits or fractional, bad resource names.")
+@rule("resources",
+      source="k8s pkg/apis/core/validation/validation.go validateResourceRequirements",
+      refuses="Malformed quantities, requests above limits, GPU requests unlike their limits or fractional, bad "
+              "resource names.")
 # k8s pkg/apis/core/validation/validation.go validateResourceRequirements (request <= limit:
 #   "must be less than or equal to %s limit of %s"; non-overcommitable resources such as
 #   nvidia.com/gpu: "must be equal to %s limit of %s" and "Limit must be set for non
@@ -767,8 +780,10 @@ def _check_seccomp(emit: _Emitter, sc: Mapping[str, Any], base: str) -> None:
              invalid(profile.get("localhostProfile"), "can only be set when seccomp type is Localhost"))
 
 
-@rule("security-context", source="k8s pkg/apis/core/validation/validation.go ValidateSecurityContext",
-      refuses="runAsUser / runAsGroup out of range, privileged with allowPrivilegeEscalation false, bad capabilities or profiles.")
+@rule("security-context",
+      source="k8s pkg/apis/core/validation/validation.go ValidateSecurityContext",
+      refuses="runAsUser / runAsGroup out of range, privileged with allowPrivilegeEscalation false, bad "
+              "capabilities or profiles.")
 # k8s pkg/apis/core/validation/validation.go ValidateSecurityContext (runAsUser / runAsGroup
 #   ValidateNonnegativeField-style range "must be between 0 and 2147483647, inclusive", procMount
 #   "Default" or "Unmasked", "cannot set `allowPrivilegeEscalation` to false and `privileged` to
@@ -919,7 +934,9 @@ def _check_pod_affinity_term(emit: _Emitter, term: Mapping[str, Any], path: str)
         emit(tpath, invalid(str(topology or ""), msg))
 
 
-@rule("pod-affinity", source="k8s pkg/apis/core/validation/validation.go validatePodAffinity / validatePodAntiAffinity / validatePodAffinityTerm",
+@rule("pod-affinity",
+      source="k8s pkg/apis/core/validation/validation.go validatePodAffinity / validatePodAntiAffinity / "
+             "validatePodAffinityTerm",
       refuses="Pod (anti-)affinity terms without a topology key, bad weights or selectors.")
 # k8s pkg/apis/core/validation/validation.go validatePodAffinity / validatePodAntiAffinity /
 #   validatePodAffinityTerm (topologyKey "can not be empty" and a qualified name, the label selector),

@@ -92,7 +92,8 @@ def _check_config_refs(obj: Obj, ctx: Context, ref_kind: str, obj_kind: str, res
     return emit.findings
 
 
-@rule("config-map-references", source="kubelet pkg/kubelet/kubelet_pods.go makeEnvironmentVariables and pkg/volume/configmap SetUpAt",
+@rule("config-map-references",
+      source="kubelet pkg/kubelet/kubelet_pods.go makeEnvironmentVariables and pkg/volume/configmap SetUpAt",
       refuses="A pod needing a ConfigMap (or key) neither in the output nor external.")
 # kubelet pkg/kubelet/kubelet_pods.go makeEnvironmentVariables and pkg/volume/configmap SetUpAt:
 #   a missing, non-optional ConfigMap (or key) keeps the pod in CreateContainerConfigError /
@@ -101,7 +102,8 @@ def check_config_map_references(obj: Obj, ctx: Context) -> Iterable[Finding]:
     return _check_config_refs(obj, ctx, "configMap", "ConfigMap", "configmaps")
 
 
-@rule("secret-references", source="kubelet pkg/kubelet/kubelet_pods.go makeEnvironmentVariables, pkg/volume/secret SetUpAt",
+@rule("secret-references",
+      source="kubelet pkg/kubelet/kubelet_pods.go makeEnvironmentVariables, pkg/volume/secret SetUpAt",
       refuses="A pod needing a Secret (or key) neither in the output nor external.")
 # Same kubelet paths for Secrets (pkg/volume/secret SetUpAt).  imagePullSecrets are deliberately
 # not checked: they are provided by the user.
@@ -109,8 +111,10 @@ def check_secret_references(obj: Obj, ctx: Context) -> Iterable[Finding]:
     return _check_config_refs(obj, ctx, "secret", "Secret", "secrets")
 
 
-@rule("runtime-class-exists", source="k8s pkg/apis/core/validation/validation.go ValidateRuntimeClassName",
-      refuses="A runtimeClassName that is not a DNS subdomain or names a RuntimeClass neither in the output nor external.")
+@rule("runtime-class-exists",
+      source="k8s pkg/apis/core/validation/validation.go ValidateRuntimeClassName",
+      refuses="A runtimeClassName that is not a DNS subdomain or names a RuntimeClass neither in the output nor "
+              "external.")
 # k8s pkg/apis/core/validation/validation.go ValidateRuntimeClassName (DNS subdomain) and
 #   plugin/pkg/admission/runtimeclass admission.go: 'pod rejected: RuntimeClass "%s" not found'
 def check_runtime_class_exists(obj: Obj, ctx: Context) -> Iterable[Finding]:
@@ -128,7 +132,8 @@ def check_runtime_class_exists(obj: Obj, ctx: Context) -> Iterable[Finding]:
     return emit.findings
 
 
-@rule("role-binding-role-ref", source="k8s pkg/apis/rbac/validation/validation.go ValidateRoleBinding / ValidateClusterRoleBinding",
+@rule("role-binding-role-ref",
+      source="k8s pkg/apis/rbac/validation/validation.go ValidateRoleBinding / ValidateClusterRoleBinding",
       refuses="A binding whose roleRef is malformed or names a role neither in the output nor external.")
 # k8s pkg/apis/rbac/validation/validation.go ValidateRoleBinding / ValidateClusterRoleBinding
 #   (roleRef.apiGroup, roleRef.kind) and pkg/registry/rbac/rolebinding/policybased storage.go:

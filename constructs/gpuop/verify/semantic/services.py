@@ -80,7 +80,9 @@ def check_service_ports(obj: Obj, ctx: Context) -> Iterable[Finding]:
     return emit.findings
 
 
-@rule("service-selector-matches-pods", source="gpuop (not an API-server check): a Service whose selector matches no pod template in the output has no endpoints (kube-controller-manager endpointslice controller selects nothing)",
+@rule("service-selector-matches-pods",
+      source="gpuop (not an API-server check): a Service whose selector matches no pod template in the output has "
+             "no endpoints (kube-controller-manager endpointslice controller selects nothing)",
       refuses="A Service whose selector matches no pod template of the output (no endpoints).")
 # Not an API-server check: a Service whose selector matches no pod template in the output has
 # no endpoints (kube-controller-manager endpointslice controller selects nothing).

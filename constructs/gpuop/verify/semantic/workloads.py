@@ -70,7 +70,9 @@ def check_workload_selector(obj: Obj, ctx: Context) -> Iterable[Finding]:
     return emit.findings
 
 
-@rule("pod-template-restart-policy", source="k8s pkg/apis/apps/validation/validation.go ValidateDaemonSetSpec / ValidateDeploymentSpec / ValidateStatefulSetSpec",
+@rule("pod-template-restart-policy",
+      source="k8s pkg/apis/apps/validation/validation.go ValidateDaemonSetSpec / ValidateDeploymentSpec / "
+             "ValidateStatefulSetSpec",
       refuses="Workload pod templates with another restartPolicy than their kind allows.")
 # k8s pkg/apis/apps/validation/validation.go ValidateDaemonSetSpec / ValidateDeploymentSpec /
 #   ValidateStatefulSetSpec ("Unsupported value ... supported values: \"Always\"") and
@@ -103,7 +105,10 @@ def _int_or_percent(value: Any) -> tuple[int | None, bool]:
     return None, isinstance(value, str)
 
 
-@rule("daemonset-update-strategy", source="k8s pkg/apis/apps/validation/validation.go ValidateDaemonSetUpdateStrategy / ValidateRollingUpdateDaemonSet / ValidatePositiveIntOrPercent / IsNotMoreThan100Percent, after pkg/apis/apps/v1 defaults.go SetDefaults_DaemonSet",
+@rule("daemonset-update-strategy",
+      source="k8s pkg/apis/apps/validation/validation.go ValidateDaemonSetUpdateStrategy / "
+             "ValidateRollingUpdateDaemonSet / ValidatePositiveIntOrPercent / IsNotMoreThan100Percent, after "
+             "pkg/apis/apps/v1 defaults.go SetDefaults_DaemonSet",
       refuses="Bad DaemonSet update strategies: types, percentages, maxUnavailable and maxSurge both zero.")
 # k8s pkg/apis/apps/validation/validation.go ValidateDaemonSetUpdateStrategy /
 #   ValidateRollingUpdateDaemonSet / ValidatePositiveIntOrPercent / IsNotMoreThan100Percent,
