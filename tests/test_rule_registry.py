@@ -52,6 +52,7 @@ def pools(*ps) -> dict:
 # One profile per validate rule id that breaks that rule (and, as far as can be, no other): patches deep-merged
 # onto STACK in order (mappings merge, lists replace). None as a value removes the key.
 VALIDATE_CASES: dict[str, tuple[dict, ...]] = {
+    "profile-schema": ({"spec": {"nodePool": []}},),
     "cluster-name-reserved": ({"metadata": {"name": "charts"}},),
     "release-known": ({"spec": {"release": "9.9"}},),
     "platform-version-matrix": ({"spec": {"platform": {"version": "1.20"}}},),
@@ -192,7 +193,8 @@ def test_every_validate_rule_is_a_declared_check_of_its_module():
             r = c.rule
             assert (r.stage, r.name) == ("validate", c.__name__) and r.severity in ("error", "warning")
             assert r.source and r.refuses, r.id
-    assert len(REGISTRY) == sum(len(phase) for m in runner.RULE_MODULES for phase in m.RULES)
+    assert len(REGISTRY) == 1 + sum(len(phase) for m in runner.RULE_MODULES for phase in m.RULES)
+    assert REGISTRY["profile-schema"].name == "check_shape"          # the model pass, before the modules
 
 
 def test_a_check_must_be_declared_named_and_documented_and_ids_are_unique():

@@ -12,6 +12,8 @@ wrong and what is allowed, and the id of its rule (REGISTRY, docs/rules.md). War
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pydantic import ValidationError
 
 from gpuop import catalog as catalog_mod
@@ -30,14 +32,13 @@ from gpuop.validate import mig as mig_rules
 from gpuop.validate import operator as operator_rules
 from gpuop.validate import platform as platform_rules
 from gpuop.validate import pools as pool_rules
-from gpuop.validate.rules import Context, run
+from gpuop.validate.rules import Context, rule, run
 
 
 # Every rule module: `RULES` (phases of checks) and `applies(ctx)`. The catalog pass (cluster.py, PLAIN) reads
 # the plain document; the others run once the profile has its typed shape.
 RULE_MODULES = (cluster_rules, compat_rules, mig_rules, pool_rules, platform_rules, operator_rules, kube_name_rules,
                 dra_rules, distribution_rules, known_issue_rules)
-REGISTRY: dict[str, Rule] = registry(check for m in RULE_MODULES for phase in m.RULES for check in phase)
 
 
 def run_rules(loaded: LoadedProfile, profile: ClusterProfile | None, cat) -> tuple[list[Issue], list[Issue]]:
@@ -57,11 +58,15 @@ def run_rules(loaded: LoadedProfile, profile: ClusterProfile | None, cat) -> tup
 
 # ----------------------------------------------------------------------------------- the model pass
 
+@rule("profile-schema", source="the profile models (profile/models.py; schemas/profile.schema.json is generated "
+      "from them); Kubernetes' syntax of names, label keys and values, quantities (kube/types.py)")
 def check_shape(loaded: LoadedProfile) -> ClusterProfile:
+    """Unknown fields, wrong types, missing required fields, values outside a field's allowed set or syntax."""
     try:
         return ClusterProfile.model_validate(loaded.data)
     except ValidationError as exc:
-        raise UserError(model_issues(exc, loaded.data, loaded.positions, ClusterProfile))
+        raise UserError([replace(i, rule=check_shape.rule.id)
+                         for i in model_issues(exc, loaded.data, loaded.positions, ClusterProfile)])
 
 
 def validate(loaded: LoadedProfile, cat: catalog_mod.Catalog | None = None) -> ValidProfile:
@@ -80,3 +85,8 @@ def validate(loaded: LoadedProfile, cat: catalog_mod.Catalog | None = None) -> V
     if shape_issues or errors:
         raise UserError(sorted(set(shape_issues) | set(errors)))
     return ValidProfile(loaded, profile, tuple(warnings))
+
+
+# Every profile rule by id: the model pass, then each module's checks (docs/rules.md).
+REGISTRY: dict[str, Rule] = registry((check_shape, *(check for m in RULE_MODULES for phase in m.RULES
+                                                     for check in phase)))
