@@ -8,15 +8,14 @@ per rule id that breaks that rule, asserting the issues carry that id and no oth
 from __future__ import annotations
 
 import copy
-import os
 import inspect
-import re
+import os
 from pathlib import Path
 
 import pytest
 import yaml
 
-from gpuop.errors import Rule, UserError, registry, rule
+from gpuop.errors import UserError, registry, rule
 from gpuop.profile.load import load_profile
 from gpuop.validate import runner
 from gpuop.validate.runner import REGISTRY, validate

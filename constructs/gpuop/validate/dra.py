@@ -12,8 +12,6 @@ comparison's literal must have the attribute's type).
 
 from __future__ import annotations
 
-import re
-
 from gpuop.catalog import dra as dra_catalog
 from gpuop.catalog import versions
 from gpuop.kube import validation as kv

@@ -268,7 +268,7 @@ def check_device_plugin_and_dra(ctx: Context) -> list:
     if not spec.devicePlugin.enabled or not any(getattr(p, "allocation", "devicePlugin") == "dra"
                                                 for p in spec.nodePools):
         return []
-    pc = plan_pools.build(spec, cat)
+    pc = ctx.derived("pool-configs", lambda: plan_pools.build(spec, cat))      # shared with validate/pools.py
     out = []
     for pl in pc.pools:
         pool = spec.nodePools[pl.index]

@@ -73,7 +73,7 @@ def check_labels_nfd_cannot_set(ctx: Context) -> list:
     come from (nodeGroup, or labelsFrom: user): unlabelled, a MIG pool silently advertises whole GPUs and
     a sharing pool advertises one pod per GPU. Named: a warning saying what to put on the node group."""
     out = []
-    for pool in build(ctx.spec, ctx.cat).manual:
+    for pool in ctx.derived("pool-configs", lambda: build(ctx.spec, ctx.cat)).manual:
         labels = ", ".join(f"{k}={v}" for k, v in pool.manual)
         if pool.node_group or pool.user:
             group = f" (node group {pool.node_group})" if pool.node_group else ""
