@@ -330,19 +330,26 @@ def test_the_file_and_object_checks_fire_and_tag_their_issues(tmp_path):
 DOC_HEAD = """\
 # Rules
 
-Every problem gpuop reports is found by a named rule: a `check_<what>` function declared with an id, the
-upstream source of the refusal and a default severity. An `error` stops the compile (exit 2, every problem
+Every problem gpuop finds in a profile or in a compiled output is found by a named rule: a `check_<what>`
+function declared with an id, the upstream source of the refusal and a default severity. An `error` stops the compile (exit 2, every problem
 listed with its file, line, column and field); a `warning` is printed and the compile goes on. A rule may
 report a milder case of what it checks with the other severity.
 
 This page is generated from the rule registries (`GPUOP_UPDATE_GOLDEN=1 pytest tests/test_rule_registry.py`
 rewrites it); a test keeps it in step with the code and makes every rule fire once.
+
+To add a profile rule: write `check_<what>(ctx) -> list[Issue]` in the module of `constructs/gpuop/validate/`
+it belongs to, declared with `@rule("<id>", source="<where upstream refuses it>")` and a docstring saying what
+it refuses; list it in the module's `RULES`; add a profile that breaks it to `VALIDATE_CASES` in
+`tests/test_rule_registry.py`; regenerate this page. An output rule is declared the same way in
+`constructs/gpuop/verify/semantic/` (listed in its `RULES`, with a case in `SEMANTIC_CASES`).
 """
 
 SECTIONS = (
     ("Profile rules", "validate",
      "Run by `gpuop synth` (and everything that compiles a profile) on each profile, in "
-     "`constructs/gpuop/validate/`, after the profile's shape and types have been checked."),
+     "`constructs/gpuop/validate/`: `profile-schema` (the profile's shape and types) and, once the profile has "
+     "its shape, the others."),
     ("Output rules", "verify",
      "Run on the compiled objects: the semantic rules on every `gpuop synth` before anything is written, and "
      "all of them by `gpuop validate DIST` over a compiled output folder, in `constructs/gpuop/verify/`."),
@@ -355,7 +362,7 @@ def _cell(text: str) -> str:
 
 def rules_doc() -> str:
     from gpuop.verify.output import REGISTRY as VERIFY
-    out = [DOC_HEAD]
+    out = [DOC_HEAD.rstrip("\n")]
     for title, stage, intro in SECTIONS:
         rules = REGISTRY if stage == "validate" else VERIFY
         out += ["", f"## {title}", "", intro, "", "| Rule | Severity | Refuses | Source | Check |",
