@@ -234,6 +234,7 @@ def test_each_validate_rule_fires(rule_id, tmp_path, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1798761600")      # 2027-01-01: driver-eol does not follow the clock
     found = issues_of(profile_for(rule_id), tmp_path)
     assert {i.rule for i in found} == {rule_id} | ALSO.get(rule_id, set()), [(i.rule, str(i)) for i in found]
+    assert REGISTRY[rule_id].severity in {i.severity for i in found if i.rule == rule_id}     # its default
 
 
 # One change per output rule id to the valid stack of tests/test_semantic.py that breaks that rule.

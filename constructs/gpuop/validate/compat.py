@@ -109,7 +109,8 @@ def check_os_support(ctx: Context) -> list[Issue]:
     return warnings
 
 
-@rule("runtime-matrix", source="catalog/data/releases.yaml (GPU Operator platform support: container runtimes)")
+@rule("runtime-matrix", severity="warning",
+      source="catalog/data/releases.yaml (GPU Operator platform support: container runtimes)")
 def check_runtime_matrix(ctx: Context) -> list[Issue]:
     """The container runtime against the release's matrix: outside it (error), code-only (warning)."""
     at, spec, release = ctx.at, ctx.spec, ctx.release
