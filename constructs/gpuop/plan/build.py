@@ -92,7 +92,7 @@ def _nfd(spec, release, values: dict) -> NfdPlan:
 
 
 class Validated(Protocol):
-    """What the plan reads of the validate stage's result (validate/runner.py ValidProfile): the checked
+    """What the plan reads of the validate stage's result (profile/valid.py ValidProfile): the checked
     profile. A protocol, so the plan never imports validate and the stage arrows point one way."""
     profile: ClusterProfile
 

@@ -9,17 +9,17 @@ The facts live in the catalogs, not here: which architectures a driver branch dr
 which OS is only partner-validated and which runtimes the release supports (releases.yaml).
 
 Rules (each has a test with a profile that breaks it and the exact message, tests/test_compat.py):
-- check_pool_driver_fits_gpu -- driver-architecture: the driver branch does not drive a pool's GPU architecture (535 on B200); each
-  pool is checked against its own driver (`nodePools[i].driver`) or spec.driver.
-- driver-floor: the driver is older than the GPU's minimum (HGX B200 >= 570.133.20).
-- open-modules: kernelModuleType proprietary on a GPU that needs the open modules (Blackwell, GH200).
-- driver-version-unlisted (warning): a full driver version the catalog does not list for its branch.
-- check_os_support -- os-partner-validated (warning): an OS the release marks partner-validated (SLES).
-- check_driver_branch_lifecycle -- driver-eol (warning): a driver branch past its end of life (drivers.yaml
+- pool-driver-fits-gpu (check_pool_driver_fits_gpu): the driver branch does not drive a pool's GPU
+  architecture (535 on B200), the driver is older than the GPU's minimum (HGX B200 >= 570.133.20),
+  kernelModuleType proprietary on a GPU that needs the open modules (Blackwell, GH200); each pool is
+  checked against its own driver (`nodePools[i].driver`) or spec.driver. A full driver version the
+  catalog does not list for its branch is a warning.
+- os-partner-validated (check_os_support, warning): an OS the release marks partner-validated (SLES).
+- driver-eol (check_driver_branch_lifecycle, warning): a driver branch past its end of life (drivers.yaml
   `eol`, a month): no more security or bug fixes. "Today" is SOURCE_DATE_EPOCH when set (reproducible
   builds), else the clock.
-- check_runtime_matrix -- runtime-matrix: a container runtime outside the release's matrix (error) or handled only in code
-  (warning: docker).
+- runtime-matrix (check_runtime_matrix): a container runtime outside the release's matrix (error) or handled
+  only in code (warning: docker).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import os
 from gpuop.catalog import versions
 from gpuop.errors import Issue
 from gpuop.plan.drivers import DEFAULT_RUNTIME
-from gpuop.validate.rules import Context, run
+from gpuop.validate.rules import Context, rule
 
 
 def _effective(at, version, loc, default, cat, warnings):
@@ -50,6 +50,8 @@ def _effective(at, version, loc, default, cat, warnings):
     return branch, branch.latest, f"{field}, branch {branch.branch} -> {branch.latest}"
 
 
+@rule("pool-driver-fits-gpu", source="catalog/data/drivers.yaml, catalog/data/gpus.yaml (NVIDIA data center "
+      "driver release notes: supported architectures, minimum versions, open kernel modules)")
 def check_pool_driver_fits_gpu(ctx: Context) -> list[Issue]:
     """Each pool's GPU against the driver it gets (the pool's own `driver` or spec.driver): architecture,
     the GPU's driver floor, open kernel modules; a full version the catalog does not list (warning)."""
@@ -91,6 +93,8 @@ def check_pool_driver_fits_gpu(ctx: Context) -> list[Issue]:
     return errors + sorted(set(warnings))
 
 
+@rule("os-partner-validated", severity="warning", source="catalog/data/releases.yaml (GPU Operator platform "
+      "support: partner-validated operating systems)")
 def check_os_support(ctx: Context) -> list[Issue]:
     """An OS the release marks partner-validated (warning)."""
     at, spec, release = ctx.at, ctx.spec, ctx.release
@@ -105,6 +109,8 @@ def check_os_support(ctx: Context) -> list[Issue]:
     return warnings
 
 
+@rule("runtime-matrix", severity="warning",
+      source="catalog/data/releases.yaml (GPU Operator platform support: container runtimes)")
 def check_runtime_matrix(ctx: Context) -> list[Issue]:
     """The container runtime against the release's matrix: outside it (error), code-only (warning)."""
     at, spec, release = ctx.at, ctx.spec, ctx.release
@@ -135,6 +141,8 @@ def today() -> datetime.date:
     return datetime.date.today()
 
 
+@rule("driver-eol", severity="warning", source="https://docs.nvidia.com/datacenter/tesla/drivers/index.html (data "
+      "center driver branches and their end of life); catalog/data/drivers.yaml eol")
 def check_driver_branch_lifecycle(ctx: Context) -> list[Issue]:
     """Each driver the profile installs, on a branch past its end of life (warning, with the source)."""
     spec, cat = ctx.spec, ctx.cat
@@ -165,8 +173,5 @@ def check_driver_branch_lifecycle(ctx: Context) -> list[Issue]:
 RULES = ((check_pool_driver_fits_gpu, check_os_support, check_driver_branch_lifecycle, check_runtime_matrix),)
 
 
-def check(loaded, profile, cat) -> tuple[list[Issue], list[Issue]]:
-    ctx = Context.of(loaded, profile, cat)
-    if ctx.release is None:
-        return [], []                      # unknown release: cluster.py reports it
-    return run(RULES, ctx)
+def applies(ctx: Context) -> bool:
+    return ctx.release is not None         # unknown release: cluster.py reports it

@@ -24,7 +24,7 @@ from __future__ import annotations
 from gpuop.catalog import distributions as dist_catalog
 from gpuop.components import env_names   # not the construct modules: they start Node
 from gpuop.errors import Issue, field_path
-from gpuop.validate.rules import Context, run
+from gpuop.validate.rules import Context, rule
 
 WHAT = {"driver": "NVIDIA driver", "toolkit": "NVIDIA container toolkit"}
 
@@ -46,7 +46,9 @@ def _pool_driver_on(spec, pool) -> bool:
     return d.enabled if d is not None and d.enabled is not None else spec.driver.enabled
 
 
+@rule("os-required", source="NVIDIA driver container images: tags <version>-<os tag> (nvcr.io/nvidia/driver)")
 def check_os_required(ctx: Context) -> list:
+    """A profile whose driver gpuop installs without spec.os (the driver image tag names the node OS)."""
     spec = ctx.spec
     if spec.os is not None or "driver" in dist_catalog.load().get(spec.platform.distribution).provides:
         return []       # a managed image's driver: second-copy says what is wrong, not the OS
@@ -60,7 +62,10 @@ def check_os_required(ctx: Context) -> list:
     return []
 
 
+@rule("distribution-platform",
+      source="catalog/data/distributions.yaml (Kubernetes distributions; OpenShift is a platform type)")
 def check_distribution_platform(ctx: Context) -> list:
+    """A Kubernetes distribution named on an OpenShift platform."""
     p = ctx.spec.platform
     if p.type == "openshift" and p.distribution not in (None, "generic"):
         return [ctx.at(("spec", "platform", "distribution"), f"{p.distribution} is a Kubernetes distribution; "
@@ -68,7 +73,9 @@ def check_distribution_platform(ctx: Context) -> list:
     return []
 
 
+@rule("distribution-runtime", source="catalog/data/distributions.yaml (k3s, RKE2, k0s and MicroK8s embed containerd)")
 def check_distribution_runtime(ctx: Context) -> list:
+    """A container runtime other than the one the distribution runs itself."""
     spec = ctx.spec
     d = dist_catalog.load().get(spec.platform.distribution)
     rt = spec.containerRuntime
@@ -78,7 +85,9 @@ def check_distribution_runtime(ctx: Context) -> list:
     return []
 
 
+@rule("containerd-major", source="NVIDIA container toolkit: containerd config versions 2 and 3 (containerd 1.x, 2.x)")
 def check_containerd_major(ctx: Context) -> list:
+    """spec.platform.containerdMajor on nodes that do not run containerd."""
     spec = ctx.spec
     rt = spec.containerRuntime or ("crio" if spec.platform.type == "openshift" else "containerd")
     if spec.platform.containerdMajor is not None and rt != "containerd":
@@ -87,7 +96,11 @@ def check_containerd_major(ctx: Context) -> list:
     return []
 
 
+@rule("second-copy",
+      source="catalog/data/distributions.yaml (EKS, GKE and AKS GPU node images install the driver; EKS and AKS the "
+             "toolkit too)")
 def check_second_copy(ctx: Context) -> list:
+    """A driver or toolkit gpuop would install beside the one a managed node image already has."""
     spec = ctx.spec
     name = spec.platform.distribution
     d = dist_catalog.load().get(name)
@@ -116,6 +129,8 @@ OPERAND_ENV = {"driver": env_names.DRIVER, "toolkit": env_names.TOOLKIT, "device
 RESERVED_POD_LABELS = ("app", "app.kubernetes.io/component", "app.kubernetes.io/part-of")
 
 
+@rule("operand-env", source="components/env_names.py (the env gpuop sets on each operand); Kubernetes keeps the "
+      "last of duplicate env names")
 def check_operand_env(ctx: Context) -> list:
     """A name gpuop sets itself may be overridden, with a warning; DRIVER_CONFIG_DIGEST never; a name twice
     in one list is an error (the merge would keep the last silently)."""
@@ -145,12 +160,17 @@ def _derives_config_source(ctx: Context) -> bool:
     return bool(d.containerd and d.containerd.configSource)
 
 
+@rule("pod-labels", source="the GPU DaemonSets' selectors (app, app.kubernetes.io/component, part-of); a "
+      "DaemonSet's spec.selector is immutable")
 def check_pod_labels(ctx: Context) -> list:
+    """spec.daemonsets.labels replacing a label the DaemonSets select their pods by."""
     return [ctx.at(("spec", "daemonsets", "labels", k), f"{k} is a label the GPU DaemonSets select their pods by or "
                    f"gpuop sets itself; reserved: {', '.join(RESERVED_POD_LABELS)}")
             for k in ctx.spec.daemonsets.labels if k in RESERVED_POD_LABELS]
 
 
+@rule("driver-config-files", source="NVIDIA/gpu-operator object_controls.go (repoConfig / certConfig "
+      "mount paths per OS)")
 def check_driver_config_files(ctx: Context) -> list:
     """repoConfig / certConfig: every OS a driver DaemonSet runs on needs a known path; two ConfigMaps."""
     spec, out = ctx.spec, []
@@ -238,6 +258,8 @@ def driver_sidecar_issues(ctx: Context, where: tuple, wanted: list[str], pool) -
     return out
 
 
+@rule("driver-sidecars", source="NVIDIA/gpu-operator object_controls.go transformGDSContainer / "
+      "transformGDRCopyContainer; catalog/data/driver-extras.yaml")
 def check_driver_sidecars(ctx: Context) -> list:
     """RDMA / GDS / GDRCopy, cluster-wide and per pool: they need a driver DaemonSet; GDS and GDRCopy not with
     precompiled drivers, GDS only with the open kernel modules (the Operator's run-time refusals,
@@ -259,7 +281,10 @@ STACK_ONLY = (("spec", "platform", "containerdMajor"), ("spec", "proxy"),
               ("spec", "toolkit", "args"), ("spec", "devicePlugin", "env"), ("spec", "devicePlugin", "args"))
 
 
+@rule("stack-only-field", source="NVIDIA/gpu-operator ClusterPolicy CRD: fields gpuop renders in its own stack "
+      "only (STACK_ONLY)")
 def check_stack_only_in_operator_mode(ctx: Context) -> list:
+    """A distribution field of gpuop's own stack in operator mode, where it would be dropped silently."""
     if ctx.spec.delivery.mode != "operator":
         return []
     return [ctx.at(path, f"{'.'.join(path)} is rendered by gpuop's own stack; with spec.delivery.mode: operator "
@@ -272,8 +297,5 @@ RULES = ((check_os_required, check_distribution_platform, check_distribution_run
           check_driver_sidecars, check_stack_only_in_operator_mode),)
 
 
-def check(loaded, profile, cat) -> tuple[list, list]:
-    ctx = Context.of(loaded, profile, cat)
-    if ctx.release is None:
-        return [], []
-    return run(RULES, ctx)
+def applies(ctx: Context) -> bool:
+    return ctx.release is not None

@@ -2,8 +2,8 @@
 `spec.dra`, its `allocation: dra` pools and `spec.claimTemplates`, refused at compile time, located, each
 message with its reason and source (the DRA catalog, catalog/data/dra.yaml, names where each fact comes from).
 
-Each rule is a small named function `rule(ctx) -> None` appending to ctx.errors / ctx.warnings, gathered
-in `RULES` and run by `check` (validate/runner.py). The CEL selectors of gpuop's DeviceClasses are parsed
+Rules (validate/rules.py) over the typed profile, for profiles with a DRA pool, spec.dra or claim templates
+(`applies`); the rules of spec.dra return nothing without it. The CEL selectors of gpuop's DeviceClasses are parsed
 with cel-python (celpy) and type-checked here against the ResourceSlice attribute schema of the DRA
 catalog: celpy evaluates but does not type-check, so `typecheck` walks celpy's parse tree
 (`device.attributes['gpu.nvidia.com'].<name>` must be a published attribute of the device type, and a
@@ -12,51 +12,36 @@ comparison's literal must have the attribute's type).
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
-
-
 from gpuop.catalog import dra as dra_catalog
 from gpuop.catalog import versions
 from gpuop.kube import validation as kv
 from gpuop.mig import geometry
 from gpuop.plan import dra as dra_plan
 from gpuop.plan.drivers import full_version
+from gpuop.validate.rules import Context, Found, rule
 
 SOURCE = "catalog/data/dra.yaml"
 CHART_CLASSES = frozenset({"gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com",
                            "compute-domain-daemon.nvidia.com", "compute-domain-default-channel.nvidia.com"})
 
 
-@dataclass
-class Ctx:
-    at: object                  # loaded.positions.issue
-    spec: object
-    cat: object                 # the project catalog
-    dra: dra_catalog.DraCatalog
-    errors: list = field(default_factory=list)
-    warnings: list = field(default_factory=list)
-
-    def error(self, path: tuple, message: str):
-        self.errors.append(self.at(path, message))
-
-    def warn(self, path: tuple, message: str):
-        self.warnings.append(self.at(path, message, "warning"))
-
-    @property
-    def dra_pools(self):
-        return [(i, p) for i, p in enumerate(self.spec.nodePools) if dra_plan.is_dra(p)]
-
-    @property
-    def gates(self) -> dict[str, bool]:
-        return self.dra.gates(self.spec.dra.featureGates if self.spec.dra else {})
-
-    @property
-    def version(self):
-        return self.dra.version(self.spec.dra.version if self.spec.dra else None)
+def _dra(ctx: Context) -> dra_catalog.DraCatalog:
+    return ctx.derived("dra-catalog", dra_catalog.load)
 
 
-def _kube(ctx: Ctx) -> str | None:
+def _dra_pools(ctx: Context) -> list:
+    return ctx.derived("dra-pools", lambda: [(i, p) for i, p in enumerate(ctx.spec.nodePools) if dra_plan.is_dra(p)])
+
+
+def _gates(ctx: Context) -> dict[str, bool]:
+    return _dra(ctx).gates(ctx.spec.dra.featureGates if ctx.spec.dra else {})
+
+
+def _version(ctx: Context):
+    return _dra(ctx).version(ctx.spec.dra.version if ctx.spec.dra else None)
+
+
+def _kube(ctx: Context) -> str | None:
     p = ctx.spec.platform
     if p.type == "openshift":
         release = ctx.cat.release(ctx.spec.release)
@@ -66,159 +51,205 @@ def _kube(ctx: Ctx) -> str | None:
 
 # ----------------------------------------------------------------------------------- rules
 
-def check_dra_declared(ctx: Ctx):
+@rule("dra-declared",
+      source="NVIDIA DRA driver for GPUs (k8s-dra-driver-gpu publishes ResourceSlices and serves the claims)")
+def check_dra_declared(ctx: Context):
     """allocation: dra (or claim templates) need spec.dra: the driver is what serves the claims."""
+    out, dra = Found(ctx), _dra(ctx)
     if ctx.spec.dra is not None:
-        if not ctx.dra_pools:
-            ctx.warn(("spec", "dra"), "no pool uses allocation: dra, so the DRA driver is not delivered and no "
+        if not _dra_pools(ctx):
+            out.warn(("spec", "dra"), "no pool uses allocation: dra, so the DRA driver is not delivered and no "
                      "DeviceClass is written")
-        return
-    for i, _ in ctx.dra_pools:
-        ctx.error(("spec", "nodePools", i, "allocation"), "allocation: dra needs spec.dra (the NVIDIA DRA driver "
+        return out
+    for i, _ in _dra_pools(ctx):
+        out.error(("spec", "nodePools", i, "allocation"), "allocation: dra needs spec.dra (the NVIDIA DRA driver "
                   "that publishes this pool's GPUs as ResourceSlices); add spec.dra: {version: "
-                  f"\"{ctx.dra.version(None).version}\"}} or use allocation: devicePlugin")
-    if ctx.spec.claimTemplates and not ctx.dra_pools:
-        ctx.error(("spec", "claimTemplates"), "claim templates need a pool with allocation: dra "
+                  f"\"{dra.version(None).version}\"}} or use allocation: devicePlugin")
+    if ctx.spec.claimTemplates and not _dra_pools(ctx):
+        out.error(("spec", "claimTemplates"), "claim templates need a pool with allocation: dra "
                   "(no pool uses DRA, so no DeviceClass would serve them)")
+    return out
 
 
-def check_version(ctx: Ctx):
+@rule("dra-version", source="catalog/data/dra.yaml (the DRA driver versions gpuop knows)")
+def check_version(ctx: Context):
+    """A DRA driver version the DRA catalog does not have."""
+    out, dra = Found(ctx), _dra(ctx)
+    if ctx.spec.dra is None:
+        return out
     v = ctx.spec.dra.version
-    if v is not None and ctx.dra.version(v) is None:
-        ctx.error(("spec", "dra", "version"), f"{v!r} is not a DRA driver version of the DRA catalog; allowed: "
-                  f"{', '.join(x.version for x in ctx.dra.versions)} ({SOURCE})")
+    if v is not None and dra.version(v) is None:
+        out.error(("spec", "dra", "version"), f"{v!r} is not a DRA driver version of the DRA catalog; allowed: "
+                  f"{', '.join(x.version for x in dra.versions)} ({SOURCE})")
+    return out
 
 
-def check_kubernetes(ctx: Ctx):
+@rule("dra-kubernetes",
+      source="catalog/data/dra.yaml (resource.k8s.io/v1 served from 1.34; each driver release's Kubernetes floor)")
+def check_kubernetes(ctx: Context):
     """resource.k8s.io/v1 is GA (served) from 1.34; the driver has its own floor."""
-    kube, version = _kube(ctx), ctx.version
+    out, dra = Found(ctx), _dra(ctx)
+    if ctx.spec.dra is None:
+        return out
+    kube, version = _kube(ctx), _version(ctx)
     if kube is None or version is None:
-        return
-    floor = versions.newest(ctx.dra.apiVersionSince, version.kubernetesMin)
+        return out
+    floor = versions.newest(dra.apiVersionSince, version.kubernetesMin)
     if versions.older(kube, floor):
         where = ("spec", "platform", "version")
         shown = f"Kubernetes {kube}" + (f" (OpenShift {ctx.spec.platform.version})" if ctx.spec.platform.type ==
                                         "openshift" else "")
-        ctx.error(where, f"DRA needs Kubernetes >= {floor}, this cluster is {shown}: gpuop emits "
-                  f"{ctx.dra.apiVersion} objects (GA, served from {ctx.dra.apiVersionSince}) and DRA driver "
+        out.error(where, f"DRA needs Kubernetes >= {floor}, this cluster is {shown}: gpuop emits "
+                  f"{dra.apiVersion} objects (GA, served from {dra.apiVersionSince}) and DRA driver "
                   f"{version.version} requires Kubernetes >= {version.kubernetesMin} (docs/prerequisites.md; {SOURCE})")
+    return out
 
 
-def check_driver_floor(ctx: Ctx):
+@rule("dra-driver-floor", source="catalog/data/dra.yaml (k8s-dra-driver-gpu docs/prerequisites.md: GPU driver floors)")
+def check_driver_floor(ctx: Context):
     """GPU driver branch floors of DRA pools with gpuop's driver: 565 for GPUs, 570.158.01 for ComputeDomains."""
-    version = ctx.version
+    out, dra = Found(ctx), _dra(ctx)
+    if ctx.spec.dra is None:
+        return out
+    version = _version(ctx)
     if version is None:
-        return
+        return out
     release = ctx.cat.release(ctx.spec.release)
     if release is None:
-        return
+        return out
     default = release.components["driver"].version
-    for i, p in ctx.dra_pools:
-        if dra_plan.driver_root(ctx.spec, p) == ctx.dra.driverRoot.host:
+    for i, p in _dra_pools(ctx):
+        if dra_plan.driver_root(ctx.spec, p) == dra.driverRoot.host:
             continue                                      # the host's driver: gpuop cannot know its version
         pool_v = p.driver.version if p.driver and p.driver.version else None
         where = ("spec", "nodePools", i, "driver", "version") if pool_v else ("spec", "driver", "version")
         full = full_version(pool_v or ctx.spec.driver.version, default, ctx.cat)
         if versions.older(full, version.driverMin):
-            ctx.error(where, f"pool {p.name!r} (allocation: dra) gets GPU driver {full}, but DRA driver "
+            out.error(where, f"pool {p.name!r} (allocation: dra) gets GPU driver {full}, but DRA driver "
                       f"{version.version} needs >= {version.driverMin} for GPU allocation "
                       f"(docs/prerequisites.md; {SOURCE})")
         elif ctx.spec.dra.computeDomains.enabled and versions.older(full, version.computeDomainDriverMin):
-            ctx.error(where, f"pool {p.name!r} gets GPU driver {full}, but ComputeDomains need >= "
+            out.error(where, f"pool {p.name!r} gets GPU driver {full}, but ComputeDomains need >= "
                       f"{version.computeDomainDriverMin} (IMEXDaemonsWithDNSNames; docs/prerequisites.md; {SOURCE})")
+    return out
 
 
-def check_cdi(ctx: Ctx):
+@rule("dra-cdi", source="catalog/data/dra.yaml (k8s-dra-driver-gpu injects devices through CDI)")
+def check_cdi(ctx: Context):
+    """A container runtime without CDI, through which the DRA driver injects devices."""
+    out, dra = Found(ctx), _dra(ctx)
+    if ctx.spec.dra is None:
+        return out
     rt = ctx.spec.containerRuntime or ("crio" if ctx.spec.platform.type == "openshift" else "containerd")
-    if rt not in ctx.dra.cdiRuntimes:
-        ctx.error(("spec", "containerRuntime"), f"the DRA driver injects devices through CDI, which {rt} does "
-                  f"not enable; use {' or '.join(ctx.dra.cdiRuntimes)} (containerd 2.0+ / CRI-O 1.27+ have CDI on "
+    if rt not in dra.cdiRuntimes:
+        out.error(("spec", "containerRuntime"), f"the DRA driver injects devices through CDI, which {rt} does "
+                  f"not enable; use {' or '.join(dra.cdiRuntimes)} (containerd 2.0+ / CRI-O 1.27+ have CDI on "
                   f"by default; docs/prerequisites.md; {SOURCE})")
+    return out
 
 
-def check_gates(ctx: Ctx):
-    version = ctx.version
+@rule("dra-feature-gates", source="k8s-dra-driver-gpu pkg/featuregates/featuregates.go; catalog/data/dra.yaml")
+def check_gates(ctx: Context):
+    """Unknown DRA driver feature gates, gates newer than the driver, exclusive gates, gates without the ones
+    they need."""
+    out, dra = Found(ctx), _dra(ctx)
+    if ctx.spec.dra is None:
+        return out
+    version = _version(ctx)
     set_ = ctx.spec.dra.featureGates
     for name in set_:
-        gate = ctx.dra.featureGates.get(name)
+        gate = dra.featureGates.get(name)
         where = ("spec", "dra", "featureGates", name)
         if gate is None:
-            ctx.error(where, f"{name!r} is not a feature gate of the DRA driver; allowed: "
-                      f"{', '.join(ctx.dra.featureGates)} ({SOURCE}, pkg/featuregates/featuregates.go)")
+            out.error(where, f"{name!r} is not a feature gate of the DRA driver; allowed: "
+                      f"{', '.join(dra.featureGates)} ({SOURCE}, pkg/featuregates/featuregates.go)")
         elif version is not None and versions.older(version.version, gate.since):
-            ctx.error(where, f"{name} exists since DRA driver {gate.since}, not in {version.version} ({SOURCE})")
-    gates = ctx.gates
-    for ex in ctx.dra.exclusions:
+            out.error(where, f"{name} exists since DRA driver {gate.since}, not in {version.version} ({SOURCE})")
+    gates = _gates(ctx)
+    for ex in dra.exclusions:
         a, b = ex.gates
         if gates.get(a) and gates.get(b):
             where = ("spec", "dra", "featureGates", b if b in set_ else a)
             text = (f"feature gates {a} and {b} are mutually exclusive: "
                     + ("the docs say so, though the driver does not check it yet" if ex.docsOnly
                        else "the driver's binaries refuse to start") + f" ({ex.source})")
-            (ctx.warn if ex.docsOnly else ctx.error)(where, text)
-    for dep in ctx.dra.dependencies:
+            (out.warn if ex.docsOnly else out.error)(where, text)
+    for dep in dra.dependencies:
         if gates.get(dep.gate) and not gates.get(dep.needs):
             where = ("spec", "dra", "featureGates", dep.needs if dep.needs in set_ else dep.gate)
-            ctx.error(where, f"feature gate {dep.gate} needs {dep.needs} on ({dep.source})")
+            out.error(where, f"feature gate {dep.gate} needs {dep.needs} on ({dep.source})")
     kube = _kube(ctx)
     if gates.get("DynamicMIG") and kube and versions.older(kube, "1.36"):
-        ctx.warn(("spec", "dra", "featureGates", "DynamicMIG"), f"DynamicMIG on Kubernetes {kube} needs the "
+        out.warn(("spec", "dra", "featureGates", "DynamicMIG"), f"DynamicMIG on Kubernetes {kube} needs the "
                  "Kubernetes feature gate DRAPartitionableDevices on kube-apiserver and kube-scheduler (on by "
                  "default from 1.36); gpuop cannot see the control plane's gates (docs/guides/gpu-allocation/mig.md)")
+    return out
 
 
-def check_extended_resources(ctx: Ctx):
+@rule("dra-extended-resources",
+      source="Kubernetes KEP 5004 (DRAExtendedResource); k8s-dra-driver-gpu chart templates/validation.yaml")
+def check_extended_resources(ctx: Context):
+    """spec.dra.extendedResources on a Kubernetes version without extended resources for DRA."""
+    out, dra = Found(ctx), _dra(ctx)
+    if ctx.spec.dra is None:
+        return out
     kube = _kube(ctx)
-    if ctx.spec.dra.extendedResources and kube and versions.older(kube, ctx.dra.extendedResourceSince):
-        ctx.error(("spec", "dra", "extendedResources"), f"extendedResourceName (KEP 5004) needs Kubernetes >= "
-                  f"{ctx.dra.extendedResourceSince} with the DRAExtendedResource gate on kube-apiserver, "
+    if ctx.spec.dra.extendedResources and kube and versions.older(kube, dra.extendedResourceSince):
+        out.error(("spec", "dra", "extendedResources"), f"extendedResourceName (KEP 5004) needs Kubernetes >= "
+                  f"{dra.extendedResourceSince} with the DRAExtendedResource gate on kube-apiserver, "
                   f"kube-scheduler, kube-controller-manager and kubelet; this cluster is Kubernetes {kube} "
                   f"(chart/templates/validation.yaml; {SOURCE})")
+    return out
 
 
-def check_pools(ctx: Ctx):
+@rule("dra-pools", source="k8s-dra-driver-gpu api/nvidia.com/resource/v1beta1/validate.go; catalog/data/dra.yaml")
+def check_pools(ctx: Context):
     """Per DRA pool: sharing gates, DynamicMIG vs the MIG manager, the GPU known to selectors."""
-    gates, dynamic = ctx.gates, ctx.gates.get("DynamicMIG", False)
+    out, dra = Found(ctx), _dra(ctx)
+    if ctx.spec.dra is None:
+        return out
+    gates, dynamic = _gates(ctx), _gates(ctx).get("DynamicMIG", False)
     roots = {}
-    for i, p in ctx.dra_pools:
+    for i, p in _dra_pools(ctx):
         base = ("spec", "nodePools", i)
         s = p.sharing
         if s is not None:
             for kind in ("timeSlicing", "mps"):
-                gate = ctx.dra.sharingGates[kind]
+                gate = dra.sharingGates[kind]
                 if getattr(s, kind) is not None and not gates.get(gate):
-                    ctx.error(base + ("sharing", kind), f"{kind} on a DRA pool becomes the driver's opaque "
+                    out.error(base + ("sharing", kind), f"{kind} on a DRA pool becomes the driver's opaque "
                               f"config, which it rejects without feature gate {gate}; set "
                               f"spec.dra.featureGates.{gate}: true (api/nvidia.com/resource/v1beta1/validate.go; "
                               f"{SOURCE})")
             if s.timeSlicing is not None and s.mps is not None:
-                ctx.error(base + ("sharing",), "timeSlicing and mps cannot be active on the same GPU "
+                out.error(base + ("sharing",), "timeSlicing and mps cannot be active on the same GPU "
                           "(docs/guides/gpu-allocation/time-slicing.md); keep one")
         layout = p.mig.layout if p.mig else {}
         if dynamic and layout and ctx.spec.migManager.enabled:
-            ctx.error(base + ("mig", "layout"), f"DynamicMIG is on, so the DRA driver creates and destroys MIG "
+            out.error(base + ("mig", "layout"), f"DynamicMIG is on, so the DRA driver creates and destroys MIG "
                       f"devices on pool {p.name!r} itself and destroys partitions it did not create at startup, "
                       "but this layout would be applied by the MIG manager; drop the layout (the claims pick "
                       "profiles) or turn DynamicMIG off (FACTS §5, docs/concepts/gpu-allocation.md)")
-        if p.gpu in ctx.cat.gpus and p.gpu not in ctx.dra.products:
-            ctx.warn(base + ("gpu",), f"the DRA catalog has no NVML product name for {p.gpu}, so the pool's "
+        if p.gpu in ctx.cat.gpus and p.gpu not in dra.products:
+            out.warn(base + ("gpu",), f"the DRA catalog has no NVML product name for {p.gpu}, so the pool's "
                      "DeviceClasses select on driver, device type and MIG profile only: they also match other "
                      f"GPU models' devices ({SOURCE} products)")
         roots.setdefault(dra_plan.driver_root(ctx.spec, p), i)
     if len(roots) > 1:
         i = max(roots.values())
-        ctx.error(("spec", "nodePools", i, "driver", "enabled"), "DRA pools disagree on where the GPU driver "
+        out.error(("spec", "nodePools", i, "driver", "enabled"), "DRA pools disagree on where the GPU driver "
                   "is (gpuop's driver container at /run/nvidia/driver vs the host's /), but the DRA driver's "
                   "chart has one nvidiaDriverRoot; give every allocation: dra pool the same driver setting")
     by_gpu: dict[str, list[int]] = {}
-    for i, p in ctx.dra_pools:
+    for i, p in _dra_pools(ctx):
         by_gpu.setdefault(p.gpu, []).append(i)
     for gpu, idxs in by_gpu.items():
         if len(idxs) > 1:
             names = ", ".join(ctx.spec.nodePools[j].name for j in idxs)
-            ctx.warn(("spec", "nodePools", idxs[1], "gpu"), f"DRA pools {names} have the same GPU model ({gpu}); "
+            out.warn(("spec", "nodePools", idxs[1], "gpu"), f"DRA pools {names} have the same GPU model ({gpu}); "
                      "a DeviceClass selects devices, not nodes, so each of their classes matches the other "
                      "pools' devices too")
+    return out
 
 
 def _compatible(a: dict, b: dict) -> bool:
@@ -226,34 +257,44 @@ def _compatible(a: dict, b: dict) -> bool:
     return all(a[k] == b[k] for k in a.keys() & b.keys())
 
 
-def check_double_allocation(ctx: Ctx):
+@rule("dra-double-allocation", source="NVIDIA DRA driver for GPUs: never beside the device plugin on one node")
+def check_double_allocation(ctx: Context):
     """No node may match a DRA pool and a device-plugin pool: both would hand out its GPUs."""
+    out = Found(ctx)
     pools = ctx.spec.nodePools
-    for i, p in ctx.dra_pools:
+    for i, p in _dra_pools(ctx):
         for j, q in enumerate(pools):
             if dra_plan.is_dra(q) or q.gpu != p.gpu or not _compatible(p.nodeSelector, q.nodeSelector):
                 continue
-            ctx.error(("spec", "nodePools", i, "nodeSelector"), f"pool {p.name!r} (allocation: dra) and pool "
+            out.error(("spec", "nodePools", i, "nodeSelector"), f"pool {p.name!r} (allocation: dra) and pool "
                       f"{q.name!r} (device plugin) can select the same nodes: both have GPU {p.gpu} and their "
                       "nodeSelectors do not exclude each other (no label key with different values), so such a "
                       "node would run the device plugin and the DRA kubelet plugin and hand out its GPUs twice; "
                       "give the pools nodeSelectors that differ in one label's value")
+    return out
 
 
-def check_claims(ctx: Ctx):
-    dynamic = ctx.gates.get("DynamicMIG", False)
+@rule("dra-claim-templates",
+      source="Kubernetes resource.k8s.io/v1 ResourceClaimTemplate; catalog/data/mig.yaml; catalog/data/dra.yaml")
+def check_claims(ctx: Context):
+    """Claim templates declared twice, on a pool without DRA, or asking for MIG profiles or counts the pool
+    does not offer."""
+    out = Found(ctx)
+    if ctx.spec.dra is None:
+        return out
+    dynamic = _gates(ctx).get("DynamicMIG", False)
     pools = {p.name: (i, p) for i, p in enumerate(ctx.spec.nodePools)}
     seen: dict[tuple[str, str], int] = {}
     for k, t in enumerate(ctx.spec.claimTemplates):
         base = ("spec", "claimTemplates", k)
         if (t.namespace, t.name) in seen:
-            ctx.error(base + ("name",), f"claim template {t.namespace}/{t.name} is declared twice (also "
+            out.error(base + ("name",), f"claim template {t.namespace}/{t.name} is declared twice (also "
                       f"spec.claimTemplates[{seen[(t.namespace, t.name)]}]); names are unique per namespace")
         seen.setdefault((t.namespace, t.name), k)
         found = pools.get(t.pool)
         if found is None or not dra_plan.is_dra(found[1]):
-            dra_names = [p.name for _, p in ctx.dra_pools]
-            ctx.error(base + ("pool",), f"{t.pool!r} is not a pool with allocation: dra; allowed: "
+            dra_names = [p.name for _, p in _dra_pools(ctx)]
+            out.error(base + ("pool",), f"{t.pool!r} is not a pool with allocation: dra; allowed: "
                       f"{', '.join(dra_names) or 'none'}")
             continue
         _, pool = found
@@ -265,17 +306,17 @@ def check_claims(ctx: Ctx):
             where = base + ("devices", n, "profile")
             if d.profile == dra_plan.WHOLE_GPU:
                 if layout and not dynamic:
-                    ctx.error(where, f"pool {pool.name!r} partitions its GPUs with static MIG "
+                    out.error(where, f"pool {pool.name!r} partitions its GPUs with static MIG "
                               f"({geometry.describe(layout)}), and a GPU in MIG mode is offered as its MIG devices, "
                               "never whole (FACTS §5); ask for a profile of the layout")
                 continue
             if family is None or family.profile(d.profile) is None:
                 allowed = ", ".join(family.names) if family else f"none ({pool.gpu} is not MIG-capable)"
-                ctx.error(where, f"{d.profile!r} is not a MIG profile of {pool.gpu}; allowed: gpu, {allowed} "
+                out.error(where, f"{d.profile!r} is not a MIG profile of {pool.gpu}; allowed: gpu, {allowed} "
                           "(catalog/data/mig.yaml)")
                 continue
             if not dynamic and d.profile not in layout:
-                ctx.error(where, f"{d.profile!r} is not in the static MIG layout of pool {pool.name!r} "
+                out.error(where, f"{d.profile!r} is not in the static MIG layout of pool {pool.name!r} "
                           f"({geometry.describe(layout) if layout else 'none'}): the DRA driver only offers the MIG "
                           "devices that exist when its kubelet plugin starts (FACTS §5); add it to the layout or "
                           "turn on DynamicMIG")
@@ -284,7 +325,7 @@ def check_claims(ctx: Ctx):
         if dynamic and mig_counts:
             result = geometry.check_layout(pool.gpu, mig_counts, gpus=ctx.cat.gpus)
             if not result.ok:
-                ctx.error(base + ("devices",), f"under DynamicMIG a claim's MIG devices are created on one GPU, "
+                out.error(base + ("devices",), f"under DynamicMIG a claim's MIG devices are created on one GPU, "
                           f"and {geometry.describe(mig_counts)} has no placement on one {pool.gpu}: "
                           + "; ".join(result.reasons))
         gpus = dra_plan.gpus_per_node(pool)
@@ -293,58 +334,59 @@ def check_claims(ctx: Ctx):
                 per_node = offered.get(d.profile, 0) * gpus
                 total = sum(x.count for x in t.devices if x.profile == d.profile)
                 if d.profile in offered and total > per_node:
-                    ctx.error(base + ("devices", n, "count"), f"the claim asks for {total} x {d.profile}, but one "
+                    out.error(base + ("devices", n, "count"), f"the claim asks for {total} x {d.profile}, but one "
                               f"node of pool {pool.name!r} offers {per_node} ({offered[d.profile]} per GPU x "
                               f"{gpus} GPUs); a claim's devices all come from one node")
                     break
+    return out
 
 
-def check_device_classes(ctx: Ctx):
+@rule("dra-device-classes",
+      source="k8s.io/apimachinery IsDNS1123Subdomain; the DRA driver chart's DeviceClasses; the ResourceSlice "
+             "attributes of catalog/data/dra.yaml")
+def check_device_classes(ctx: Context):
     """Names valid DNS subdomains, unique, never the chart's; selectors parse and type-check."""
+    out = Found(ctx)
+    if ctx.spec.dra is None:
+        return out
     plan = dra_plan.build(ctx.spec)
     if plan is None:
-        return
+        return out
     index = {p.name: i for i, p in enumerate(ctx.spec.nodePools)}
     seen: dict[str, str] = {}
     ext: dict[str, str] = {}
     for c in plan.device_classes:
         where = ("spec", "nodePools", index[c.pool], "name")
         if kv.is_dns1123_subdomain(c.name):
-            ctx.error(where, f"DeviceClass name {c.name!r} is not a valid DNS-1123 subdomain (lowercase "
+            out.error(where, f"DeviceClass name {c.name!r} is not a valid DNS-1123 subdomain (lowercase "
                       "alphanumerics, '-' and '.', at most 253 characters)")
         if c.name in CHART_CLASSES:
-            ctx.error(where, f"DeviceClass {c.name!r} is one the DRA driver's chart creates")
+            out.error(where, f"DeviceClass {c.name!r} is one the DRA driver's chart creates")
         if c.name in seen:
-            ctx.error(where, f"DeviceClass {c.name!r} would be emitted twice (pools {seen[c.name]!r} and {c.pool!r})")
+            out.error(where, f"DeviceClass {c.name!r} would be emitted twice (pools {seen[c.name]!r} and {c.pool!r})")
         seen.setdefault(c.name, c.pool)
         if c.extended_resource:
             if c.extended_resource in ext and ext[c.extended_resource] != c.pool:
-                ctx.error(where, f"extendedResourceName {c.extended_resource} would be served by the DeviceClasses "
+                out.error(where, f"extendedResourceName {c.extended_resource} would be served by the DeviceClasses "
                           f"of pools {ext[c.extended_resource]!r} and {c.pool!r}; Kubernetes maps one extended "
                           "resource to one DeviceClass, so set spec.dra.extendedResources only with one DRA pool "
                           "per device")
             ext.setdefault(c.extended_resource, c.pool)
-        for problem in typecheck(c.expression, "mig" if c.device != dra_plan.WHOLE_GPU else "gpu", ctx.dra):
-            ctx.error(where, f"DeviceClass {c.name!r} selector: {problem}")
+        for problem in typecheck(c.expression, "mig" if c.device != dra_plan.WHOLE_GPU else "gpu", _dra(ctx)):
+            out.error(where, f"DeviceClass {c.name!r} selector: {problem}")
+    return out
 
 
-RULES = (check_dra_declared, check_version, check_kubernetes, check_driver_floor, check_cdi, check_gates,
-         check_extended_resources, check_pools, check_double_allocation, check_claims, check_device_classes)
-NEEDS_DRA = frozenset(RULES) - {check_dra_declared, check_double_allocation}
+def applies(ctx: Context) -> bool:
+    spec = ctx.spec
+    return bool(_dra_pools(ctx)) or spec.dra is not None or bool(spec.claimTemplates)
 
 
-def check(loaded, profile, cat) -> tuple[list, list]:
-    spec = profile.spec
-    ctx = Ctx(loaded.positions.issue, spec, cat, dra_catalog.load())
-    if not ctx.dra_pools and spec.dra is None and not spec.claimTemplates:
-        return [], []
-    for rule in RULES:
-        if rule in NEEDS_DRA and spec.dra is None:
-            continue
-        rule(ctx)
-        if rule is check_version and ctx.errors:
-            break                     # an unknown version: every other rule would read a missing catalog entry
-    return ctx.errors, ctx.warnings
+RULES = (
+    (check_version,),             # an unknown version: every other rule would read a missing catalog entry
+    (check_dra_declared, check_kubernetes, check_driver_floor, check_cdi, check_gates, check_extended_resources,
+     check_pools, check_double_allocation, check_claims, check_device_classes),
+)
 
 
 # ----------------------------------------------------------------------------------- CEL

@@ -18,7 +18,7 @@ from gpuop.catalog import versions
 from gpuop.errors import Issue
 from gpuop.plan import dra as dra_plan
 from gpuop.plan.drivers import full_version
-from gpuop.validate.rules import Context, run
+from gpuop.validate.rules import Context, rule
 
 
 def _drivers(ctx: Context) -> set[str]:
@@ -124,7 +124,10 @@ def _locations(known, ctx: Context) -> list[tuple]:
     return [level + field[2:] for level in _rdma_levels(ctx, known.when.rdma)]
 
 
+@rule("known-issue", severity="warning", source="catalog/data/known-issues.yaml (each entry names its sources: "
+      "NVIDIA release notes, GitHub issues)")
 def check_known_issues(ctx: Context) -> list[Issue]:
+    """A profile matching a known-bad combination of the known-issues catalog (the entry's severity)."""
     out = []
     for known in known_catalog.load():
         if not _matches(known.when, ctx) or _worked_around(known.unless, ctx):
@@ -140,8 +143,5 @@ def check_known_issues(ctx: Context) -> list[Issue]:
 RULES = ((check_known_issues,),)
 
 
-def check(loaded, profile, cat) -> tuple[list[Issue], list[Issue]]:
-    ctx = Context.of(loaded, profile, cat)
-    if ctx.release is None:
-        return [], []
-    return run(RULES, ctx)
+def applies(ctx: Context) -> bool:
+    return ctx.release is not None

@@ -25,11 +25,13 @@ from gpuop.kube import validation as kv
 from gpuop.kube.types import (DNS_SUBDOMAIN_RULE, INT64_MAX, LABEL_VALUE_RULE, is_dns_subdomain, is_label_value,
                               toleration_problems)
 from gpuop.profile.models import EnvVar
-from gpuop.validate.rules import Context, run
+from gpuop.validate.rules import Context, rule
 
 SYSTEM_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 
 
+@rule("priority-class-name", source="k8s.io/apimachinery pkg/util/validation IsDNS1123Subdomain; "
+      "k8s.io/kubernetes pkg/apis/scheduling SystemPriorityClasses")
 def check_priority_class_name(ctx: Context) -> list:
     """spec.daemonsets.priorityClassName: a DNS subdomain; `system-` only for the built-in classes."""
     name = ctx.spec.daemonsets.priorityClassName
@@ -42,6 +44,7 @@ def check_priority_class_name(ctx: Context) -> list:
     return []
 
 
+@rule("tolerations", source="k8s.io/kubernetes pkg/apis/core/validation ValidateTolerations")
 def check_tolerations(ctx: Context) -> list:
     """Each toleration of spec.daemonsets.tolerations against ValidateTolerations."""
     out = []
@@ -51,6 +54,8 @@ def check_tolerations(ctx: Context) -> list:
     return out
 
 
+@rule("node-affinity-values", source="k8s.io/kubernetes pkg/apis/core/validation "
+      "ValidateNodeSelectorRequirement")
 def check_node_affinity_values(ctx: Context) -> list:
     """spec.daemonsets.nodeAffinity values: label values for In/NotIn, one int64 for Gt/Lt."""
     out = []
@@ -87,6 +92,8 @@ def _env_vars(node, loc: tuple):
             yield from _env_vars(item, loc + (k,))
 
 
+@rule("env-name-kubernetes-version", source="k8s.io/apimachinery pkg/util/validation IsEnvVarName (before "
+      "1.33), RelaxedEnvironmentVariableValidation (1.33 on)")
 def check_env_names_for_the_kubernetes_version(ctx: Context) -> list:
     """Env var names the cluster's API server accepts (IsEnvVarName before 1.33, IsRelaxedEnvVarName since)."""
     kube = _kube_version(ctx)
@@ -105,5 +112,5 @@ RULES = ((check_priority_class_name, check_tolerations, check_node_affinity_valu
           check_env_names_for_the_kubernetes_version),)
 
 
-def check(loaded, profile, cat) -> tuple[list, list]:
-    return run(RULES, Context.of(loaded, profile, cat))
+def applies(ctx: Context) -> bool:
+    return True

@@ -12,10 +12,14 @@ strategy rule ("`single` requires one profile per pool layout").
 from __future__ import annotations
 
 from gpuop.mig import geometry
-from gpuop.validate.rules import Context, run
+from gpuop.validate.rules import Context, rule
 
 
+@rule("mig-layout-fits-gpu", source="catalog/data/mig.yaml (NVIDIA MIG user guide: supported profiles and "
+      "placements); k8s-device-plugin: strategy single needs one profile kind")
 def check_layouts_fit_their_gpus(ctx: Context) -> list:
+    """A pool's MIG layout that one GPU of its model cannot hold (unknown profiles, counts, media engines,
+    no placement), or more than one profile kind under strategy single."""
     errors: list = []
     warnings: list = []
     at, loaded, cat = ctx.at, ctx.loaded, ctx.cat
@@ -42,5 +46,5 @@ def check_layouts_fit_their_gpus(ctx: Context) -> list:
 RULES = ((check_layouts_fit_their_gpus,),)
 
 
-def check(loaded, profile, cat) -> tuple[list, list]:
-    return run(RULES, Context.of(loaded, profile, cat))
+def applies(ctx: Context) -> bool:
+    return True

@@ -1,8 +1,8 @@
 """The GPU Operator's run-time rules, checked at compile time for `spec.delivery.mode: operator`.
 
-`check(loaded, profile, cat) -> (errors, warnings)`, registered in runner.RULE_MODULES. Each rule is a
-small function returning located Issues; each message names the upstream source of the rule, because the
-operator itself only reports these as a "not ready" state long after the merge:
+Rules (validate/rules.py) over the typed profile, for operator mode only (`applies`); each message names the
+upstream source of the rule, because the operator itself only reports these as a "not ready" state long
+after the merge:
 
 - overlapping NVIDIADriver selectors -- NVIDIA/gpu-operator controllers/nvidiadriver_controller.go refuses
   NVIDIADriver CRs whose nodeSelectors select the same node ("conflicting" CRs stay not ready);
@@ -36,6 +36,7 @@ from gpuop.plan.drivers import pools_overlap
 from gpuop.plan.operator import (DEFAULT_INSTALL, RUNTIME_ENV_DISTRIBUTIONS, driver_groups, operator_sidecars,
                                  uses_driver_crd)
 from gpuop.validate.distribution import gds_open_modules, no_driver_reason, sidecar_levels
+from gpuop.validate.rules import Context, rule
 
 OP = ("spec", "delivery", "operator")
 
@@ -44,7 +45,18 @@ def _fmt(sel) -> str:
     return "{" + ", ".join(f"{k}={v}" for k, v in sel) + "}" if sel else "{} (every GPU node)"
 
 
-def overlapping_driver_selectors(at, spec, groups) -> list:
+def _groups(ctx: Context):
+    """The NVIDIADriver CRs the profile's pools make (plan/operator.py driver_groups)."""
+    return ctx.derived("driver-groups", lambda: driver_groups(ctx.spec, ctx.cat))
+
+
+@rule("nvidiadriver-selectors-overlap", source="NVIDIA/gpu-operator controllers/nvidiadriver_controller.go "
+      "(conflicting NVIDIADriver CRs stay not ready)")
+def check_overlapping_driver_selectors(ctx: Context) -> list:
+    """NVIDIADriver CRs whose nodeSelectors can select the same node."""
+    at, spec, groups = ctx.at, ctx.spec, _groups(ctx)
+    if not uses_driver_crd(spec, groups):
+        return []
     out = []
     pools = spec.nodePools
     for g in groups:
@@ -65,11 +77,16 @@ def overlapping_driver_selectors(at, spec, groups) -> list:
     return out
 
 
-def operand_placement(at, spec) -> list:
-    """The ClusterPolicy (v26.7) has no nodeSelector or affinity for its operands (spec.daemonsets has labels,
+@rule("operator-operand-placement", source="NVIDIA/gpu-operator nvidia.com_clusterpolicies.yaml spec.daemonsets "
+      "(labels, annotations, tolerations, priorityClassName, updateStrategy only)")
+def check_operand_placement(ctx: Context) -> list:
+    """spec.daemonsets.nodeSelector / nodeAffinity in operator mode.
+
+    The ClusterPolicy (v26.7) has no nodeSelector or affinity for its operands (spec.daemonsets has labels,
     annotations, tolerations, priorityClassName, update strategy only: nvidia.com_clusterpolicies.yaml): the
     operator runs them on every node it labels nvidia.com/gpu.present=true. Dropping the profile's placement
     would put NVIDIA's operands, the driver included, on the nodes the profile excludes."""
+    at, spec = ctx.at, ctx.spec
     out = []
     for key, written in (("nodeSelector", spec.daemonsets.nodeSelector), ("nodeAffinity", spec.daemonsets.nodeAffinity)):
         if written:
@@ -85,13 +102,17 @@ def operand_placement(at, spec) -> list:
 OPERATOR_DISTRIBUTIONS = ("generic", "eks", "aks", *RUNTIME_ENV_DISTRIBUTIONS)
 
 
-def distribution_fit(at, spec) -> list:
-    """Managed images that bring the driver and the toolkit (EKS, AKS; second-copy makes the profile turn both
+@rule("operator-distribution", source="NVIDIA/gpu-operator chart values (hostPaths.driverInstallDir, "
+      "toolkit.installDir, toolkit env RUNTIME_DROP_IN_CONFIG); catalog/data/distributions.yaml")
+def check_distribution_fit(ctx: Context) -> list:
+    """A distribution (GKE, k0s) whose paths gpuop does not pass to NVIDIA's operator.
+
+    Managed images that bring the driver and the toolkit (EKS, AKS; second-copy makes the profile turn both
     off) need nothing but driver.enabled / toolkit.enabled false, which the values carry; k3s, RKE2 and MicroK8s
     get their containerd's paths through toolkit.env (plan/chartmap.py distribution_env). k0s (its containerd.d
     drop-in) and GKE (Google's driver root) need values gpuop does not write in operator mode: refused rather
     than deployed with the wrong paths."""
-    d = spec.platform.distribution
+    at, d = ctx.at, ctx.spec.platform.distribution
     if d is None or d in OPERATOR_DISTRIBUTIONS:
         return []
     what = ("Google's driver under /home/kubernetes/bin/nvidia (hostPaths.driverInstallDir, toolkit.installDir)"
@@ -102,10 +123,15 @@ def distribution_fit(at, spec) -> list:
                f"{', '.join(OPERATOR_DISTRIBUTIONS)} (or use spec.delivery.mode: stack)")]
 
 
-def gpu_pod_deletion_off(at, spec) -> list:
-    """ENABLE_GPU_POD_EVICTION is fixed to true in the operator's driver asset (assets/state-driver
+@rule("operator-gpu-pod-deletion", source="NVIDIA/gpu-operator assets/state-driver/0500_daemonset.yaml "
+      "(ENABLE_GPU_POD_EVICTION=true)")
+def check_gpu_pod_deletion_off(ctx: Context) -> list:
+    """upgradePolicy.gpuPodDeletion: false in operator mode.
+
+    ENABLE_GPU_POD_EVICTION is fixed to true in the operator's driver asset (assets/state-driver
     0500_daemonset.yaml k8s-driver-manager env); neither the ClusterPolicy nor the NVIDIADriver CRD has a
     setting for it."""
+    at, spec = ctx.at, ctx.spec
     if spec.driver.upgradePolicy.gpuPodDeletion:
         return []
     return [at(("spec", "driver", "upgradePolicy", "gpuPodDeletion"),
@@ -114,10 +140,15 @@ def gpu_pod_deletion_off(at, spec) -> list:
                "no ClusterPolicy or NVIDIADriver field); remove it or use spec.delivery.mode: stack")]
 
 
-def node_status_exporter_monitor(at, loaded) -> list:
-    """The operator creates the node status exporter's ServiceMonitor itself whenever the Prometheus Operator's
+@rule("operator-node-status-monitor", source="NVIDIA/gpu-operator "
+      "assets/state-node-status-exporter/0600_service_monitor.yaml")
+def check_node_status_exporter_monitor(ctx: Context) -> list:
+    """A node status exporter ServiceMonitor in operator mode.
+
+    The operator creates the node status exporter's ServiceMonitor itself whenever the Prometheus Operator's
     CRD exists (assets/state-node-status-exporter/0600_service_monitor.yaml); the chart has no setting for it."""
-    node = loaded.data.get("spec", {}) if isinstance(loaded.data, dict) else {}
+    at, data = ctx.at, ctx.data
+    node = data.get("spec", {}) if isinstance(data, dict) else {}
     written = isinstance(node.get("nodeStatusExporter"), dict) and "serviceMonitor" in node["nodeStatusExporter"]
     if not written:
         return []
@@ -141,7 +172,10 @@ def _driven_levels(spec) -> list[tuple[tuple, list[str], object]]:
     return [lvl for lvl in _sidecar_levels(spec) if lvl[2] is None or no_driver_reason(spec, lvl[2]) is None]
 
 
-def gds_with_precompiled(at, spec) -> list:
+@rule("operator-sidecar-precompiled", source="GPU Operator precompiled drivers docs ('Not with GDS, GDRCopy or DTK')")
+def check_gds_with_precompiled(ctx: Context) -> list:
+    """GPUDirect Storage or GDRCopy with precompiled drivers in operator mode."""
+    at, spec = ctx.at, ctx.spec
     out = []
     if not spec.driver.precompiled:
         return out
@@ -154,18 +188,25 @@ def gds_with_precompiled(at, spec) -> list:
     return out
 
 
-def gds_without_open_modules(at, spec, release) -> list:
-    """transformGDSContainer refuses GDS beside the proprietary modules; with precompiled drivers
+@rule("operator-gds-open-modules", source="NVIDIA/gpu-operator object_controls.go transformGDSContainer")
+def check_gds_without_open_modules(ctx: Context) -> list:
+    """GPUDirect Storage without the open kernel modules in operator mode.
+
+    transformGDSContainer refuses GDS beside the proprietary modules; with precompiled drivers
     gds_with_precompiled already says GDS cannot run at all."""
+    at, spec = ctx.at, ctx.spec
     if spec.driver.precompiled:
         return []
-    extras = dist_catalog.driver_extras().get(release.name)
+    extras = dist_catalog.driver_extras().get(ctx.release.name)
     return [i for where, wanted, _ in _driven_levels(spec) if "gds" in wanted
             for i in gds_open_modules(at, where, spec, extras)]
 
 
-def pool_sidecars_without_driver(at, spec) -> list:
-    """A pool without a driver from the operator gets no NVIDIADriver CR to carry its sidecars."""
+@rule("operator-pool-sidecars-driver", source="NVIDIA/gpu-operator NVIDIADriver CRD (gds, gdrcopy, rdma run "
+      "beside the driver it installs)")
+def check_pool_sidecars_without_driver(ctx: Context) -> list:
+    """A pool's sidecars on a pool without a driver from the operator: no NVIDIADriver CR carries them."""
+    at, spec = ctx.at, ctx.spec
     out = []
     for where, wanted, pool in _sidecar_levels(spec):
         reason = no_driver_reason(spec, pool) if pool is not None and wanted else None
@@ -175,9 +216,14 @@ def pool_sidecars_without_driver(at, spec) -> list:
     return out
 
 
-def pool_sidecars_without_driver_crd(at, spec, groups) -> list:
-    """Pools with other sidecars than the cluster's need NVIDIADriver CRs of their own: the ClusterPolicy's
+@rule("operator-pool-sidecars-crd", source="NVIDIA/gpu-operator nvidia.com_clusterpolicies.yaml spec.driver "
+      "(one setting for every node)")
+def check_pool_sidecars_without_driver_crd(ctx: Context) -> list:
+    """Pools with different sidecars under nvidiaDriverCRD: false.
+
+    Pools with other sidecars than the cluster's need NVIDIADriver CRs of their own: the ClusterPolicy's
     driver section holds one setting for every node."""
+    at, spec, groups = ctx.at, ctx.spec, _groups(ctx)
     cluster = operator_sidecars(spec)
     if uses_driver_crd(spec, groups) or all(g.sidecars == cluster for g in groups):
         return []
@@ -187,7 +233,11 @@ def pool_sidecars_without_driver_crd(at, spec, groups) -> list:
                "or give every pool the same settings")]
 
 
-def digest_with_precompiled(at, spec) -> list:
+@rule("operator-digest-precompiled", source="NVIDIA/gpu-operator object_controls.go resolveDriverTag "
+      "(<branch>-<kernel>-<os> per kernel)")
+def check_digest_with_precompiled(ctx: Context) -> list:
+    """A driver image digest with precompiled drivers."""
+    at, spec = ctx.at, ctx.spec
     if spec.driver.precompiled and spec.delivery.operator.driverDigest:
         return [at(OP + ("driverDigest",), "a driver image digest cannot be used with precompiled drivers: the "
                    "operator computes one tag per kernel (<branch>-<kernel>-<os>, object_controls.go "
@@ -195,8 +245,10 @@ def digest_with_precompiled(at, spec) -> list:
     return []
 
 
-def cluster_policy_with_gpu_cluster(at, spec) -> list:
-    op = spec.delivery.operator
+@rule("operator-one-cr", source="NVIDIA/gpu-operator chart templates/validations.yaml")
+def check_cluster_policy_with_gpu_cluster(ctx: Context) -> list:
+    """A ClusterPolicy and a GPUCluster deployed together."""
+    at, op = ctx.at, ctx.spec.delivery.operator
     if op.clusterPolicy and op.gpuCluster:
         return [at(OP + ("gpuCluster",), "clusterPolicy.deployCR and gpuCluster.deployCR cannot both be true; "
                    "only one CR can exist (NVIDIA's chart templates/validations.yaml); set "
@@ -204,14 +256,19 @@ def cluster_policy_with_gpu_cluster(at, spec) -> list:
     return []
 
 
-def device_plugin_and_dra(at, spec, cat) -> list:
-    """The planes are node labels (plan/pools.py): DRA pools get nvidia.com/gpu.deploy.device-plugin=false from
+@rule("operator-device-plugin-dra", source="NVIDIA DRA driver for GPUs (never beside the device plugin on one "
+      "node); NVIDIA/gpu-operator node labeler (nvidia.com/gpu.deploy.device-plugin)")
+def check_device_plugin_and_dra(ctx: Context) -> list:
+    """A DRA pool whose nodes gpuop cannot keep the operator's device plugin off.
+
+    The planes are node labels (plan/pools.py): DRA pools get nvidia.com/gpu.deploy.device-plugin=false from
     gpuop's NodeFeatureRule. The operator sets that label to true on every GPU node where it is missing, so a
     DRA pool whose false label gpuop cannot set (NFD cannot tell it from a device-plugin pool) would run both."""
+    at, spec, cat = ctx.at, ctx.spec, ctx.cat
     if not spec.devicePlugin.enabled or not any(getattr(p, "allocation", "devicePlugin") == "dra"
                                                 for p in spec.nodePools):
         return []
-    pc = plan_pools.build(spec, cat)
+    pc = ctx.derived("pool-configs", lambda: plan_pools.build(spec, cat))      # shared with validate/pools.py
     out = []
     for pl in pc.pools:
         pool = spec.nodePools[pl.index]
@@ -242,7 +299,10 @@ def features(spec, groups) -> list[tuple[tuple, str]]:
     return out
 
 
-def version_settings(at, spec, plat, groups) -> list:
+@rule("operator-version-settings", source="catalog/data/operator.yaml (the settings of each GPU Operator version)")
+def check_version_settings(ctx: Context) -> list:
+    """An unknown GPU Operator version, or a setting the chosen version does not have."""
+    at, spec, groups = ctx.at, ctx.spec, _groups(ctx)
     op = spec.delivery.operator
     ocat = operator_catalog.load()
     version = op.version
@@ -260,7 +320,11 @@ def version_settings(at, spec, plat, groups) -> list:
     return out
 
 
-def olm_fit(at, spec, release_operator: str) -> list:
+@rule("operator-olm", source="Red Hat certified-operators catalog: the GPU Operator bundle's "
+      "com.redhat.openshift.versions")
+def check_olm_fit(ctx: Context) -> list:
+    """install: olm off OpenShift, or for an OpenShift version the operator's bundle is not published for."""
+    at, spec, release_operator = ctx.at, ctx.spec, ctx.release.operatorVersion
     op = spec.delivery.operator
     install = op.install or DEFAULT_INSTALL[spec.platform.type]
     if install != "olm":
@@ -280,34 +344,25 @@ def olm_fit(at, spec, release_operator: str) -> list:
     return []
 
 
-def check(loaded, profile, cat) -> tuple[list, list]:
-    spec = profile.spec
-    if spec.delivery.mode != "operator":
-        return [], []
-    at = loaded.positions.issue
-    release = cat.release(spec.release)
-    if release is None:
-        return [], []                    # the catalog pass reports the unknown release
-    groups = driver_groups(spec, cat)
-    errors: list = []
-    if uses_driver_crd(spec, groups):
-        errors += overlapping_driver_selectors(at, spec, groups)
-    errors += operand_placement(at, spec)
-    errors += distribution_fit(at, spec)
-    errors += gpu_pod_deletion_off(at, spec)
-    errors += node_status_exporter_monitor(at, loaded)
-    errors += gds_with_precompiled(at, spec)
-    errors += gds_without_open_modules(at, spec, release)
-    errors += pool_sidecars_without_driver(at, spec)
-    errors += pool_sidecars_without_driver_crd(at, spec, groups)
-    errors += digest_with_precompiled(at, spec)
-    errors += cluster_policy_with_gpu_cluster(at, spec)
-    errors += device_plugin_and_dra(at, spec, cat)
-    errors += version_settings(at, spec, spec.platform, groups)
-    errors += olm_fit(at, spec, release.operatorVersion)
-    warnings = [at(("spec", "nodePools", i, "driver", "enabled"),
+@rule("operator-preinstalled-driver", severity="warning", source="NVIDIA/gpu-operator node labels "
+      "(nvidia.com/gpu.deploy.driver=false skips a node)")
+def check_preinstalled_driver_label(ctx: Context) -> list:
+    """A pool with a preinstalled driver in operator mode: its nodes need the label that keeps the operator's
+    driver off."""
+    return [ctx.at(("spec", "nodePools", i, "driver", "enabled"),
                    f"pool {p.name!r} has a preinstalled driver: label its nodes nvidia.com/gpu.deploy.driver=false "
                    "(the operator skips nodes with that label), or the operator's driver pods run there too",
                    "warning")
-                for i, p in enumerate(spec.nodePools) if p.driver is not None and p.driver.enabled is False]
-    return errors, warnings
+            for i, p in enumerate(ctx.spec.nodePools) if p.driver is not None and p.driver.enabled is False]
+
+
+def applies(ctx: Context) -> bool:
+    # the catalog pass reports an unknown release
+    return ctx.spec.delivery.mode == "operator" and ctx.release is not None
+
+
+RULES = ((check_overlapping_driver_selectors, check_operand_placement, check_distribution_fit,
+          check_gpu_pod_deletion_off, check_node_status_exporter_monitor, check_gds_with_precompiled,
+          check_gds_without_open_modules, check_pool_sidecars_without_driver, check_pool_sidecars_without_driver_crd,
+          check_digest_with_precompiled, check_cluster_policy_with_gpu_cluster, check_device_plugin_and_dra,
+          check_version_settings, check_olm_fit, check_preinstalled_driver_label),)

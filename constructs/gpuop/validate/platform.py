@@ -27,11 +27,14 @@ from __future__ import annotations
 from gpuop.catalog import versions
 from gpuop.plan.drivers import driver_variants, pool_settings, pools_overlap, rhcos_minor, version_resolver
 from gpuop.plan.operator import operator_sidecars
-from gpuop.validate.rules import Context, run
+from gpuop.validate.rules import Context, rule
 
 
+@rule("openshift", source="GPU Operator on OpenShift docs (CRI-O only, Red Hat's NFD Operator, the Driver "
+      "Toolkit per RHCOS build, image stream lookups); catalog/data/releases.yaml")
 def check_openshift(ctx: Context) -> list:
-    """openshift-runtime, openshift-nfd, pool OS on OpenShift, rhcos-builds, openshift-namespace."""
+    """On OpenShift: another runtime than CRI-O, nfd.mode deploy, a pool OS, missing or out-of-matrix RHCOS
+    builds, a namespace image stream lookups do not work in."""
     at, spec, release = ctx.at, ctx.spec, ctx.release
     errors: list = []
     if spec.platform.type != "openshift":
@@ -82,14 +85,18 @@ def _driver_on(spec) -> bool:
     return spec.driver.enabled or any(p.driver is not None and p.driver.enabled for p in spec.nodePools)
 
 
+@rule("rhcos-builds-openshift-only", source="OpenShift Driver Toolkit (RHCOS builds exist on OpenShift only)")
 def check_rhcos_builds_only_on_openshift(ctx: Context) -> list:
+    """spec.driver.rhcosVersions on Kubernetes."""
     if ctx.spec.platform.type == "openshift" or not ctx.spec.driver.rhcosVersions:
         return []
     return [ctx.at(("spec", "driver", "rhcosVersions"), "RHCOS builds are for OpenShift (Driver Toolkit builds); "
                    "remove the field on Kubernetes")]
 
 
+@rule("pool-os", source="catalog/data/releases.yaml (GPU Operator platform support matrix)")
 def check_pool_os(ctx: Context) -> list:
+    """A pool's OS outside the release's matrix for the cluster's Kubernetes version."""
     at, spec, release = ctx.at, ctx.spec, ctx.release
     errors = []
     ptype, m = spec.platform.type, release.matrix
@@ -113,7 +120,11 @@ def _variants_known(ctx: Context) -> bool:
         cat.drivers and spec.driver.version and cat.branch(spec.driver.version) is None)
 
 
+@rule("precompiled", source="GPU Operator precompiled driver containers (one per branch, kernel and OS); "
+      "catalog/data/releases.yaml precompiled")
 def check_precompiled(ctx: Context) -> list:
+    """Precompiled drivers without kernels, with full versions, or for an OS / branch NVIDIA publishes no
+    images for; kernels without precompiled."""
     at, spec, release = ctx.at, ctx.spec, ctx.release
     errors: list = []
     if not _variants_known(ctx):
@@ -152,7 +163,9 @@ def check_precompiled(ctx: Context) -> list:
     return errors
 
 
+@rule("pool-driver-branch", source="catalog/data/drivers.yaml (NVIDIA data center driver branches)")
 def check_pool_driver_branch(ctx: Context) -> list:
+    """A pool's driver version whose branch the driver catalog does not have."""
     at, spec, cat = ctx.at, ctx.spec, ctx.cat
     errors = []
     for i, pool in enumerate(spec.nodePools):
@@ -163,6 +176,8 @@ def check_pool_driver_branch(ctx: Context) -> list:
     return errors
 
 
+@rule("disjoint-driver-pools", source="Kubernetes DaemonSet scheduling: a node matching two driver DaemonSets "
+      "runs both (NVIDIA driver container: one driver per node)")
 def check_disjoint_driver_pools(ctx: Context) -> list:
     """Pools on one OS image with different driver settings must be told apart by their labels."""
     at, spec, release, cat = ctx.at, ctx.spec, ctx.release, ctx.cat
@@ -192,8 +207,9 @@ def check_disjoint_driver_pools(ctx: Context) -> list:
     return errors
 
 
+@rule("driver-daemonset-name", source="k8s.io/apimachinery pkg/util/validation IsValidLabelValue (63 characters)")
 def check_driver_daemonset_names(ctx: Context) -> list:
-    """daemonset-names: a driver DaemonSet name (its `app` label) must fit 63 characters."""
+    """A driver DaemonSet name (its `app` label) longer than 63 characters."""
     if not _variants_known(ctx):
         return []
     spec, release, cat = ctx.spec, ctx.release, ctx.cat
@@ -211,8 +227,5 @@ RULES = (
 )
 
 
-def check(loaded, profile, cat) -> tuple[list, list]:
-    ctx = Context.of(loaded, profile, cat)
-    if ctx.release is None or ctx.release.nodeLabels is None:
-        return [], []
-    return run(RULES, ctx)
+def applies(ctx: Context) -> bool:
+    return ctx.release is not None and ctx.release.nodeLabels is not None

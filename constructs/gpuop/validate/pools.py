@@ -11,9 +11,11 @@ api/config/v1 (replicas >= 2, flags precedence) and cmd/nvidia-device-plugin val
 from __future__ import annotations
 
 from gpuop.plan.pools import WHERE, _layout_from_name, advertised, build, layout_of
-from gpuop.validate.rules import Context, run
+from gpuop.validate.rules import Context, rule
 
 
+@rule("pool-sharing", source="NVIDIA/k8s-device-plugin api/config/v1 (sharing, replicas) and "
+      "cmd/nvidia-device-plugin validateFlags (MPS not with MIG)")
 def check_sharing(ctx: Context) -> list:
     """Sharing needs the device plugin; timeSlicing xor mps; no MPS on MIG; only advertised resources."""
     errors: list = []
@@ -54,19 +56,24 @@ def check_sharing(ctx: Context) -> list:
     return errors
 
 
+@rule("mig-manager-off", severity="warning", source="NVIDIA/mig-parted: the MIG manager applies "
+      "nvidia.com/mig.config layouts")
 def check_mig_manager_present(ctx: Context) -> list:
+    """MIG layouts with the MIG manager off: nothing would apply them."""
     if ctx.spec.migManager.enabled or not any(layout_of(p) for p in ctx.spec.nodePools):
         return []
     return [ctx.at(("spec", "migManager", "enabled"), "pools declare MIG layouts but the MIG manager is off: "
                    "nothing applies them on the nodes (partition the GPUs yourself)", "warning")]
 
 
+@rule("pool-labels-source", source="plan/pools.py: the labels a NodeFeatureRule cannot set (NFD "
+      "nfd.k8s-sigs.io/v1alpha1 NodeFeatureRule matches node features, not pools)")
 def check_labels_nfd_cannot_set(ctx: Context) -> list:
     """Each pool whose labels no NodeFeatureRule can set (plan/pools.py decides which) must say where they
     come from (nodeGroup, or labelsFrom: user): unlabelled, a MIG pool silently advertises whole GPUs and
     a sharing pool advertises one pod per GPU. Named: a warning saying what to put on the node group."""
     out = []
-    for pool in build(ctx.spec, ctx.cat).manual:
+    for pool in ctx.derived("pool-configs", lambda: build(ctx.spec, ctx.cat)).manual:
         labels = ", ".join(f"{k}={v}" for k, v in pool.manual)
         if pool.node_group or pool.user:
             group = f" (node group {pool.node_group})" if pool.node_group else ""
@@ -80,6 +87,7 @@ def check_labels_nfd_cannot_set(ctx: Context) -> list:
     return out
 
 
+@rule("keep-mig-configs", source="NVIDIA/mig-parted config names (nvidia.com/mig.config values gpuop writes)")
 def check_keep_mig_configs(ctx: Context) -> list:
     """keepMigConfigs names a config gpuop can rebuild for the pool's GPU (a name mig_config_name writes)."""
     out = []
@@ -99,5 +107,5 @@ RULES = (
 )
 
 
-def check(loaded, profile, cat) -> tuple[list, list]:
-    return run(RULES, Context.of(loaded, profile, cat))
+def applies(ctx: Context) -> bool:
+    return True

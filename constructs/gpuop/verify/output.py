@@ -14,11 +14,34 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gpuop.errors import Issue
+from gpuop.errors import Issue, Rule, registry, rule
 from gpuop.kube.yamlio import load_all
 from gpuop.verify import cel
 from gpuop.verify.kubeschema import KubeValidator, SchemaNotFound
+from gpuop.verify import semantic
 from gpuop.verify.user_created import manifest_issues
+
+
+@rule("kube-schema", stage="verify", source="kubernetes-validate: the strict OpenAPI schemas of the cluster's "
+      "Kubernetes version (verify/kubeschema.py)")
+def check_kube_schema(obj: dict, kube: KubeValidator) -> list[str]:
+    """A built-in kind's object that its Kubernetes version's schema refuses (unknown fields, types, required)."""
+    try:
+        return kube.errors(obj)
+    except SchemaNotFound:
+        return []                        # CRD kinds: their CEL rules (and, in the tests, their CRD schemas)
+
+
+@rule("crd-cel", stage="verify", source="the x-kubernetes-validations (CEL) rules of the upstream CRDs "
+      "(verify/cel.py)")
+def check_crd_cel(obj: dict) -> list[str]:
+    """A custom object that a CEL rule of its CRD refuses."""
+    return cel.errors(obj)
+
+
+OBJECT_CHECKS = (check_kube_schema, check_crd_cel)
+# Every rule `gpuop validate DIST` runs: the schema and CEL checks here and the semantic rules.
+REGISTRY: dict[str, Rule] = {**registry(OBJECT_CHECKS), **semantic.REGISTRY}
 
 
 def is_output(path: Path) -> bool:
@@ -28,12 +51,9 @@ def is_output(path: Path) -> bool:
 def _object_issues(obj, shown: str, kube: KubeValidator) -> list[Issue]:
     if not isinstance(obj, dict) or "kind" not in obj:
         return [Issue(shown, 0, 0, "", "not a Kubernetes object")]
-    try:
-        msgs = kube.errors(obj)
-    except SchemaNotFound:
-        msgs = []
-    msgs += cel.errors(obj)
-    return [Issue(shown, 0, 0, "", f"{obj['kind']}/{obj.get('metadata', {}).get('name')}: {m}") for m in msgs]
+    return [Issue(shown, 0, 0, "", f"{obj['kind']}/{obj.get('metadata', {}).get('name')}: {m}", rule=check.rule.id)
+            for check, msgs in ((check_kube_schema, check_kube_schema(obj, kube)), (check_crd_cel, check_crd_cel(obj)))
+            for m in msgs]
 
 
 def _operator_files(dist: Path, c: dict) -> list[tuple[Path, str]]:

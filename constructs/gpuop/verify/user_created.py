@@ -21,7 +21,7 @@ from gpuop.verify import semantic
 
 
 def _issue(file: str, f, note: str = "") -> Issue:
-    return Issue(file, 0, 0, f"{f.kind}/{semantic.shown_name(f.name)} {f.path}", f.message + note)
+    return Issue(file, 0, 0, f"{f.kind}/{semantic.shown_name(f.name)} {f.path}", f.message + note, rule=f.rule)
 
 
 def stack_issues(stack, file: str) -> list[Issue]:

@@ -2,13 +2,14 @@
 and the kubelet refuse (or silently break on) beyond the OpenAPI schema, and the references between
 the objects of one cluster's output.
 
-The rules (`check_*`, each a small named function `rule(obj, ctx) -> findings` with its Kubernetes
-source in the comment above it) live in one module per family: `pods` (pod specs), `workloads`,
+The rules (`check_*`, each a small named function `rule(obj, ctx) -> findings` declared with
+`@rule(id, source=..., refuses=...)` (errors.py) and its Kubernetes source in the comment above it) live in one module per family: `pods` (pod specs), `workloads`,
 `services`, `references` (between the objects of one output) and `metadata`; `objects` holds what they
 share, including the table of names that legitimately exist outside the output (`EXTERNAL`, data with a
 reason per entry; `TENANT_KINDS` for the objects gpuop places in its users' namespaces). The syntax of
 names, keys and quantities is the one kernel of gpuop/kube/validation.py and gpuop/kube/quantity.py.
-This package owns the registry (`RULES`, `CONTEXT_RULES`), the runner, and the two entry points the
+This package owns the registry (`RULES`, `CONTEXT_RULES`, `REGISTRY` by rule id), the runner (which
+records the rule id on each finding and issue), and the two entry points the
 pipeline uses: `stack_issues` (every `gpuop synth`, before anything is written; memoized)
 and `manifest_issues` (`gpuop validate DIST`, over dist/<cluster>/manifests/*.yaml).
 
@@ -41,13 +42,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dataclasses import replace
+
 from gpuop.errors import Issue
+from gpuop.errors import Rule as RuleRecord
+from gpuop.errors import registry
 from gpuop.kube.quantity import QuantityError, parse_quantity
 from gpuop.kube.slots import MARKER, fill, lookup
 from gpuop.kube.yamlio import load_all
 
 from .data import check_config_data_keys
-from .decode import decode_findings
+from .decode import check_kubectl_decode
 from .metadata import (
     check_annotations,
     check_duplicate_objects,
@@ -96,7 +101,7 @@ from .references import (
 )
 from .objects import EXTERNAL, TENANT_KINDS, Context, External, Finding, Obj, Rule, external_names
 
-__all__ = ["CONTEXT_RULES", "EXTERNAL", "RULES", "TENANT_KINDS", "Context", "External", "Finding", "QuantityError",
+__all__ = ["CONTEXT_RULES", "EXTERNAL", "REGISTRY", "RULES", "TENANT_KINDS", "Context", "External", "Finding", "QuantityError",
            "StackChecker", "check_indexed", "check_objects", "external_names", "manifest_issues", "parse_quantity",
            "stack_issues"]
 
@@ -141,6 +146,9 @@ RULES: tuple[Rule, ...] = (
     check_config_data_keys,
 )
 
+# Every semantic rule by id: RULES over the objects, and the kubectl reading of each file's text.
+REGISTRY: dict[str, RuleRecord] = registry((*RULES, check_kubectl_decode))
+
 
 # The rules that look past the object they check (references, duplicates, Service endpoints). The
 # others read only their object (and the constant node port range), so their findings are memoized per
@@ -171,7 +179,7 @@ def check_indexed(objs: list[dict[str, Any]], *, external: Mapping[str, set[str]
     for i, obj in enumerate(ctx.objects):
         for r, rule in enumerate(RULES):
             found = local[i][r] if local is not None and rule not in CONTEXT_RULES else rule(obj, ctx)
-            out += [(i, f) for f in found]
+            out += [(i, f if f.rule else replace(f, rule=rule.rule.id)) for f in found]
     return out
 
 
@@ -243,7 +251,7 @@ def shown_name(name: str) -> str:
 
 
 def _issue(file: str, f: Finding, note: str = "") -> Issue:
-    return Issue(file, 0, 0, f"{f.kind}/{shown_name(f.name)} {f.path}", f.message + note)
+    return Issue(file, 0, 0, f"{f.kind}/{shown_name(f.name)} {f.path}", f.message + note, rule=f.rule)
 
 
 def stack_issues(stack, file: str) -> list[Issue]:
@@ -271,7 +279,7 @@ def manifest_issues(folder: Path, *, external: Mapping[str, set[str]] | None = N
             docs = load_all(text)
         except Exception:  # noqa: BLE001, S112 - verify.output reports it as "not valid YAML"
             continue
-        decoded += [_issue(str(path), f) for f in decode_findings(text)]
+        decoded += [_issue(str(path), f) for f in check_kubectl_decode(text)]
         for obj in docs:
             if isinstance(obj, dict) and "kind" in obj:
                 objs.append(obj)

@@ -7,9 +7,11 @@ from collections.abc import Iterable
 
 from gpuop.kube.validation import invalid, is_config_map_key
 
-from .objects import Context, Finding, Obj, _dict, _Emitter, key
+from .objects import rule, Context, Finding, Obj, _dict, _Emitter, key
 
 
+@rule("config-data-keys", source="k8s pkg/apis/core/validation/validation.go ValidateConfigMap",
+      refuses="ConfigMap and Secret data keys that are not valid keys, or a key in both data and binaryData.")
 # k8s pkg/apis/core/validation/validation.go ValidateConfigMap (data and binaryData keys IsConfigMapKey;
 #   a key in both: "duplicate of key present in binaryData") and ValidateSecret (data keys
 #   IsConfigMapKey; stringData is merged into data by the v1 conversion, so its keys count as data's).

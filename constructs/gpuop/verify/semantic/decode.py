@@ -19,7 +19,7 @@ import yaml
 
 from gpuop.kube.validation import go_value
 
-from .objects import Finding, child, key
+from .objects import Finding, child, key, rule
 
 _TRUE = {"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"}
 _FALSE = {"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"}
@@ -108,8 +108,10 @@ def _type(value: Any) -> str:
     return "bool" if isinstance(value, bool) else "number"
 
 
-def decode_findings(text: str) -> list[Finding]:
-    """Every string-field scalar of the documents in `text` that kubectl would decode as a bool or a number."""
+@rule("kubectl-decode", source="kubectl / Helm / Argo CD: sigs.k8s.io/yaml (YAML 1.1 scalars) into the typed "
+      "Go structs of the API (json: cannot unmarshal)")
+def check_kubectl_decode(text: str) -> list[Finding]:
+    """A string field whose plain YAML scalar kubectl decodes as a bool or a number (a file's text)."""
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     out: list[Finding] = []
     for doc in yaml.compose_all(text, Loader=loader):
@@ -124,8 +126,11 @@ def decode_findings(text: str) -> list[Finding]:
             if not isinstance(value, bool) and (last in _NUMBER_OK or in_quantity_map):
                 continue
             shown = go_value(value) if isinstance(value, bool) else node.value
-            out.append(Finding(kind, name, namespace, path,
+            out.append(Finding(kind, name, namespace, path, rule="kubectl-decode", message=
                                f"decode: json: cannot unmarshal {_type(value)} into a field of type string: kubectl, "
                                f"Helm and Argo CD read YAML 1.1, where the plain scalar {node.value} is "
                                f"{_type(value)} {shown}; quote it"))
     return out
+
+
+decode_findings = check_kubectl_decode

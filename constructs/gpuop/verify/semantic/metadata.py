@@ -10,7 +10,7 @@ from gpuop.kube.validation import (
     duplicate, forbidden, invalid, is_dns1035_label, is_dns1123_label, is_dns1123_subdomain,
     is_path_segment_name, is_qualified_name, is_valid_label_value, required, too_long,
 )
-from .objects import CLUSTER_SCOPED_KINDS, Context, Finding, Obj, _Emitter, _dict, _meta, child, key, pod_specs
+from .objects import rule, CLUSTER_SCOPED_KINDS, Context, Finding, Obj, _Emitter, _dict, _meta, child, key, pod_specs
 
 
 _RBAC_KINDS = frozenset({"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"})
@@ -27,6 +27,8 @@ def name_errors(kind: str, name: str) -> list[str]:
     return is_dns1123_subdomain(name)  # NameIsDNSSubdomain (everything else, CRs included)
 
 
+@rule("metadata-name", source="k8s.io/apimachinery/pkg/api/validation/objectmeta.go ValidateObjectMetaAccessor",
+      refuses="An object name the kind's name rule refuses, a missing name, a namespace that is not a DNS-1123 label.")
 # k8s.io/apimachinery/pkg/api/validation/objectmeta.go ValidateObjectMetaAccessor (name with the
 #   kind's ValidateNameFunc, "name or generateName is required", namespace DNS-1123 label)
 def check_metadata_name(obj: Obj, ctx: Context) -> Iterable[Finding]:
@@ -65,6 +67,10 @@ def _label_maps(obj: Obj) -> Iterator[tuple[str, Mapping[str, Any]]]:
         yield "spec.selector", _dict(spec.get("selector"))
 
 
+@rule("labels",
+      source="k8s.io/apimachinery/pkg/apis/meta/v1/validation ValidateLabels",
+      refuses="Label keys that are not qualified names and values that are not label values (objects, templates, "
+              "selectors).")
 # k8s.io/apimachinery/pkg/apis/meta/v1/validation ValidateLabels (IsQualifiedName keys,
 #   IsValidLabelValue values) on object and template labels, workload and Service selectors
 def check_labels(obj: Obj, ctx: Context) -> Iterable[Finding]:
@@ -84,6 +90,8 @@ def check_labels(obj: Obj, ctx: Context) -> Iterable[Finding]:
 TOTAL_ANNOTATION_SIZE_LIMIT_B = 256 * (1 << 10)
 
 
+@rule("annotations", source="k8s.io/apimachinery/pkg/api/validation/objectmeta.go ValidateAnnotations",
+      refuses="Annotation keys that are not qualified names; annotations over 256 KiB in total.")
 # k8s.io/apimachinery/pkg/api/validation/objectmeta.go ValidateAnnotations (lower-cased keys are
 #   qualified names; total size of keys+values <= 256KiB: "Too long: must have at most 262144 bytes")
 def check_annotations(obj: Obj, ctx: Context) -> Iterable[Finding]:
@@ -100,6 +108,10 @@ def check_annotations(obj: Obj, ctx: Context) -> Iterable[Finding]:
     return emit.findings
 
 
+@rule("duplicate-objects",
+      source="gpuop (not an API-server check): two objects with the same kind/namespace/name in one output means "
+             "the second silently overwrites the first on apply",
+      refuses="Two objects with the same kind, namespace and name in one output (the second overwrites the first).")
 # Not an API-server check: two objects with the same kind/namespace/name in one output means
 #   the second silently overwrites the first on apply.
 def check_duplicate_objects(obj: Obj, ctx: Context) -> Iterable[Finding]:

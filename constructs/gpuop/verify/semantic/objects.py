@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
+
+from gpuop.errors import rule as _rule
+
+# The semantic rules' declaration (errors.py): `@rule(id, source=..., refuses=...)` above each check's
+# upstream comment.
+rule = partial(_rule, stage="verify")
 
 
 
@@ -20,6 +27,7 @@ class Finding:
     namespace: str
     path: str
     message: str
+    rule: str = field(default="", compare=False)    # the id of the rule that found it (check_indexed sets it)
 
 
 def child(base: str, *parts: str | int) -> str:

@@ -17,10 +17,14 @@ from gpuop.kube.validation import (
     is_valid_port_name, is_valid_port_num, not_found, not_supported, required, sysctl_namespace,
 )
 from .objects import (
+    rule,
     Context, Finding, Obj, PodSpecRef, _Emitter, _dict, _dicts, _list, child, containers, key, pod_specs,
 )
 
 
+@rule("host-pid-with-share-process-namespace",
+      source="k8s pkg/apis/core/validation/validation.go validatePodSpecSecurityContext",
+      refuses="hostPID together with shareProcessNamespace.")
 # k8s pkg/apis/core/validation/validation.go validatePodSpecSecurityContext:
 #   "ShareProcessNamespace and HostPID cannot both be enabled"
 # (upstream reports it at securityContext.shareProcessNamespace, the internal location)
@@ -35,6 +39,8 @@ def check_host_pid_with_share_process_namespace(obj: Obj, ctx: Context) -> Itera
     return emit.findings
 
 
+@rule("container-names", source="k8s pkg/apis/core/validation/validation.go validateContainerCommon",
+      refuses="Container names that are not DNS-1123 labels or repeat across containers and init containers.")
 # k8s pkg/apis/core/validation/validation.go validateContainerCommon (DNS-1123 label),
 #   validateContainers / validateInitContainers (names unique across containers+initContainers)
 def check_container_names(obj: Obj, ctx: Context) -> Iterable[Finding]:
@@ -92,6 +98,10 @@ def _check_items(emit: _Emitter, items: Any, base: str) -> None:
             emit(ipath, invalid(path, "must not contain '..'"))
 
 
+@rule("volumes",
+      source="k8s pkg/apis/core/validation/validation.go ValidateVolumes",
+      refuses="Volume names invalid or repeated, no or several volume sources, bad item paths and modes, bad "
+              "hostPath types.")
 # k8s pkg/apis/core/validation/validation.go ValidateVolumes (name DNS-1123 label, unique; item paths
 #   relative without '..', defaultMode and item modes within 0777; a negative emptyDir.sizeLimit),
 #   validateVolumeSource ("may not specify more than 1 volume type" / "must specify a volume type"),
@@ -157,6 +167,10 @@ def _checked_volumes(emit: _Emitter, ref: PodSpecRef) -> set[str]:
     return valid
 
 
+@rule("container-ports",
+      source="k8s pkg/apis/core/validation/validation.go validateContainerPorts",
+      refuses="Port names and numbers out of grammar or range, duplicate names, host ports that differ under "
+              "hostNetwork.")
 # k8s pkg/apis/core/validation/validation.go validateContainerPorts (IsValidPortName, unique
 #   names, IsValidPortNum), validatePodHostNetworkDeps ("must match `containerPort` when
 #   `hostNetwork` is true"), AccumulateUniqueHostPorts (duplicate protocol/hostIP/hostPort)
@@ -208,6 +222,10 @@ def _has_dotdot(value: str) -> bool:
     return ".." in value.replace("\\", "/").split("/")
 
 
+@rule("volume-mounts",
+      source="k8s pkg/apis/core/validation/validation.go ValidateVolumeMounts",
+      refuses="Mounts of volumes the pod lacks, repeated mount paths, bad subPaths, Bidirectional propagation "
+              "unprivileged.")
 # k8s pkg/apis/core/validation/validation.go ValidateVolumeMounts (name must be a pod volume,
 #   mountPath required and unique, subPath/subPathExpr via validateLocalDescendingPath),
 #   validateMountPropagation ("Bidirectional mount propagation is available only to privileged
@@ -298,6 +316,10 @@ def _check_handler(
             emit(child(apath, "scheme"), not_supported(scheme, ("HTTP", "HTTPS")))
 
 
+@rule("probes",
+      source="k8s pkg/apis/core/validation/validation.go validateProbe / validateHandler",
+      refuses="Probes and lifecycle handlers with no or several handlers, bad thresholds, ports the container does "
+              "not declare.")
 # k8s pkg/apis/core/validation/validation.go validateProbe / validateHandler ("must specify a
 #   handler type", "may not specify more than 1 handler type"), ValidateNonnegativeField on the
 #   timing fields, validateLivenessProbe / validateStartupProbe (successThreshold "must be 1"),
@@ -354,6 +376,10 @@ def check_probes(obj: Obj, ctx: Context) -> Iterable[Finding]:
 _VALUE_FROM_SOURCES = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")
 
 
+@rule("env",
+      source="k8s pkg/apis/core/validation/validation.go ValidateEnv",
+      refuses="Env names outside the grammar, value with valueFrom, valueFrom with no or several sources, bad field "
+              "paths.")
 # k8s pkg/apis/core/validation/validation.go ValidateEnv (IsEnvVarName), validateEnvVarValueFrom
 #   (exactly one source; not together with `value`), validateConfigMapKeySelector /
 #   validateSecretKeySelector (IsConfigMapKey), ValidateEnvFrom (exactly one of configMapRef /
@@ -483,6 +509,10 @@ def container_resource_name_errors(name: str) -> list[str]:
     return []
 
 
+@rule("resources",
+      source="k8s pkg/apis/core/validation/validation.go validateResourceRequirements",
+      refuses="Malformed quantities, requests above limits, GPU requests unlike their limits or fractional, bad "
+              "resource names.")
 # k8s pkg/apis/core/validation/validation.go validateResourceRequirements (request <= limit:
 #   "must be less than or equal to %s limit of %s"; non-overcommitable resources such as
 #   nvidia.com/gpu: "must be equal to %s limit of %s" and "Limit must be set for non
@@ -537,6 +567,8 @@ def check_resources(obj: Obj, ctx: Context) -> Iterable[Finding]:
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
+@rule("pod-tolerations", source="k8s pkg/apis/core/validation/validation.go ValidateTolerations",
+      refuses="Tolerations with a bad key, operator, effect, value for Exists, or tolerationSeconds without NoExecute.")
 # k8s pkg/apis/core/validation/validation.go ValidateTolerations (+ validateTaintEffect)
 def check_tolerations(obj: Obj, ctx: Context) -> Iterable[Finding]:
     emit = _Emitter(obj)
@@ -576,6 +608,8 @@ def check_tolerations(obj: Obj, ctx: Context) -> Iterable[Finding]:
     return emit.findings
 
 
+@rule("pod-priority-class-name", source="k8s pkg/apis/core/validation/validation.go ValidatePodSpec",
+      refuses="A priorityClassName that is not a DNS subdomain or names a class neither built in nor in the output.")
 # k8s pkg/apis/core/validation/validation.go ValidatePodSpec (ValidatePriorityClassName =
 #   NameIsDNSSubdomain) and plugin/pkg/admission/priority admission.go:
 #   "no PriorityClass with name %v was found"
@@ -598,6 +632,8 @@ def _term_path(base: str, req: str) -> str:
     return child(base, "affinity", "nodeAffinity", req)
 
 
+@rule("node-selector", source="k8s pkg/apis/core/validation/validation.go ValidatePodSpec",
+      refuses="nodeSelector keys and values that are not label keys and values.")
 # k8s pkg/apis/core/validation/validation.go ValidatePodSpec (unversionedvalidation.ValidateLabels
 #   on nodeSelector)
 def check_node_selector(obj: Obj, ctx: Context) -> Iterable[Finding]:
@@ -639,6 +675,8 @@ def _check_node_selector_requirement(emit: _Emitter, req: Mapping[str, Any], pat
                 emit(child(vpath, j), invalid(value, msg))
 
 
+@rule("node-affinity", source="k8s pkg/apis/core/validation/validation.go validateNodeAffinity / ValidateNodeSelector",
+      refuses="Node affinity without terms, bad operators, keys or values, Gt/Lt values that are not one integer.")
 # k8s pkg/apis/core/validation/validation.go validateNodeAffinity / ValidateNodeSelector ("must
 #   have at least one node selector term") / ValidateNodeSelectorRequirement /
 #   ValidatePreferredSchedulingTerms ("must be in the range 1-100")
@@ -671,6 +709,8 @@ _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 _TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
 
 
+@rule("container-image-and-policies", source="k8s pkg/apis/core/validation/validation.go validateContainerCommon",
+      refuses="A container without an image, bad pull policies, termination message policies or restart policies.")
 # k8s pkg/apis/core/validation/validation.go validateContainerCommon: image "Required value" (for
 #   every container of a create), validatePullPolicy, terminationMessagePolicy (after v1 defaulting
 #   of the absent ones to IfNotPresent/Always and File).
@@ -740,6 +780,10 @@ def _check_seccomp(emit: _Emitter, sc: Mapping[str, Any], base: str) -> None:
              invalid(profile.get("localhostProfile"), "can only be set when seccomp type is Localhost"))
 
 
+@rule("security-context",
+      source="k8s pkg/apis/core/validation/validation.go ValidateSecurityContext",
+      refuses="runAsUser / runAsGroup out of range, privileged with allowPrivilegeEscalation false, bad "
+              "capabilities or profiles.")
 # k8s pkg/apis/core/validation/validation.go ValidateSecurityContext (runAsUser / runAsGroup
 #   ValidateNonnegativeField-style range "must be between 0 and 2147483647, inclusive", procMount
 #   "Default" or "Unmasked", "cannot set `allowPrivilegeEscalation` to false and `privileged` to
@@ -768,6 +812,8 @@ def check_security_context(obj: Obj, ctx: Context) -> Iterable[Finding]:
     return emit.findings
 
 
+@rule("sysctls", source="k8s pkg/apis/core/validation/validation.go validateSysctls",
+      refuses="Sysctl names outside the grammar, duplicates, namespaced sysctls with host namespaces.")
 # k8s pkg/apis/core/validation/validation.go validateSysctls (IsValidSysctlName, "Duplicate value",
 #   namespaced sysctls "may not be specified when 'hostNetwork' is true" / "... 'hostIPC' is true"
 #   with component-helpers node/util/sysctl GetNamespace).
@@ -803,6 +849,8 @@ MAX_DNS_NAMESERVERS = 3
 MAX_DNS_SEARCH_PATHS = 32
 
 
+@rule("dns", source="k8s pkg/apis/core/validation/validation.go validateDNSPolicy",
+      refuses="An unsupported dnsPolicy, a dnsConfig missing for None or over its limits.")
 # k8s pkg/apis/core/validation/validation.go validateDNSPolicy ("Unsupported value") and
 #   validatePodDNSConfig ("must provide `dnsConfig` when `dnsPolicy` is None", at most 3 nameservers
 #   that are IP addresses and at least one with policy None, at most 32 search paths, option names).
@@ -886,6 +934,10 @@ def _check_pod_affinity_term(emit: _Emitter, term: Mapping[str, Any], path: str)
         emit(tpath, invalid(str(topology or ""), msg))
 
 
+@rule("pod-affinity",
+      source="k8s pkg/apis/core/validation/validation.go validatePodAffinity / validatePodAntiAffinity / "
+             "validatePodAffinityTerm",
+      refuses="Pod (anti-)affinity terms without a topology key, bad weights or selectors.")
 # k8s pkg/apis/core/validation/validation.go validatePodAffinity / validatePodAntiAffinity /
 #   validatePodAffinityTerm (topologyKey "can not be empty" and a qualified name, the label selector),
 #   validateWeightedPodAffinityTerms ("must be in the range 1-100").
@@ -907,6 +959,8 @@ def check_pod_affinity(obj: Obj, ctx: Context) -> Iterable[Finding]:
     return emit.findings
 
 
+@rule("pod-names-and-deadlines", source="k8s pkg/apis/core/validation/validation.go ValidatePodSpec",
+      refuses="Bad hostname, subdomain, serviceAccountName, nodeName, grace periods or deadlines of a pod spec.")
 # k8s pkg/apis/core/validation/validation.go ValidatePodSpec: hostname and subdomain (DNS-1123
 #   labels), serviceAccountName and nodeName (DNS-1123 subdomains), activeDeadlineSeconds ("must be
 #   between 1 and 2147483647, inclusive").

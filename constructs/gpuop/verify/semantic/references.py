@@ -12,11 +12,14 @@ from gpuop.kube.validation import (
     go_value, invalid, is_dns1123_label, is_dns1123_subdomain, not_supported, required,
 )
 from .objects import (
+    rule,
     CLUSTER_SCOPED_KINDS, Context, Finding, Obj, PodSpecRef, TENANT_KINDS, _Emitter, _dict, _dicts, _list,
     child, containers, pod_specs,
 )
 
 
+@rule("service-account-exists", source="k8s plugin/pkg/admission/serviceaccount admission.go",
+      refuses="A pod naming a ServiceAccount neither in the output nor external.")
 # k8s plugin/pkg/admission/serviceaccount admission.go: pods naming a missing ServiceAccount are
 #   refused ("service account %s/%s was not found, retry after the service account is created");
 #   the "default" account always exists (the serviceaccounts controller creates it).
@@ -89,6 +92,9 @@ def _check_config_refs(obj: Obj, ctx: Context, ref_kind: str, obj_kind: str, res
     return emit.findings
 
 
+@rule("config-map-references",
+      source="kubelet pkg/kubelet/kubelet_pods.go makeEnvironmentVariables and pkg/volume/configmap SetUpAt",
+      refuses="A pod needing a ConfigMap (or key) neither in the output nor external.")
 # kubelet pkg/kubelet/kubelet_pods.go makeEnvironmentVariables and pkg/volume/configmap SetUpAt:
 #   a missing, non-optional ConfigMap (or key) keeps the pod in CreateContainerConfigError /
 #   ContainerCreating.  Message: API NotFound wording 'configmaps "x" not found'.
@@ -96,12 +102,19 @@ def check_config_map_references(obj: Obj, ctx: Context) -> Iterable[Finding]:
     return _check_config_refs(obj, ctx, "configMap", "ConfigMap", "configmaps")
 
 
+@rule("secret-references",
+      source="kubelet pkg/kubelet/kubelet_pods.go makeEnvironmentVariables, pkg/volume/secret SetUpAt",
+      refuses="A pod needing a Secret (or key) neither in the output nor external.")
 # Same kubelet paths for Secrets (pkg/volume/secret SetUpAt).  imagePullSecrets are deliberately
 # not checked: they are provided by the user.
 def check_secret_references(obj: Obj, ctx: Context) -> Iterable[Finding]:
     return _check_config_refs(obj, ctx, "secret", "Secret", "secrets")
 
 
+@rule("runtime-class-exists",
+      source="k8s pkg/apis/core/validation/validation.go ValidateRuntimeClassName",
+      refuses="A runtimeClassName that is not a DNS subdomain or names a RuntimeClass neither in the output nor "
+              "external.")
 # k8s pkg/apis/core/validation/validation.go ValidateRuntimeClassName (DNS subdomain) and
 #   plugin/pkg/admission/runtimeclass admission.go: 'pod rejected: RuntimeClass "%s" not found'
 def check_runtime_class_exists(obj: Obj, ctx: Context) -> Iterable[Finding]:
@@ -119,6 +132,9 @@ def check_runtime_class_exists(obj: Obj, ctx: Context) -> Iterable[Finding]:
     return emit.findings
 
 
+@rule("role-binding-role-ref",
+      source="k8s pkg/apis/rbac/validation/validation.go ValidateRoleBinding / ValidateClusterRoleBinding",
+      refuses="A binding whose roleRef is malformed or names a role neither in the output nor external.")
 # k8s pkg/apis/rbac/validation/validation.go ValidateRoleBinding / ValidateClusterRoleBinding
 #   (roleRef.apiGroup, roleRef.kind) and pkg/registry/rbac/rolebinding/policybased storage.go:
 #   without "bind"/escalate rights, creating a binding resolves the role and fails with the
@@ -148,6 +164,8 @@ def check_role_binding_role_ref(obj: Obj, ctx: Context) -> Iterable[Finding]:
     return emit.findings
 
 
+@rule("role-binding-subjects", source="k8s pkg/apis/rbac/validation/validation.go validateRoleBindingSubject",
+      refuses="Binding subjects that are malformed, or ServiceAccounts neither in the output nor external.")
 # k8s pkg/apis/rbac/validation/validation.go validateRoleBindingSubject (ServiceAccount subjects
 #   need a namespace in ClusterRoleBindings) + reference check: a binding to a ServiceAccount
 #   that is neither in the output nor external grants nothing to the workload.
@@ -174,6 +192,8 @@ def check_role_binding_subjects(obj: Obj, ctx: Context) -> Iterable[Finding]:
 _SA_USER_RE = re.compile(r"system:serviceaccount:([^:]+):([^:]+)")
 
 
+@rule("scc-users", source="OpenShift SecurityContextConstraints (security.openshift.io/v1)",
+      refuses="An SCC user naming a ServiceAccount neither in the output nor external.")
 # OpenShift SecurityContextConstraints: `users` entries "system:serviceaccount:NS:NAME" must name
 #   an existing ServiceAccount, otherwise the SCC never applies to the workload.
 def check_scc_users(obj: Obj, ctx: Context) -> Iterable[Finding]:
@@ -191,6 +211,8 @@ def check_scc_users(obj: Obj, ctx: Context) -> Iterable[Finding]:
     return emit.findings
 
 
+@rule("rbac-scc-use-resource-names", source="OpenShift SecurityContextConstraints (security.openshift.io/v1)",
+      refuses="A role granting use of an SCC neither in the output nor external.")
 # OpenShift: a Role/ClusterRole rule granting `use` on securitycontextconstraints by resourceName
 #   must name an SCC that exists (in the output or external), else the grant is dead.
 def check_rbac_scc_use_resource_names(obj: Obj, ctx: Context) -> Iterable[Finding]:
@@ -211,6 +233,8 @@ def check_rbac_scc_use_resource_names(obj: Obj, ctx: Context) -> Iterable[Findin
     return emit.findings
 
 
+@rule("namespace-exists", source="k8s plugin/pkg/admission/namespace/lifecycle admission.go",
+      refuses="An object in a namespace neither in the output nor external.")
 # k8s plugin/pkg/admission/namespace/lifecycle admission.go: objects in a namespace that does not
 #   exist are refused ('namespaces "x" not found'). TENANT_KINDS go into the users' namespaces.
 def check_namespace_exists(obj: Obj, ctx: Context) -> Iterable[Finding]:

@@ -10,12 +10,14 @@ from gpuop.kube.validation import (
     PROTOCOLS, duplicate, forbidden, invalid, is_dns1123_label, is_valid_port_name, is_valid_port_num, not_supported,
     required,
 )
-from .objects import Context, Finding, Obj, _Emitter, _dict, _dicts, _meta, child, pod_specs
+from .objects import rule, Context, Finding, Obj, _Emitter, _dict, _dicts, _meta, child, pod_specs
 
 
 _SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 
 
+@rule("service-ports", source="k8s pkg/apis/core/validation/validation.go ValidateService",
+      refuses="Bad Service types, ports, protocols, target ports, node ports; unnamed ports beside others.")
 # k8s pkg/apis/core/validation/validation.go ValidateService (type, sessionAffinity, ports required
 #   but for ExternalName, protocol) / validateServicePort (port
 #   IsValidPortNum, targetPort ValidatePortNumOrName, names DNS-1123 label, required when more
@@ -78,6 +80,10 @@ def check_service_ports(obj: Obj, ctx: Context) -> Iterable[Finding]:
     return emit.findings
 
 
+@rule("service-selector-matches-pods",
+      source="gpuop (not an API-server check): a Service whose selector matches no pod template in the output has "
+             "no endpoints (kube-controller-manager endpointslice controller selects nothing)",
+      refuses="A Service whose selector matches no pod template of the output (no endpoints).")
 # Not an API-server check: a Service whose selector matches no pod template in the output has
 # no endpoints (kube-controller-manager endpointslice controller selects nothing).
 def check_service_selector_matches_pods(obj: Obj, ctx: Context) -> Iterable[Finding]:

@@ -10,7 +10,7 @@ from typing import Any
 from gpuop.kube.validation import (
     IS_NEGATIVE_ERROR_MSG, forbidden, invalid, is_valid_percent, not_supported, required,
 )
-from .objects import Context, Finding, Obj, _Emitter, _dict, _dicts, _list, child, pod_specs
+from .objects import rule, Context, Finding, Obj, _Emitter, _dict, _dicts, _list, child, pod_specs
 
 
 def go_string_map(values: Mapping[str, Any]) -> str:
@@ -38,6 +38,8 @@ def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> 
     return True
 
 
+@rule("workload-selector", source="k8s pkg/apis/apps/validation/validation.go ValidateDaemonSetSpec",
+      refuses="Workload selectors empty or not matching the template's labels.")
 # k8s pkg/apis/apps/validation/validation.go ValidateDaemonSetSpec ("`selector` does not match
 #   template `labels`", "empty selector is invalid for daemonset"), and the same selector checks
 #   of ValidateDeploymentSpec / ValidateStatefulSetSpec / ValidateReplicaSetSpec
@@ -68,6 +70,10 @@ def check_workload_selector(obj: Obj, ctx: Context) -> Iterable[Finding]:
     return emit.findings
 
 
+@rule("pod-template-restart-policy",
+      source="k8s pkg/apis/apps/validation/validation.go ValidateDaemonSetSpec / ValidateDeploymentSpec / "
+             "ValidateStatefulSetSpec",
+      refuses="Workload pod templates with another restartPolicy than their kind allows.")
 # k8s pkg/apis/apps/validation/validation.go ValidateDaemonSetSpec / ValidateDeploymentSpec /
 #   ValidateStatefulSetSpec ("Unsupported value ... supported values: \"Always\"") and
 #   pkg/apis/batch/validation ValidateJobSpec (OnFailure or Never)
@@ -99,6 +105,11 @@ def _int_or_percent(value: Any) -> tuple[int | None, bool]:
     return None, isinstance(value, str)
 
 
+@rule("daemonset-update-strategy",
+      source="k8s pkg/apis/apps/validation/validation.go ValidateDaemonSetUpdateStrategy / "
+             "ValidateRollingUpdateDaemonSet / ValidatePositiveIntOrPercent / IsNotMoreThan100Percent, after "
+             "pkg/apis/apps/v1 defaults.go SetDefaults_DaemonSet",
+      refuses="Bad DaemonSet update strategies: types, percentages, maxUnavailable and maxSurge both zero.")
 # k8s pkg/apis/apps/validation/validation.go ValidateDaemonSetUpdateStrategy /
 #   ValidateRollingUpdateDaemonSet / ValidatePositiveIntOrPercent / IsNotMoreThan100Percent,
 #   after pkg/apis/apps/v1 defaults.go SetDefaults_DaemonSet (type RollingUpdate,
