@@ -53,7 +53,7 @@ def sanitized_kernel(kernel: str) -> str:
     return ARCH.sub("", kernel).replace("_", ".").rstrip(".").lower()
 
 
-DEFAULT_RUNTIME = {"kubernetes": "containerd", "openshift": "crio"}    # NOTES.md §3: OpenShift forces crio
+DEFAULT_RUNTIME = {"kubernetes": "containerd", "openshift": "crio"}    # OpenShift nodes run CRI-O only (../shared/refs/gpu-operator/NOTES.md §3)
 
 
 def full_version(version: str | None, default: str, cat) -> str:

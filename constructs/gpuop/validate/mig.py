@@ -5,8 +5,9 @@ model (geometry.check_layout: known profiles, max counts, media-engine rules, a 
 located at `spec.nodePools[i].mig.layout`. `strategy: single` (also the default when omitted) needs
 exactly one profile kind; that error is located at `spec.nodePools[i].mig.strategy`.
 
-Sources: ../shared/refs/mig/FACTS.md §0, §4-§6 (through catalog/data/mig.yaml); the issue's MIG
-strategy rule ("`single` requires one profile per pool layout").
+Sources: ../shared/refs/mig/FACTS.md §0, §4-§6 (through catalog/data/mig.yaml); NVIDIA's
+device plugin and GFD with `MIG_STRATEGY=single` advertise one resource per GPU, so a pool layout mixing
+profile kinds needs `mixed`.
 """
 
 from __future__ import annotations
