@@ -377,14 +377,82 @@ def _metrics_row() -> Row:
 
     def inv(vals, _):
         create, name, data = vals
-        if not data:
-            if name:
-                raise Unexpressible(f"dcgmExporter.config.name {name!r}: the metrics live in that ConfigMap; give "
-                                    "its dcgm-metrics.csv to the import (or its content as dcgmExporter.metrics)")
+        if not data:                 # a name alone: a ConfigMap the user manages (delivery.operator.dcgmMetricsConfig)
             return []
         return parse_metrics(data)
     return Row("dcgmExporter.metrics", paths, ("dcgmExporter.config.name",), [], fwd, inv, "field",
                "the metrics CSV in a ConfigMap the chart renders (config.create)")
+
+
+def _config_map_row(profile: str, key: str, ours: str, with_default: bool = False) -> Row:
+    """A ConfigMap the operator reads by name (and, for the device plugin, the config of unlabelled nodes):
+    omitted means gpuop's name; the inverse keeps any other, so adopting a cluster orphans no ConfigMap."""
+    paths = (f"{key}.config.name",) + ((f"{key}.config.default",) if with_default else ())
+
+    def fwd(v, _):
+        v = {k: x for k, x in (v or {}).items() if x is not None}
+        if not v:                        # omitted: gpuop's names (plan/operator.py chart_values writes them)
+            return (None,) + ((None,) if with_default else ())
+        # what an omitted half means, explicitly: the chart's own defaults ("" for both) are not gpuop's
+        return (v.get("name", ours),) + ((v.get("default", "default"),) if with_default else ())
+
+    def inv(vals, _):
+        name = vals[0]
+        if name in (None, ""):           # no ConfigMap: the default config has nothing to name
+            return None
+        out = {} if name == ours else {"name": str(name)}
+        if with_default and vals[1] is not None and vals[1] != "default":
+            out["default"] = str(vals[1])
+        return out or None
+    return Row(profile, paths, paths, None, fwd, inv, "field",
+               f"the {key} ConfigMap's name" + (" and its config for nodes without a label" if with_default else "")
+               + f"; omitted: {ours}" + (", config `default`" if with_default else ""))
+
+
+def _str_list(v, path: str) -> list:
+    items = list(v or [])
+    if not all(isinstance(x, str) for x in items):
+        raise Unexpressible(f"{path}: every entry must be a string")
+    return items
+
+
+def _env_row(profile: str, path: str) -> Row:
+    def inv(vals, _):
+        env = list(vals[0] or [])
+        for e in env:
+            if not (isinstance(e, dict) and set(e) <= {"name", "value"} and isinstance(e.get("name"), str)
+                    and isinstance(e.get("value", ""), str)):
+                raise Unexpressible(f"{path}: only name / value entries (no valueFrom) are a profile's "
+                                    f"{profile}", value=None)
+        return [{"name": e["name"], "value": e.get("value", "")} for e in env] or []
+    return field_row(profile, path, [], fwd=lambda v, _: ([dict(e) for e in v] if v else None,), inv=inv,
+                     why="merged over the operand's env by name, as gpuop's stack does")
+
+
+POD_META_KEYS = ("app", "app.kubernetes.io/part-of")     # the DaemonSets select their pods by them
+
+
+def _pod_meta_row(profile: str) -> Row:
+    def inv(vals, _):
+        found = dict(vals[0] or {})
+        taken = sorted(k for k in found if k in POD_META_KEYS) if profile.endswith("labels") else []
+        if taken:
+            raise Unexpressible(f"{profile}: {', '.join(taken)} select the operands' pods; a profile refuses them",
+                                value={k: v for k, v in found.items() if k not in taken} or {})
+        return {str(k): str(v) for k, v in found.items()}
+    return field_row(profile, profile, {}, fwd=lambda v, _: (dict(v) if v else None,), inv=inv,
+                     why="added to every operand pod")
+
+
+def _config_files_row(profile: str, path: str) -> Row:
+    """repoConfig / certConfig: the operator mounts every key of the named ConfigMap (so operator mode needs no
+    file list; gpuop's stack does)."""
+    def fwd(v, _):
+        return ((v or {}).get("configMapName") or None,)
+
+    def inv(vals, _):
+        return {"configMapName": str(vals[0])} if vals[0] else None
+    return Row(profile, (path,), (path,), None, fwd, inv, "field", "a ConfigMap of files for the driver build")
 
 
 def parse_metrics(csv: str) -> list[dict]:
@@ -497,6 +565,18 @@ def _rows() -> tuple[Row, ...]:
         field_row("dcgmExporter.podUID", "dcgmExporter.enablePodUID", False, inv=_bool_inv),
         _allowlist_row(),
         _metrics_row(),
+        # after the metrics row: a ConfigMap name of the profile replaces gpuop's
+        _config_map_row("delivery.operator.dcgmMetricsConfig", "dcgmExporter", DCGM_METRICS_MAP),
+        _config_map_row("delivery.operator.devicePluginConfig", "devicePlugin", PLUGIN_CONFIG_MAP, with_default=True),
+        _config_map_row("delivery.operator.migManagerConfig", "migManager", MIG_CONFIG_MAP),
+        _env_row("driver.env", "driver.env"),
+        _env_row("devicePlugin.env", "devicePlugin.env"),
+        field_row("devicePlugin.args", "devicePlugin.args", None, fwd=lambda v, _: (list(v) if v else None,),
+                  inv=lambda vals, _: _str_list(vals[0], "devicePlugin.args") or None),
+        _pod_meta_row("daemonsets.labels"),
+        _pod_meta_row("daemonsets.annotations"),
+        _config_files_row("driver.repoConfig", "driver.repoConfig.configMapName"),
+        _config_files_row("driver.certConfig", "driver.certConfig.name"),
     ]
     rows += _upgrade_rows()
     rows += _service_monitor_rows()
@@ -509,12 +589,12 @@ def _rows() -> tuple[Row, ...]:
         derived_row(("driver.enabled", "driver.version", "driver.nvidiaDriverCRD.deployDefaultCR"),
                     "the driver of the default NVIDIADriver / ClusterPolicy (spec.driver.version, "
                     "delivery.operator.driverDigest, pools' drivers)"),
-        derived_row(("devicePlugin.config.create", "devicePlugin.config.name", "devicePlugin.config.default",
-                     "devicePlugin.config.data"), "per-pool device-plugin configs (plan/pools.py), labelled per "
-                    "pool by gpuop's NodeFeatureRule", policy=("devicePlugin.config.name", "devicePlugin.config.default")),
-        derived_row(("migManager.config.create", "migManager.config.name", "migManager.config.default",
-                     "migManager.config.data"), "per-pool MIG layouts in one mig-parted config (plan/pools.py)",
-                    policy=("migManager.config.name", "migManager.config.default")),
+        derived_row(("devicePlugin.config.create", "devicePlugin.config.data"), "per-pool device-plugin configs "
+                    "(plan/pools.py, keys: the pools' sharing.configName), labelled per pool by gpuop's "
+                    "NodeFeatureRule", policy=()),
+        derived_row(("migManager.config.create", "migManager.config.default", "migManager.config.data"),
+                    "per-pool MIG layouts in one mig-parted config (plan/pools.py, keys: the pools' mig.configName); "
+                    "the default for unlabelled MIG-capable nodes is all-disabled", policy=("migManager.config.default",)),
         derived_row(("gds.repository", "gds.image", "gds.version", "gdrcopy.repository", "gdrcopy.image",
                      "gdrcopy.version"), "the release's GDS / GDRCopy sidecar images under spec.images.registry"),
         derived_row(("operator.repository", "operator.imagePullSecrets"),
@@ -542,13 +622,8 @@ UNEXPRESSED: tuple[tuple[str, str], ...] = (
     ("psa", "pod security admission labels by the operator"),
     ("cdi.nriPluginEnabled", "the NRI plugin"), ("cdi.default", "CDI as the default runtime mode"),
     ("sandboxWorkloads", "sandboxed (VM) workloads"), ("hostPaths", "host paths (spec.hostPaths: stack mode only)"),
-    ("daemonsets.labels", "operand labels (spec.daemonsets.labels: stack mode only)"),
-    ("daemonsets.annotations", "operand annotations (spec.daemonsets.annotations: stack mode only)"),
     ("daemonsets.updateStrategy", "the operands' update strategy"),
     ("daemonsets.rollingUpdate", "the operands' rolling update"),
-    ("driver.env", "driver env (spec.driver.env: stack mode only)"),
-    ("driver.repoConfig", "driver repo config (spec.driver.repoConfig: stack mode only)"),
-    ("driver.certConfig", "driver cert config (spec.driver.certConfig: stack mode only)"),
     ("driver.licensingConfig", "vGPU licensing"), ("driver.virtualTopology", "vGPU topology"),
     ("driver.kernelModuleConfig", "kernel module parameters"), ("driver.secretEnv", "driver secret env"),
     ("driver.rdma", "GPUDirect RDMA of the ClusterPolicy (per pool: spec.nodePools[].driver.rdma)"),
@@ -563,8 +638,6 @@ UNEXPRESSED: tuple[tuple[str, str], ...] = (
     ("dcgmExporter.hostNetwork", "host network"), ("gfd.hostNetwork", "host network"),
     ("migManager.hostNetwork", "host network"), ("validator.hostNetwork", "host network"),
     ("toolkit.installDir", "the toolkit's install directory"),
-    ("devicePlugin.env", "device plugin env (spec.devicePlugin.env: stack mode only)"),
-    ("devicePlugin.args", "device plugin args (spec.devicePlugin.args: stack mode only)"),
     ("devicePlugin.mps", "the MPS root"), ("dcgm.env", "DCGM env"), ("dcgm.args", "DCGM args"),
     ("dcgmExporter.env", "DCGM exporter env"), ("dcgmExporter.annotations", "DCGM exporter pod annotations"),
     ("dcgmExporter.hostPID", "DCGM exporter host PID"), ("dcgmExporter.service", "the exporter Service"),
@@ -585,6 +658,11 @@ UNEXPRESSED: tuple[tuple[str, str], ...] = (
     ("gpuCluster", "the GPUCluster CR's settings"), ("nodeStatusExporter.serviceMonitor",
                                                       "the node status exporter's ServiceMonitor"),
 )
+
+
+# ClusterPolicy CRD defaults (nvidia.com_clusterpolicies.yaml, applied by the API server) at keys NVIDIA's
+# values.yaml leaves out: a live ClusterPolicy carries them without anyone having set them
+POLICY_ONLY_DEFAULTS = {"cdi": {"default": False}}
 
 
 def policy_paths(values_path: str) -> tuple[str, ...]:
@@ -632,8 +710,8 @@ def values_to_profile(values: dict, version: str = DEFAULT_VERSION) -> tuple[dic
     """Chart values (or a ClusterPolicy spec already in the chart's value shape) -> (profile spec fragment,
     [(values path, reason)] the profile cannot express). Absent values are the chart defaults of `version`."""
     rel = release_images(version)
-    eff = _merge(operator_catalog._chart_defaults(version) or {}, values or {})   # read only here
-    defaults = operator_catalog._chart_defaults(version) or {}     # read only here
+    defaults = _merge(operator_catalog._chart_defaults(version) or {}, POLICY_ONLY_DEFAULTS)   # read only here
+    eff = _merge(defaults, values or {})
     profile: dict = {}
     lost: list[tuple[str, str]] = []
     for r in ROWS:
