@@ -112,9 +112,12 @@ EXAMPLES = {       # a non-default value per profile path, for the per-row test
     "daemonsets.labels": {"team": "gpu"}, "daemonsets.annotations": {"example.com/owner": "gpu"},
     "driver.repoConfig": {"configMapName": "repo-config"}, "driver.certConfig": {"configMapName": "cert-config"},
 }
-# export-side rows the importer does not read back yet (kept apart from STRATEGIES, which the import tests share)
-EXPORT_STRATEGIES = {"platform.distribution": st.sampled_from([None, "k3s", "rke2", "microk8s"])}
+STRATEGIES["platform.distribution"] = st.sampled_from([None, "k3s", "rke2", "microk8s"])
+STRATEGIES["toolkit.env"] = ENV
 EXAMPLES["platform.distribution"] = "rke2"
+EXAMPLES["toolkit.env"] = [{"name": "HTTPS_PROXY", "value": "http://proxy.example.com:3128"}]
+# export-side rows the importer does not read back (kept apart from STRATEGIES, which the import tests share)
+EXPORT_STRATEGIES: dict = {}
 PROFILE_ROWS = [r for r in cm.ROWS if r.profile]
 
 
@@ -220,7 +223,7 @@ def test_unexpressible_values_are_listed_with_a_reason():
     _, lost = cm.values_to_profile(values)
     paths = dict(lost)
     assert set(paths) == {"driver.upgradePolicy.drain.force",     # the one that is not the chart default
-                          "driver.licensingConfig.secretName", "cdi.enabled", "toolkit.env", "brandNew.x"}
+                          "driver.licensingConfig.secretName", "cdi.enabled", "brandNew.x"}
     assert "one setting for all of them" in paths["driver.upgradePolicy.drain.force"]
     assert paths["brandNew.x"] == "no profile setting"
 
@@ -233,6 +236,15 @@ def test_derived_paths_are_left_to_the_importer():
     assert "mig.strategy" in cm.DERIVED_PATHS and "devicePlugin.config.data" in cm.DERIVED_PATHS
     # the ConfigMap's name and the config of unlabelled nodes are the table's: kept as the cluster has them
     assert profile["delivery"]["operator"]["devicePluginConfig"] == {"name": "time-slicing-config", "default": "any"}
+
+
+def test_toolkit_env_holds_the_distribution_s_paths_and_the_profile_s_env():
+    values = cm.profile_to_values({"platform": {"distribution": "k3s"},
+                                   "toolkit": {"env": [{"name": "HTTPS_PROXY", "value": "http://p:3128"}]}}, REL)
+    assert values["toolkit"]["env"] == cm.distribution_env("k3s") + [{"name": "HTTPS_PROXY", "value": "http://p:3128"}]
+    profile, lost = cm.values_to_profile(values)
+    assert lost == [] and profile["platform"] == {"distribution": "k3s"}
+    assert profile["toolkit"]["env"] == [{"name": "HTTPS_PROXY", "value": "http://p:3128"}]
 
 
 def test_config_map_names_read_back_as_omitted_when_they_are_gpuop_s():

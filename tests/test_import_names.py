@@ -132,11 +132,13 @@ def test_repo_config_files_are_needed_by_the_stack_only(tmp_path):
 
 @pytest.mark.slow
 def test_operator_mode_carries_env_args_labels_and_config_maps_into_nvidia_s_cluster_policy(tmp_path):
+    from gpuop.plan import chartmap
     from gpuop.verify import nvidia_chart
 
     f = write(tmp_path, """\
-        platform: {type: kubernetes, version: "1.33"}
+        platform: {type: kubernetes, version: "1.33", distribution: rke2}
         os: ubuntu24.04
+        toolkit: {env: [{name: HTTPS_PROXY, value: "http://proxy.example.com:3128"}]}
         driver:
           env: [{name: HTTPS_PROXY, value: "http://proxy.example.com:3128"}]
           certConfig: {configMapName: proxy-ca}
@@ -147,6 +149,7 @@ def test_operator_mode_carries_env_args_labels_and_config_maps_into_nvidia_s_clu
         """)
     cp = nvidia_chart.render(operator_values(f), CHART).cluster_policy["spec"]
     assert cp["driver"]["env"] == [{"name": "HTTPS_PROXY", "value": "http://proxy.example.com:3128"}]
+    assert cp["toolkit"]["env"] == chartmap.distribution_env("rke2") + cp["driver"]["env"]
     assert cp["driver"]["certConfig"] == {"name": "proxy-ca"}
     assert cp["devicePlugin"]["env"] == [{"name": "LOG_LEVEL", "value": "debug"}]
     assert cp["devicePlugin"]["args"] == ["-v=4"]

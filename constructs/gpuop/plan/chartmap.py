@@ -179,6 +179,7 @@ class Row:
     to_profile: Callable | None = None    # (tuple of effective values, ReleaseImages) -> profile value
     kind: str = "field"                   # field | image | fixed | derived
     why: str = ""
+    merge: bool = False                   # a list of name/value entries merged by name over the rows' before
 
 
 def _same(*paths):
@@ -497,22 +498,37 @@ def distribution_env(distribution: str | None) -> list[dict]:
     return out
 
 
+def split_toolkit_env(env) -> tuple[str | None, list]:
+    """toolkit.env -> (the distribution whose containerd paths it holds, every entry all of them, or None; the
+    other entries, in order): the two profile settings one chart value holds."""
+    env = list(env or [])
+    for d in RUNTIME_ENV_DISTRIBUTIONS:
+        ours = distribution_env(d)
+        if ours and all(e in env for e in ours):
+            return d, [e for e in env if e not in ours]
+    return None, env
+
+
 def _distribution_row() -> Row:
     def fwd(d, _):
         return (distribution_env(d) or None,)
 
     def inv(vals, _):
-        env = list(vals[0] or [])
-        if not env:
-            return None
-        found = next((d for d in RUNTIME_ENV_DISTRIBUTIONS if distribution_env(d) == env), None)
-        if found is None:
-            raise Unexpressible("toolkit.env: not the containerd paths of a distribution gpuop knows "
-                                f"({', '.join(RUNTIME_ENV_DISTRIBUTIONS)}); spec.toolkit.env is stack mode only")
-        return found
+        return split_toolkit_env(vals[0])[0]
     return Row("platform.distribution", ("toolkit.env",), ("toolkit.env",), None, fwd, inv, "field",
                "k3s / RKE2 / MicroK8s: their containerd's paths in the toolkit's env; managed images (eks, aks) "
                "are driver.enabled / toolkit.enabled false and read back as generic")
+
+
+def _toolkit_env_row() -> Row:
+    """After the distribution row: the profile's toolkit env merged over the distribution's by name (as gpuop's
+    stack and the operator's transformToolkit do), the inverse what is not the distribution's."""
+    env_row = _env_row("toolkit.env", "toolkit.env")
+
+    def inv(vals, rel):
+        return env_row.to_profile((split_toolkit_env(vals[0])[1],), rel)
+    return Row("toolkit.env", ("toolkit.env",), ("toolkit.env",), [], env_row.to_values, inv, "field",
+               "merged over the distribution's containerd paths by name", merge=True)
 
 
 def _platform_row() -> Row:
@@ -530,7 +546,7 @@ def _platform_row() -> Row:
 
 
 def _rows() -> tuple[Row, ...]:
-    rows: list[Row] = [_platform_row(), _distribution_row()]
+    rows: list[Row] = [_platform_row(), _distribution_row(), _toolkit_env_row()]
     rows += _registry_rows()
     rows += [_version_row(k) for k in VERSIONED]
     rows.append(_manager_version_row())
@@ -701,6 +717,9 @@ def profile_to_values(settings: dict, images: ReleaseImages) -> dict:
             continue
         value = _profile_get(settings, r.profile, r.default) if r.profile else None
         for path, v in zip(r.values, r.to_values(value, images)):
+            if v is not None and r.merge:
+                mine = {e["name"] for e in v}
+                v = [e for e in get_path(out, path) or [] if e["name"] not in mine] + v
             if v is not None:
                 set_path(out, path, v)
     return out

@@ -254,12 +254,12 @@ def check_driver_sidecars(ctx: Context) -> list:
 
 # The distribution fields that gpuop renders in its own stack but does not (yet) translate into the Operator's
 # inputs: in operator mode they would be dropped silently, so they are refused.
-# (driver.env / repoConfig / certConfig, devicePlugin.env / args, daemonsets.labels / annotations reach the
-# operator through the mapping table, plan/chartmap.py)
+# (driver.env / repoConfig / certConfig, toolkit.env, devicePlugin.env / args, daemonsets.labels / annotations
+# reach the operator through the mapping table, plan/chartmap.py)
 STACK_ONLY = (("spec", "platform", "containerdMajor"), ("spec", "proxy"),
               ("spec", "hostPaths"), ("spec", "images", "digestLock"), ("spec", "driver", "args"),
               ("spec", "driver", "rdma"), ("spec", "driver", "gds"), ("spec", "driver", "gdrcopy"),
-              ("spec", "toolkit", "env"), ("spec", "toolkit", "args"))
+              ("spec", "toolkit", "args"))
 # what only NVIDIA's operator reads: gpuop's stack names its ConfigMaps and its default device-plugin config
 # itself (components/), so in stack mode these would change nothing: refused rather than ignored
 OPERATOR_ONLY = (("spec", "delivery", "operator", "devicePluginConfig"),
