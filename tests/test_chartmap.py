@@ -38,6 +38,11 @@ STRATEGIES = {
                          "migManager", "nodeStatusExporter", "validator"]),
         st.sampled_from(["other.example.org/mirror", "registry.example.net/nvidia/k8s"]), max_size=3),
     "images.pullSecrets": st.one_of(st.none(), st.lists(LABEL, min_size=1, max_size=3, unique=True)),
+    # at most 4 of the 9 components: the others keep images.pullSecrets the most common list
+    "delivery.operator.pullSecrets": st.dictionaries(
+        st.sampled_from(["driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager",
+                         "nodeStatusExporter", "validator"]),
+        st.sampled_from([["ngc-secret"], ["mirror-a", "mirror-b"]]), max_size=4),
     **{f"{k}.version": st.one_of(st.none(), st.from_regex(r"\Av[0-9]\.[0-9]{1,2}\.[0-9]-rc[0-9]\Z"))
        for k in cm.VERSIONED},
     **{f"{k}.enabled": st.booleans() for k in cm.SWITCHABLE},
@@ -90,7 +95,8 @@ STRATEGIES = {
 EXAMPLES = {       # a non-default value per profile path, for the per-row test
     "platform.type": "openshift", "images.registry": "registry.example.com/nvidia", "images.pullPolicy": "Always",
     "delivery.operator.repositories": {"validator": "other.example.org/mirror"},
-    "images.pullSecrets": ["regcred"], **{f"{k}.version": "v9.9.9" for k in cm.VERSIONED},
+    "images.pullSecrets": ["regcred"], "delivery.operator.pullSecrets": {"driver": ["ngc-secret"]},
+    **{f"{k}.version": "v9.9.9" for k in cm.VERSIONED},
     **{f"{k}.enabled": k in ("dcgm", "nodeStatusExporter") for k in cm.SWITCHABLE},
     **{f"{k}.resources": {"limits": {"cpu": "1"}} for k in cm.RESOURCES},
     "driver.kernelModuleType": "open", "driver.precompiled": True, "delivery.operator.nvidiaDriverCRD": True,

@@ -104,8 +104,9 @@ def test_operator_only_names_are_refused_in_stack_mode(tmp_path):
               "delivery:\n  operator:\n    devicePluginConfig: {default: shared-4}\n" + POOLS)
     assert issues(f) == [("spec.delivery.operator.devicePluginConfig", 9,
                           "spec.delivery.operator.devicePluginConfig names what NVIDIA's operator reads; gpuop's "
-                          "stack names its ConfigMaps and the device plugin's default config (`default`) itself; "
-                          "remove it or use spec.delivery.mode: operator")]
+                          "stack names its ConfigMaps and the device plugin's default config (`default`) itself "
+                          "and pulls every image with spec.images.pullSecrets; remove it or use "
+                          "spec.delivery.mode: operator")]
 
 
 def test_one_config_name_for_two_different_configs_is_refused(tmp_path):
@@ -165,3 +166,16 @@ def test_import_writes_the_distribution_its_containerd_paths_name():
     result = import_all([Doc("values.yaml", values, {})], "rke2")
     assert result.unexpressed == []
     assert yaml.safe_load(result.text)["spec"]["platform"]["distribution"] == "rke2"
+
+
+@pytest.mark.slow
+def test_a_component_s_own_pull_secrets_are_kept(tmp_path):
+    from gpuop.ops import import_check
+    from gpuop.ops.importer import _locate
+
+    values = {"driver": {"imagePullSecrets": ["ngc-secret"]}, "devicePlugin": {"imagePullSecrets": ["ngc-secret"]}}
+    result = import_all([Doc(str(tmp_path / "values.yaml"), values, {})], "secrets")
+    assert yaml.safe_load(result.text)["spec"]["delivery"]["operator"]["pullSecrets"] == {
+        "driver": ["ngc-secret"], "devicePlugin": ["ngc-secret"]}
+    diffs = import_check.check(result.inputs, result.text, result.unexpressed, _locate, CHART)
+    assert diffs == [], "\n".join(map(str, diffs))

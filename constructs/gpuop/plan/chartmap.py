@@ -309,10 +309,31 @@ def _pull_secrets_row() -> Row:
         return fwd_all(list(v) if v else None, rel)
 
     def inv(vals, rel):
-        out = inv_all(tuple(list(x or []) for x in vals), rel)
-        return out or None
-    return Row("images.pullSecrets", paths, paths, None, fwd, inv, "field",
-               "every component pulls with the same secrets")
+        return _split_secrets(vals)[0] or None
+
+    def fwd_over(overrides, rel):
+        overrides = overrides or {}
+        return tuple(list(overrides[k]) if k in overrides else None for k in PULL_SECRETS)
+
+    def inv_over(vals, rel):
+        return _split_secrets(vals)[1]
+    return [Row("images.pullSecrets", paths, paths, None, fwd, inv, "field",
+                "the secrets most components pull with"),
+            # after images.pullSecrets: a component's own secrets replace the common ones
+            Row("delivery.operator.pullSecrets", paths, paths, {}, fwd_over, inv_over, "field",
+                "a component pulling with other secrets than the rest")]
+
+
+def _split_secrets(vals) -> tuple[list, dict]:
+    """Each component's imagePullSecrets -> (the list most components have, {component: its list} of the others)."""
+    lists = []
+    for k, v in zip(PULL_SECRETS, vals):
+        items = list(v or [])
+        if not all(isinstance(x, str) for x in items):
+            raise Unexpressible(f"{k}.imagePullSecrets: secret names (strings) only")
+        lists.append(tuple(items))
+    common = Counter(lists).most_common(1)[0][0] if lists else ()
+    return list(common), {k: list(x) for k, x in zip(PULL_SECRETS, lists) if x != common}
 
 
 def _tolerations_row() -> Row:
@@ -551,7 +572,7 @@ def _rows() -> tuple[Row, ...]:
     rows += [_version_row(k) for k in VERSIONED]
     rows.append(_manager_version_row())
     rows.append(field_row("images.pullPolicy", tuple(f"{k}.imagePullPolicy" for k in COMPONENTS), "IfNotPresent"))
-    rows.append(_pull_secrets_row())
+    rows += _pull_secrets_row()
     for key in SWITCHABLE:
         default = False if key in ("dcgm", "nodeStatusExporter") else True
         why = ("the operator runs its MIG manager on every MIG-capable node while enabled (gpuop's stack only for "

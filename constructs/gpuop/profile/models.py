@@ -628,6 +628,13 @@ class OperatorDelivery(Model):
             "holds the image), where a cluster pulls one component from elsewhere than spec.images.registry, e.g. "
             "{validator: registry.example.com/nvidia}. `gpuop import` writes it for a component that differs from "
             "the common mirror. Omitted: every image under spec.images.registry."))
+    pullSecrets: dict[Literal["driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager",
+                              "nodeStatusExporter", "validator"],
+                      list[Annotated[str, AfterValidator(_dns_subdomain)]]] = Field(default_factory=dict, description=(
+        "The image pull secrets of single components where they are not spec.images.pullSecrets (NVIDIA's chart "
+        "`<component>.imagePullSecrets`; [] for none), e.g. {driver: [ngc-secret]}. `gpuop import` writes it for "
+        "a component that differs from the rest. Operator mode only (refused in stack mode, whose components all "
+        "pull with spec.images.pullSecrets). Omitted: spec.images.pullSecrets for every component."))
     devicePluginConfig: PluginConfigMap = Field(default_factory=PluginConfigMap, description=(
         "The device plugin's ConfigMap as NVIDIA's operator reads it: its name and default config. Operator mode "
         "only (gpuop's stack names its ConfigMap and default config itself; refused there). Omitted: "
