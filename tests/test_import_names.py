@@ -179,3 +179,19 @@ def test_a_component_s_own_pull_secrets_are_kept(tmp_path):
         "driver": ["ngc-secret"], "devicePlugin": ["ngc-secret"]}
     diffs = import_check.check(result.inputs, result.text, result.unexpressed, _locate, CHART)
     assert diffs == [], "\n".join(map(str, diffs))
+
+
+@pytest.mark.slow
+def test_a_config_map_the_input_does_not_hold_is_left_to_the_user_and_named_as_before(tmp_path):
+    from gpuop.ops import import_check
+    from gpuop.ops.importer import _locate
+
+    values = {"devicePlugin": {"config": {"name": "plugin-config", "default": "shared"}},
+              "migManager": {"config": {"name": "my-mig-config"}}}
+    result = import_all([Doc(str(tmp_path / "values.yaml"), values, {})], "names")
+    op = yaml.safe_load(result.text)["spec"]["delivery"]["operator"]
+    assert op["devicePluginConfig"] == {"name": "plugin-config", "default": "shared"}
+    assert op["migManagerConfig"] == {"name": "my-mig-config"}
+    assert "its ConfigMap was not given" in result.text and result.unexpressed == []
+    diffs = import_check.check(result.inputs, result.text, result.unexpressed, _locate, CHART)
+    assert diffs == [], "\n".join(map(str, diffs))

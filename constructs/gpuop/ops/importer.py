@@ -223,9 +223,10 @@ class Importer:
         (delivery.operator.*Config) and the pools' configName; a config gpuop cannot rebuild is reported."""
         for key in ("devicePlugin", "migManager"):
             name = self.eget(f"{key}.config.name")
-            if name and not self.config_data(key) and self.policy:
-                self.lose(f"{key}.config.data", f"{key}.config.name {name!r}: give its ConfigMap to the import "
-                          "(kubectl get configmap -o yaml), or its configs cannot be rebuilt")
+            if name and not self.config_data(key):
+                self.note(key if key in SECTIONS else "delivery", f"{key}.config.name {name!r}: its ConfigMap was "
+                          "not given, so no pool comes from its configs and the profile leaves that ConfigMap to "
+                          "you (give it to the import, kubectl get configmap -o yaml, to rebuild the pools)")
         mig_default = self.eget("migManager.config.default")
         if mig_default not in (None, "", plan_pools.ALL_DISABLED):
             self.lose("migManager.config.default", f"migManager.config.default {mig_default!r}: gpuop's MIG config "

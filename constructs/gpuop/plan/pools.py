@@ -257,7 +257,7 @@ def build(spec, cat) -> PoolConfigs:
     # that config is the one of every node without a label, so neither it nor the pools gpuop's `default`
     # would serve get a label, and gpuop's `default` is not written
     chosen = plugin_default(spec)
-    if (spec.devicePlugin.enabled or spec.gfd.enabled) and (per_pool or any(sharing.values()) or chosen):
+    if (spec.devicePlugin.enabled or spec.gfd.enabled) and (per_pool or any(sharing.values())):
         default = {"version": "v1", "flags": {"migStrategy": "none" if per_pool else cluster}}
         if chosen is None:
             plugin[DEFAULT_PLUGIN_CONFIG] = dump_plain(default)
@@ -276,8 +276,8 @@ def build(spec, cat) -> PoolConfigs:
             plugin[name] = dump_plain(content)
             if name != chosen:
                 wanted[i][PLUGIN_CONFIG_LABEL] = name
-        if chosen and chosen not in plugin:      # a name of no pool's config: gpuop's default config so named
-            plugin[chosen] = dump_plain(default)
+        if chosen and plugin and chosen not in plugin:   # a name of no pool's config: gpuop's default so named
+            plugin[chosen] = dump_plain(default)        # (no config at all: the ConfigMap is the user's)
 
     labels, rules = _labels(pools, gpus, wanted, spec.nfd.rules)
     mig_ids = tuple(sorted({nfd_id(x) for g in cat.gpus.values() if g.migCapable for x in g.pciDeviceIds}))

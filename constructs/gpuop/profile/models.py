@@ -580,8 +580,9 @@ class NodePool(Model):
 
 class OperatorConfigMap(Model):
     name: Annotated[str, AfterValidator(_dns_subdomain)] | None = Field(None, description=(
-        "The ConfigMap's name (NVIDIA's chart `<component>.config.name`; the chart creates it with gpuop's "
-        "content). Omitted: gpuop's name (device-plugin-config, custom-mig-parted-config, dcgm-exporter-metrics)."))
+        "The ConfigMap's name (NVIDIA's chart `<component>.config.name`): the chart creates it with gpuop's "
+        "content, or, where no pool needs a config of gpuop's, the operator reads a ConfigMap of that name you "
+        "manage. Omitted: gpuop's name (device-plugin-config, custom-mig-parted-config, dcgm-exporter-metrics)."))
 
 
 class PluginConfigMap(OperatorConfigMap):
