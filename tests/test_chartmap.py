@@ -82,6 +82,8 @@ STRATEGIES = {
     "delivery.operator.dcgmMetricsConfig": st.one_of(st.none(), st.fixed_dictionaries(
         {"name": st.sampled_from(["custom-dcgm-exporter-metrics", "metrics"])})),
     "driver.env": ENV,
+    "delivery.operator.env": st.dictionaries(st.sampled_from(list(cm.ENV_ONLY_OPERATOR)), ENV.filter(bool),
+                                             max_size=3),
     "devicePlugin.env": ENV,
     "devicePlugin.args": st.one_of(st.none(), st.lists(st.sampled_from(["--fail-on-init-error=false", "-v=4"]),
                                                        min_size=1, max_size=2, unique=True)),
@@ -114,6 +116,7 @@ EXAMPLES = {       # a non-default value per profile path, for the per-row test
     "delivery.operator.migManagerConfig": {"name": "custom-mig-config"},
     "delivery.operator.dcgmMetricsConfig": {"name": "custom-dcgm-exporter-metrics"},
     "driver.env": [{"name": "HTTPS_PROXY", "value": "http://proxy.example.com:3128"}],
+    "delivery.operator.env": {"dcgmExporter": [{"name": "DCGM_EXPORTER_INTERVAL", "value": "10000"}]},
     "devicePlugin.env": [{"name": "LOG_LEVEL", "value": "debug"}], "devicePlugin.args": ["-v=4"],
     "daemonsets.labels": {"team": "gpu"}, "daemonsets.annotations": {"example.com/owner": "gpu"},
     "driver.repoConfig": {"configMapName": "repo-config"}, "driver.certConfig": {"configMapName": "cert-config"},

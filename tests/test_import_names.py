@@ -104,9 +104,9 @@ def test_operator_only_names_are_refused_in_stack_mode(tmp_path):
               "delivery:\n  operator:\n    devicePluginConfig: {default: shared-4}\n" + POOLS)
     assert issues(f) == [("spec.delivery.operator.devicePluginConfig", 9,
                           "spec.delivery.operator.devicePluginConfig names what NVIDIA's operator reads; gpuop's "
-                          "stack names its ConfigMaps and the device plugin's default config (`default`) itself "
-                          "and pulls every image with spec.images.pullSecrets; remove it or use "
-                          "spec.delivery.mode: operator")]
+                          "stack names its ConfigMaps and the device plugin's default config (`default`) itself, "
+                          "pulls every image with spec.images.pullSecrets and sets its operands' env; remove it or "
+                          "use spec.delivery.mode: operator")]
 
 
 def test_one_config_name_for_two_different_configs_is_refused(tmp_path):
@@ -145,7 +145,11 @@ def test_operator_mode_carries_env_args_labels_and_config_maps_into_nvidia_s_clu
           certConfig: {configMapName: proxy-ca}
         devicePlugin: {env: [{name: LOG_LEVEL, value: debug}], args: ["-v=4"]}
         daemonsets: {labels: {team: gpu}, annotations: {example.com/owner: gpu}}
-        delivery: {mode: operator, operator: {dcgmMetricsConfig: {name: my-metrics}}}
+        delivery:
+          mode: operator
+          operator:
+            dcgmMetricsConfig: {name: my-metrics}
+            env: {dcgmExporter: [{name: DCGM_EXPORTER_INTERVAL, value: "10000"}]}
         nodePools: [{name: a, gpu: L40S}]
         """)
     cp = nvidia_chart.render(operator_values(f), CHART).cluster_policy["spec"]
@@ -157,6 +161,7 @@ def test_operator_mode_carries_env_args_labels_and_config_maps_into_nvidia_s_clu
     assert cp["daemonsets"]["labels"]["team"] == "gpu"
     assert cp["daemonsets"]["annotations"] == {"example.com/owner": "gpu"}
     assert cp["dcgmExporter"]["config"] == {"name": "my-metrics"}
+    assert cp["dcgmExporter"]["env"] == [{"name": "DCGM_EXPORTER_INTERVAL", "value": "10000"}]
 
 
 def test_import_writes_the_distribution_its_containerd_paths_name():

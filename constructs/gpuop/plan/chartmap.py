@@ -451,6 +451,36 @@ def _env_row(profile: str, path: str) -> Row:
                      why="merged over the operand's env by name, as gpuop's stack does")
 
 
+# components whose env the profile has no section field for (driver, toolkit, devicePlugin have spec.<c>.env)
+ENV_ONLY_OPERATOR = ("dcgm", "dcgmExporter", "gfd", "migManager", "nodeStatusExporter", "validator")
+
+
+def _component_env_row() -> Row:
+    paths = tuple(f"{k}.env" for k in ENV_ONLY_OPERATOR)
+    rows = {k: _env_row(f"delivery.operator.env.{k}", f"{k}.env") for k in ENV_ONLY_OPERATOR}
+
+    def fwd(v, rel):
+        v = v or {}
+        return tuple([dict(e) for e in v[k]] if v.get(k) else None for k in ENV_ONLY_OPERATOR)
+
+    def inv(vals, rel):
+        out, bad = {}, []
+        for k, val in zip(ENV_ONLY_OPERATOR, vals):
+            try:
+                env = rows[k].to_profile((val,), rel)
+            except Unexpressible:
+                bad.append(f"{k}.env")
+                continue
+            if env:
+                out[k] = env
+        if bad:
+            raise Unexpressible("only name / value entries (no valueFrom) are a profile's delivery.operator.env",
+                                value=out or None, paths=tuple(bad))
+        return out or None
+    return Row("delivery.operator.env", paths, paths, {}, fwd, inv, "field",
+               "the env of components the profile has no env setting for (operator mode only)")
+
+
 POD_META_KEYS = ("app", "app.kubernetes.io/part-of")     # the DaemonSets select their pods by them
 
 
@@ -606,6 +636,7 @@ def _rows() -> tuple[Row, ...]:
         _config_map_row("delivery.operator.dcgmMetricsConfig", "dcgmExporter", DCGM_METRICS_MAP),
         _config_map_row("delivery.operator.devicePluginConfig", "devicePlugin", PLUGIN_CONFIG_MAP, with_default=True),
         _config_map_row("delivery.operator.migManagerConfig", "migManager", MIG_CONFIG_MAP),
+        _component_env_row(),
         _env_row("driver.env", "driver.env"),
         _env_row("devicePlugin.env", "devicePlugin.env"),
         field_row("devicePlugin.args", "devicePlugin.args", None, fwd=lambda v, _: (list(v) if v else None,),
@@ -675,16 +706,16 @@ UNEXPRESSED: tuple[tuple[str, str], ...] = (
     ("dcgmExporter.hostNetwork", "host network"), ("gfd.hostNetwork", "host network"),
     ("migManager.hostNetwork", "host network"), ("validator.hostNetwork", "host network"),
     ("toolkit.installDir", "the toolkit's install directory"),
-    ("devicePlugin.mps", "the MPS root"), ("dcgm.env", "DCGM env"), ("dcgm.args", "DCGM args"),
-    ("dcgmExporter.env", "DCGM exporter env"), ("dcgmExporter.annotations", "DCGM exporter pod annotations"),
+    ("devicePlugin.mps", "the MPS root"), ("dcgm.args", "DCGM args"),
+    ("dcgmExporter.annotations", "DCGM exporter pod annotations"),
     ("dcgmExporter.hostPID", "DCGM exporter host PID"), ("dcgmExporter.service", "the exporter Service"),
     ("dcgmExporter.serviceMonitor.scrapeTimeout", "the ServiceMonitor scrape timeout"),
     ("dcgmExporter.serviceMonitor.relabelings", "the ServiceMonitor relabelings"),
     ("dcgmExporter.hpcJobMapping", "HPC job mapping"),
-    ("gfd.env", "GFD env"), ("migManager.env", "MIG manager env"), ("migManager.gpuClientsConfig", "GPU clients"),
-    ("validator.env", "validator env"), ("validator.args", "validator args"), ("validator.plugin", "validator env"),
+    ("migManager.gpuClientsConfig", "GPU clients"),
+    ("validator.args", "validator args"), ("validator.plugin", "validator env"),
     ("validator.driver", "validator env"), ("validator.toolkit", "validator env"), ("validator.cuda", "validator env"),
-    ("nodeStatusExporter.env", "node status exporter env"), ("gds.imagePullSecrets", "GDS pull secrets"),
+    ("gds.imagePullSecrets", "GDS pull secrets"),
     ("gdrcopy.imagePullSecrets", "GDRCopy pull secrets"), ("gds.imagePullPolicy", "GDS pull policy"),
     ("gdrcopy.imagePullPolicy", "GDRCopy pull policy"), ("gds.args", "GDS args"), ("gds.env", "GDS env"),
     ("gdrcopy.args", "GDRCopy args"), ("gdrcopy.env", "GDRCopy env"),

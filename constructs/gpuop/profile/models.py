@@ -636,6 +636,12 @@ class OperatorDelivery(Model):
         "`<component>.imagePullSecrets`; [] for none), e.g. {driver: [ngc-secret]}. `gpuop import` writes it for "
         "a component that differs from the rest. Operator mode only (refused in stack mode, whose components all "
         "pull with spec.images.pullSecrets). Omitted: spec.images.pullSecrets for every component."))
+    env: dict[Literal["dcgm", "dcgmExporter", "gfd", "migManager", "nodeStatusExporter", "validator"],
+              list[EnvVar]] = Field(default_factory=dict, description=(
+        "The environment of components the profile has no env setting for (NVIDIA's chart `<component>.env`, "
+        "merged by the operator over its own by name), e.g. {dcgmExporter: [{name: DCGM_EXPORTER_INTERVAL, "
+        "value: \"10000\"}]}. Operator mode only (refused in stack mode; the driver, toolkit and device plugin "
+        "have spec.<component>.env in both modes). Omitted: the operator's env."))
     devicePluginConfig: PluginConfigMap = Field(default_factory=PluginConfigMap, description=(
         "The device plugin's ConfigMap as NVIDIA's operator reads it: its name and default config. Operator mode "
         "only (gpuop's stack names its ConfigMap and default config itself; refused there). Omitted: "

@@ -262,7 +262,7 @@ STACK_ONLY = (("spec", "platform", "containerdMajor"), ("spec", "proxy"),
               ("spec", "toolkit", "args"))
 # what only NVIDIA's operator reads: gpuop's stack names its ConfigMaps and its default device-plugin config
 # itself (components/), so in stack mode these would change nothing: refused rather than ignored
-OPERATOR_ONLY = (("spec", "delivery", "operator", "pullSecrets"),
+OPERATOR_ONLY = (("spec", "delivery", "operator", "pullSecrets"), ("spec", "delivery", "operator", "env"),
                  ("spec", "delivery", "operator", "devicePluginConfig"),
                  ("spec", "delivery", "operator", "migManagerConfig"),
                  ("spec", "delivery", "operator", "dcgmMetricsConfig"))
@@ -280,8 +280,9 @@ def check_operator_only_in_stack_mode(ctx: Context) -> list:
     if ctx.spec.delivery.mode == "operator":
         return []
     return [ctx.at(path, f"{'.'.join(path)} names what NVIDIA's operator reads; gpuop's stack names its "
-                   "ConfigMaps and the device plugin's default config (`default`) itself and pulls every image "
-                   "with spec.images.pullSecrets; remove it or use spec.delivery.mode: operator")
+                   "ConfigMaps and the device plugin's default config (`default`) itself, pulls every image "
+                   "with spec.images.pullSecrets and sets its operands' env; remove it or use "
+                   "spec.delivery.mode: operator")
             for path in OPERATOR_ONLY if _written(ctx, *path)]
 
 
