@@ -200,3 +200,14 @@ def test_a_config_map_the_input_does_not_hold_is_left_to_the_user_and_named_as_b
     assert "its ConfigMap was not given" in result.text and result.unexpressed == []
     diffs = import_check.check(result.inputs, result.text, result.unexpressed, _locate, CHART)
     assert diffs == [], "\n".join(map(str, diffs))
+
+
+def test_a_config_key_no_label_can_carry_is_reported_not_kept():
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ts"},
+          "data": {"-odd key-": "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                                "    - {name: nvidia.com/gpu, replicas: 2}\n"}}
+    values = {"devicePlugin": {"config": {"name": "ts"}}}
+    result = import_all([Doc("values.yaml", values, {}), Doc("cms.yaml", cm, {})], "odd")
+    pool = yaml.safe_load(result.text)["spec"]["nodePools"][0]
+    assert "configName" not in pool["sharing"] and result.unexpressed == ["devicePlugin.config.data"]
+    assert "'-odd key-' is no label value" in result.text

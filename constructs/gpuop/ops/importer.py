@@ -312,7 +312,8 @@ class Importer:
                 gpu = self.gpu_of(entry.get("device-filter"))
                 p = CommentedMap(name=_pool_name(str(name)), gpu=gpu or self.mig_placeholder(layout),
                                  mig=CommentedMap(strategy=strategy if strategy in ("single", "mixed") else "mixed",
-                                                  layout=layout, configName=str(name)))
+                                                  layout=layout))
+                self.config_name(p["mig"], "migManager", str(name))
                 who = (f"every GPU node without a {MIG_CONFIG_LABEL} label runs this config (migManager.config."
                        f"default: {name})" if name == mig_default else
                        f"nodes labelled {MIG_CONFIG_LABEL}={name} run this config")
@@ -348,8 +349,8 @@ class Importer:
             for flag in ("renameByDefault", "failRequestsGreaterThanOne"):
                 if body.get(flag) and not (kind == "mps" and flag == "failRequestsGreaterThanOne"):
                     section[flag] = True
-            p = CommentedMap(name=_pool_name(str(key)), gpu=PLACEHOLDER_GPU,
-                             sharing=CommentedMap({kind: section, "configName": str(key)}))
+            p = CommentedMap(name=_pool_name(str(key)), gpu=PLACEHOLDER_GPU, sharing=CommentedMap({kind: section}))
+            self.config_name(p["sharing"], "devicePlugin", str(key))
             who = (f"every GPU node without a {DEVICE_PLUGIN_LABEL} label runs this config (devicePlugin.config."
                    f"default: {key})" if key == plugin_default else
                    f"nodes labelled {DEVICE_PLUGIN_LABEL}={key} run this config")
@@ -363,6 +364,14 @@ class Importer:
             _eol(p, f"{NOTE} the operator's input names no GPU model; set it", "gpu")
             pools.append(p)
         return pools
+
+    def config_name(self, section: CommentedMap, key: str, name: str) -> None:
+        """The live config's key kept as the pool's configName: it is the value of the nodes' config label."""
+        if CONFIG_NAME.match(name) and len(name) <= 63:
+            section["configName"] = name
+        else:
+            self.lose(f"{key}.config.data", f"{key} config {name!r} is no label value (at most 63 letters, digits, "
+                      "'.', '_' or '-', alphanumeric at both ends): no node can select it; gpuop names it itself")
 
     def v_has(self, path: str) -> bool:
         return chartmap.get_path(self.v, path, KeyError) is not KeyError
@@ -440,6 +449,7 @@ class Importer:
 
 
 PLACEHOLDER_MIG_GPU = "H100-SXM5-80GB"
+CONFIG_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")     # profile/models.py ConfigName
 MIG_ENTRY_KEYS = {"device-filter", "devices", "mig-enabled", "mig-devices"}
 ALL_DISABLED_ENTRIES = [{"devices": "all", "mig-enabled": False}]
 CR_WRITTEN = ("kernelModuleType", "usePrecompiled", "imagePullPolicy", "upgradePolicy", "tolerations",
