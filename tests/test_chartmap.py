@@ -24,6 +24,10 @@ RESOURCES = st.one_of(st.none(), st.fixed_dictionaries({}, optional={
 TOLERATION = st.fixed_dictionaries({"key": LABEL, "operator": st.just("Exists"), "effect": st.sampled_from(
     ["NoSchedule", "NoExecute"])})
 
+ENV = st.lists(st.fixed_dictionaries({"name": st.sampled_from(["HTTPS_PROXY", "NO_PROXY", "LOG_LEVEL"]),
+                                      "value": st.sampled_from(["http://proxy.example.com:3128", ".svc", ""])}),
+               max_size=3, unique_by=lambda e: e["name"])
+
 # one strategy per profile path of the table: a new row without one fails test_every_row_has_a_strategy
 STRATEGIES = {
     "platform.type": st.sampled_from(["kubernetes", "openshift"]),
@@ -34,6 +38,11 @@ STRATEGIES = {
                          "migManager", "nodeStatusExporter", "validator"]),
         st.sampled_from(["other.example.org/mirror", "registry.example.net/nvidia/k8s"]), max_size=3),
     "images.pullSecrets": st.one_of(st.none(), st.lists(LABEL, min_size=1, max_size=3, unique=True)),
+    # at most 4 of the 9 components: the others keep images.pullSecrets the most common list
+    "delivery.operator.pullSecrets": st.dictionaries(
+        st.sampled_from(["driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager",
+                         "nodeStatusExporter", "validator"]),
+        st.sampled_from([["ngc-secret"], ["mirror-a", "mirror-b"]]), max_size=4),
     **{f"{k}.version": st.one_of(st.none(), st.from_regex(r"\Av[0-9]\.[0-9]{1,2}\.[0-9]-rc[0-9]\Z"))
        for k in cm.VERSIONED},
     **{f"{k}.enabled": st.booleans() for k in cm.SWITCHABLE},
@@ -65,11 +74,31 @@ STRATEGIES = {
     "dcgmExporter.serviceMonitor.interval": st.sampled_from(["15s", "30s", "1m"]),
     "dcgmExporter.serviceMonitor.honorLabels": st.booleans(),
     "dcgmExporter.serviceMonitor.additionalLabels": st.dictionaries(LABEL, LABEL, max_size=2),
+    "delivery.operator.devicePluginConfig": st.one_of(st.none(), st.fixed_dictionaries(
+        {"name": st.sampled_from(["time-slicing-config", "plugin-cfg"])},
+        optional={"default": st.sampled_from(["any", "", "tesla-t4"])})),
+    "delivery.operator.migManagerConfig": st.one_of(st.none(), st.fixed_dictionaries(
+        {"name": st.sampled_from(["custom-mig-config", "mig-cfg"])})),
+    "delivery.operator.dcgmMetricsConfig": st.one_of(st.none(), st.fixed_dictionaries(
+        {"name": st.sampled_from(["custom-dcgm-exporter-metrics", "metrics"])})),
+    "driver.env": ENV,
+    "delivery.operator.env": st.dictionaries(st.sampled_from(list(cm.ENV_ONLY_OPERATOR)), ENV.filter(bool),
+                                             max_size=3),
+    "devicePlugin.env": ENV,
+    "devicePlugin.args": st.one_of(st.none(), st.lists(st.sampled_from(["--fail-on-init-error=false", "-v=4"]),
+                                                       min_size=1, max_size=2, unique=True)),
+    "daemonsets.labels": st.dictionaries(LABEL, LABEL, max_size=2),
+    "daemonsets.annotations": st.dictionaries(st.sampled_from(["example.com/owner", "team"]), LABEL, max_size=2),
+    "driver.repoConfig": st.one_of(st.none(), st.fixed_dictionaries({"configMapName": st.sampled_from(
+        ["repo-config", "local-mirror"])})),
+    "driver.certConfig": st.one_of(st.none(), st.fixed_dictionaries({"configMapName": st.sampled_from(
+        ["cert-config", "proxy-ca"])})),
 }
 EXAMPLES = {       # a non-default value per profile path, for the per-row test
     "platform.type": "openshift", "images.registry": "registry.example.com/nvidia", "images.pullPolicy": "Always",
     "delivery.operator.repositories": {"validator": "other.example.org/mirror"},
-    "images.pullSecrets": ["regcred"], **{f"{k}.version": "v9.9.9" for k in cm.VERSIONED},
+    "images.pullSecrets": ["regcred"], "delivery.operator.pullSecrets": {"driver": ["ngc-secret"]},
+    **{f"{k}.version": "v9.9.9" for k in cm.VERSIONED},
     **{f"{k}.enabled": k in ("dcgm", "nodeStatusExporter") for k in cm.SWITCHABLE},
     **{f"{k}.resources": {"limits": {"cpu": "1"}} for k in cm.RESOURCES},
     "driver.kernelModuleType": "open", "driver.precompiled": True, "delivery.operator.nvidiaDriverCRD": True,
@@ -83,10 +112,21 @@ EXAMPLES = {       # a non-default value per profile path, for the per-row test
     "driver.upgradePolicy.timeoutSeconds": 600, "driver.upgradePolicy.deleteEmptyDir": True,
     "driver.upgradePolicy.podSelector": "app!=critical", "dcgmExporter.serviceMonitor.interval": "30s",
     "dcgmExporter.serviceMonitor.honorLabels": True, "dcgmExporter.serviceMonitor.additionalLabels": {"release": "prom"},
+    "delivery.operator.devicePluginConfig": {"name": "time-slicing-config", "default": "any"},
+    "delivery.operator.migManagerConfig": {"name": "custom-mig-config"},
+    "delivery.operator.dcgmMetricsConfig": {"name": "custom-dcgm-exporter-metrics"},
+    "driver.env": [{"name": "HTTPS_PROXY", "value": "http://proxy.example.com:3128"}],
+    "delivery.operator.env": {"dcgmExporter": [{"name": "DCGM_EXPORTER_INTERVAL", "value": "10000"}]},
+    "devicePlugin.env": [{"name": "LOG_LEVEL", "value": "debug"}], "devicePlugin.args": ["-v=4"],
+    "daemonsets.labels": {"team": "gpu"}, "daemonsets.annotations": {"example.com/owner": "gpu"},
+    "driver.repoConfig": {"configMapName": "repo-config"}, "driver.certConfig": {"configMapName": "cert-config"},
 }
-# export-side rows the importer does not read back yet (kept apart from STRATEGIES, which the import tests share)
-EXPORT_STRATEGIES = {"platform.distribution": st.sampled_from([None, "k3s", "rke2", "microk8s"])}
+STRATEGIES["platform.distribution"] = st.sampled_from([None, "k3s", "rke2", "microk8s"])
+STRATEGIES["toolkit.env"] = ENV
 EXAMPLES["platform.distribution"] = "rke2"
+EXAMPLES["toolkit.env"] = [{"name": "HTTPS_PROXY", "value": "http://proxy.example.com:3128"}]
+# export-side rows the importer does not read back (kept apart from STRATEGIES, which the import tests share)
+EXPORT_STRATEGIES: dict = {}
 PROFILE_ROWS = [r for r in cm.ROWS if r.profile]
 
 
@@ -192,7 +232,7 @@ def test_unexpressible_values_are_listed_with_a_reason():
     _, lost = cm.values_to_profile(values)
     paths = dict(lost)
     assert set(paths) == {"driver.upgradePolicy.drain.force",     # the one that is not the chart default
-                          "driver.licensingConfig.secretName", "cdi.enabled", "toolkit.env", "brandNew.x"}
+                          "driver.licensingConfig.secretName", "cdi.enabled", "brandNew.x"}
     assert "one setting for all of them" in paths["driver.upgradePolicy.drain.force"]
     assert paths["brandNew.x"] == "no profile setting"
 
@@ -202,7 +242,38 @@ def test_derived_paths_are_left_to_the_importer():
                                                                           "default": "any"}}}
     profile, lost = cm.values_to_profile(values)
     assert lost == [] and "mig" not in profile
-    assert "mig.strategy" in cm.DERIVED_PATHS and "devicePlugin.config.default" in cm.DERIVED_PATHS
+    assert "mig.strategy" in cm.DERIVED_PATHS and "devicePlugin.config.data" in cm.DERIVED_PATHS
+    # the ConfigMap's name and the config of unlabelled nodes are the table's: kept as the cluster has them
+    assert profile["delivery"]["operator"]["devicePluginConfig"] == {"name": "time-slicing-config", "default": "any"}
+
+
+def test_toolkit_env_holds_the_distribution_s_paths_and_the_profile_s_env():
+    values = cm.profile_to_values({"platform": {"distribution": "k3s"},
+                                   "toolkit": {"env": [{"name": "HTTPS_PROXY", "value": "http://p:3128"}]}}, REL)
+    assert values["toolkit"]["env"] == cm.distribution_env("k3s") + [{"name": "HTTPS_PROXY", "value": "http://p:3128"}]
+    profile, lost = cm.values_to_profile(values)
+    assert lost == [] and profile["platform"] == {"distribution": "k3s"}
+    assert profile["toolkit"]["env"] == [{"name": "HTTPS_PROXY", "value": "http://p:3128"}]
+
+
+def test_config_map_names_read_back_as_omitted_when_they_are_gpuop_s():
+    values = {"devicePlugin": {"config": {"name": cm.PLUGIN_CONFIG_MAP, "default": "default"}},
+              "migManager": {"config": {"name": cm.MIG_CONFIG_MAP}},
+              "dcgmExporter": {"config": {"name": cm.DCGM_METRICS_MAP, "data": "DCGM_FI_DEV_GPU_UTIL, gauge, u\n"}}}
+    profile, lost = cm.values_to_profile(values)
+    assert lost == [] and "operator" not in profile.get("delivery", {})
+    # no ConfigMap: the default config names nothing, whatever it says
+    profile, _ = cm.values_to_profile({"devicePlugin": {"config": {"default": "any"}}})
+    assert "delivery" not in profile
+
+
+def test_env_with_value_from_and_selector_labels_are_not_expressible():
+    values = {"driver": {"env": [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]},
+              "daemonsets": {"labels": {"app": "x", "team": "gpu"}}}
+    profile, lost = cm.values_to_profile(values)
+    assert dict(lost).keys() == {"driver.env", "daemonsets.labels"}
+    assert "valueFrom" in dict(lost)["driver.env"]
+    assert profile["daemonsets"]["labels"] == {"team": "gpu"} and "env" not in profile.get("driver", {})
 
 
 def test_policy_paths_name_the_cluster_policy_fields():
@@ -242,6 +313,8 @@ def test_compiled_values_read_back_as_the_profiles_settings(path):
             want = None
         if r.profile == "platform.distribution" and want not in cm.RUNTIME_ENV_DISTRIBUTIONS:
             want = None                  # managed images: their driver / toolkit switches say it
+        if isinstance(want, dict) and r.profile.endswith("Config"):     # a ConfigMap left at gpuop's names
+            want = {k: v for k, v in want.items() if v is not None}
         if want == r.default or want in ([], {}):
             want = None
         assert cm.get_path(profile, r.profile) == want, r.profile

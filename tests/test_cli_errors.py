@@ -293,7 +293,7 @@ def test_refuses_wrong_types_in_mig_and_driver(project):
         profiles/a.yaml:8:28: spec.driver.version: must be a string, got the number 580; put the value in quotes (YAML reads it as a number)
         profiles/a.yaml:12:13: spec.nodePools[0].mig.strategy: 'all' is not allowed; allowed: none, single, mixed
         profiles/a.yaml:12:37: spec.nodePools[0].mig.layout["1g.10gb"]: must be a whole number, got 'two'
-        profiles/a.yaml:15:7: spec.nodePools[1].mig: must be a mapping, got a list; allowed fields: strategy, layout
+        profiles/a.yaml:15:7: spec.nodePools[1].mig: must be a mapping, got a list; allowed fields: strategy, layout, configName
         gpuop: 5 errors; nothing written
     """)
 

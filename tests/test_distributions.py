@@ -412,13 +412,13 @@ def test_refuses_stack_only_knobs_in_operator_mode(tmp_path):
     f = write(tmp_path, """\
         platform: {type: kubernetes, version: "1.33", distribution: k3s}
         os: ubuntu24.04
-        toolkit: {env: [{name: A, value: "1"}]}
+        toolkit: {args: ["--help"]}
         delivery: {mode: operator}
         nodePools: [{name: a, gpu: L40S}]
         """)
     tail = ("is rendered by gpuop's own stack; with spec.delivery.mode: operator gpuop does not pass it to the "
             "operator (GDS / GDRCopy: spec.delivery.operator.gds / gdrcopy); remove it or use mode: stack")
-    assert issues(f) == [("spec.toolkit.env", 7, f"spec.toolkit.env {tail}")]     # k3s: its paths go in toolkit.env
+    assert issues(f) == [("spec.toolkit.args", 7, f"spec.toolkit.args {tail}")]   # toolkit.env: the table's row
 
 
 def test_refuses_a_second_toolkit_on_aks_and_accepts_the_preinstalled_profile(tmp_path):

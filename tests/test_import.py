@@ -160,11 +160,19 @@ def test_mig_mixed_with_custom_configs_round_trip(tmp_path):
     text, unexpressed, objs = round_trip(tmp_path, read_inputs([src]))
     pools = {p["name"]: p for p in load(text)["spec"]["nodePools"]}
     assert pools["h100-balanced"]["gpu"] == "H100-SXM5-80GB"
-    assert pools["h100-balanced"]["mig"] == {"strategy": "mixed", "layout": {"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 2}}
-    assert pools["shared-4"]["sharing"] == {"timeSlicing": {"replicas": 4}}
+    assert pools["h100-balanced"]["mig"] == {"strategy": "mixed", "layout": {"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 2},
+                                             "configName": "h100-balanced"}
+    assert pools["shared-4"]["sharing"] == {"timeSlicing": {"replicas": 4}, "configName": "shared-4"}
+    # the live names: the ConfigMaps and the default config (`any`, no sharing: gpuop's default under that name)
+    assert load(text)["spec"]["delivery"]["operator"]["devicePluginConfig"] == {"name": "time-slicing-config",
+                                                                                "default": "any"}
+    assert load(text)["spec"]["delivery"]["operator"]["migManagerConfig"] == {"name": "custom-mig-config"}
     ours = one(objs, "ClusterPolicy")["spec"]
     assert differences(cp["spec"], ours, list(NORMALIZED) + unexpressed) == []
     assert ours["mig"]["strategy"] == "mixed"
+    assert ours["devicePlugin"]["config"] == {"name": "time-slicing-config", "default": "any"}
+    plugin = one(objs, "ConfigMap", "time-slicing-config")["data"]
+    assert sorted(plugin) == ["any", "shared-4"]
     mig = load(one(objs, "ConfigMap", ours["migManager"]["config"]["name"])["data"]["config.yaml"])
     assert {"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 2} in [e["mig-devices"] for c in mig["mig-configs"].values()
                                                          for e in c if e.get("mig-enabled")]

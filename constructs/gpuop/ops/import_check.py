@@ -128,6 +128,33 @@ def _config_content(name: str, text):
         return text
 
 
+SHARING_FLAG_DEFAULTS = {"renameByDefault": False, "failRequestsGreaterThanOne": False}
+
+
+def plugin_config_as_run(config, strategy):
+    """A device-plugin config as the plugin runs it (NVIDIA/k8s-device-plugin api/config/v1): the sharing
+    flags it leaves out are false, and a MIG strategy the operator passes as MIG_STRATEGY (the ClusterPolicy's
+    non-empty mig.strategy) wins over the file's flags.migStrategy (command-line flags and their env override
+    the config file, config/v1 flags.go updateFromCLIFlag). Both sides of the comparison are read alike."""
+    if not isinstance(config, dict):
+        return config
+    out = copy.deepcopy(config)
+    sharing = out.get("sharing")
+    if isinstance(sharing, dict):
+        for kind in ("timeSlicing", "mps"):
+            body = sharing.get(kind)
+            if isinstance(body, dict):
+                for flag, default in SHARING_FLAG_DEFAULTS.items():
+                    if kind == "mps" and flag == "failRequestsGreaterThanOne":
+                        continue
+                    body.setdefault(flag, default)
+    if isinstance(strategy, str) and strategy:
+        flags = out.setdefault("flags", {})
+        if isinstance(flags, dict):
+            flags["migStrategy"] = strategy
+    return out
+
+
 def imported_objects(got, chart: Path | None) -> tuple[dict | None, list[dict], dict[str, dict]]:
     """What the cluster runs: the ClusterPolicy, NVIDIADriver CRs and ConfigMaps of the input (a values file is
     rendered with NVIDIA's chart first, as `helm install -f` would), CRD-defaulted."""
@@ -234,6 +261,9 @@ def check(got, text: str, unexpressed: list[str], locate, chart: Path | None = N
             continue
         d1 = {k: _config_content(k, v) for k, v in ((c1 or {}).get("data") or {}).items()}
         d2 = {k: _config_content(k, v) for k, v in ((c2 or {}).get("data") or {}).items()}
+        if comp == "devicePlugin":
+            d1 = {k: plugin_config_as_run(v, get(a, ("mig", "strategy"))) for k, v in d1.items()}
+            d2 = {k: plugin_config_as_run(v, get(b, ("mig", "strategy"))) for k, v in d2.items()}
         where = (got.configmaps[n1]["_doc"].where(("data",)) if c1 and "_doc" in got.configmaps.get(n1, {}) else
                  where_values((comp, "config")))
         if comp in ("devicePlugin", "migManager"):

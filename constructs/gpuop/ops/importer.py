@@ -48,6 +48,7 @@ from gpuop.kube.yamlio import quote_ambiguous
 from gpuop.ops import import_io
 from gpuop.ops.import_io import Doc, one_line
 from gpuop.plan import chartmap
+from gpuop.plan import pools as plan_pools
 
 NOTE = "gpuop import:"
 UPSTREAM_TOLERATIONS = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
@@ -66,6 +67,13 @@ def values_from_policy(spec: dict) -> dict:
     if isinstance(op, dict) and isinstance(op.get("use_ocp_driver_toolkit"), bool):
         # the ClusterPolicy has no platform.openshift: the chart renders it only as the Driver Toolkit switch
         v.setdefault("platform", {"openshift": op["use_ocp_driver_toolkit"]})
+    ds = v.get("daemonsets")
+    labels = ds.get("labels") if isinstance(ds, dict) else None
+    if isinstance(labels, dict) and labels.get("app.kubernetes.io/managed-by") == "gpu-operator" and \
+            str(labels.get("helm.sh/chart", "")).startswith("gpu-operator-"):
+        # the chart's own operand labels (templates/_helpers.tpl gpu-operator.operand-labels), rendered over
+        # daemonsets.labels: it writes them again, they are not the user's
+        ds["labels"] = {k: x for k, x in labels.items() if k not in ("app.kubernetes.io/managed-by", "helm.sh/chart")}
     d = v.setdefault("driver", {})
     if not isinstance(d, dict):
         return v
@@ -84,8 +92,6 @@ SECTIONS = ("platform", "os", "delivery", "images", "driver", "toolkit", "device
 VALUE_SECTIONS = {k: (k if k in SECTIONS else "delivery") for k in chartmap.COMPONENTS}
 DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
-GPUOP_CONFIG_NAMES = {"devicePlugin": (chartmap.PLUGIN_CONFIG_MAP, "default"),
-                      "migManager": (chartmap.MIG_CONFIG_MAP, "all-disabled")}
 
 
 class Importer:
@@ -105,6 +111,7 @@ class Importer:
         self.user_defaults = defaults            # --chart-defaults: settings equal to it are not reported either
         self.eff = chartmap.effective(self.v, version)
         self.notes: dict[str, list[str]] = {}       # profile section -> comments
+        self.dropped_configs: list[tuple[str, str]] = []   # live configs no pool keeps
         self.unexpressed: list[str] = []            # values paths reported as not expressible
 
     def note(self, section: str, text: str) -> None:
@@ -153,9 +160,6 @@ class Importer:
         csv = self.config_data("dcgmExporter", "dcgm-metrics.csv")
         if name and isinstance(csv, str) and not self.eget("dcgmExporter.config.data"):
             chartmap.set_path(v, "dcgmExporter.config.data", csv)
-            if name != chartmap.DCGM_METRICS_MAP:
-                self.lose("dcgmExporter.config.name", f"dcgmExporter.config.name {name!r}: gpuop names the metrics "
-                          f"ConfigMap {chartmap.DCGM_METRICS_MAP} (its content is imported as dcgmExporter.metrics)")
         return v
 
     # ---- the derived rows
@@ -215,27 +219,20 @@ class Importer:
                           f"every other image ({repo})")
 
     def config_names(self, pools: list) -> None:
-        """The ConfigMap and default-config names the live cluster uses, where they are not gpuop's."""
-        for key, (name_want, default_want) in (*GPUOP_CONFIG_NAMES.items(),
-                                               ("dcgmExporter", (chartmap.DCGM_METRICS_MAP, None))):
-            if not self.config_data(key):
-                continue
+        """What of the live configs the pools do not keep: the names and defaults are kept by the table
+        (delivery.operator.*Config) and the pools' configName; a config gpuop cannot rebuild is reported."""
+        for key in ("devicePlugin", "migManager"):
             name = self.eget(f"{key}.config.name")
-            if name and name != name_want and f"{key}.config.name" not in self.unexpressed:
-                self.lose(f"{key}.config.name", f"{key}.config.name {name!r}: gpuop's operator values name this "
-                          f"ConfigMap {name_want} (the chart creates it; delete {name!r} after the switch)")
-            if key != "devicePlugin":
-                continue
-            default = self.eget(f"{key}.config.default") or ""
-            if default != default_want:
-                self.lose(f"{key}.config.default", f"{key}.config.default {default!r}: gpuop's config for nodes "
-                          f"without a {DEVICE_PLUGIN_LABEL} label is {default_want!r}, and each pool's config is "
-                          "selected by gpuop's NodeFeatureRule")
-            self.lose(f"{key}.config.data", f"{key}.config data: gpuop names each pool's config after its content "
-                      "(a changed config changes the node label, which is what makes the plugin reload)")
-        if self.config_data("migManager", "config.yaml"):
-            self.lose("migManager.config.data", "migManager.config data: gpuop names each MIG config after its "
-                      "layout (the MIG manager acts on a label change) and keeps only the pools' layouts")
+            if name and not self.config_data(key):
+                self.note(key if key in SECTIONS else "delivery", f"{key}.config.name {name!r}: its ConfigMap was "
+                          "not given, so no pool comes from its configs and the profile leaves that ConfigMap to "
+                          "you (give it to the import, kubectl get configmap -o yaml, to rebuild the pools)")
+        mig_default = self.eget("migManager.config.default")
+        if mig_default not in (None, "", plan_pools.ALL_DISABLED):
+            self.lose("migManager.config.default", f"migManager.config.default {mig_default!r}: gpuop's MIG config "
+                      f"of MIG-capable nodes without a {MIG_CONFIG_LABEL} label is {plan_pools.ALL_DISABLED}")
+        for key, why in self.dropped_configs:
+            self.lose(key, why)
 
     # ---- pools
 
@@ -304,13 +301,19 @@ class Importer:
                 entries = entries if isinstance(entries, list) else []
                 entry = next((e for e in entries if isinstance(e, dict) and e.get("mig-enabled")
                               and isinstance(e.get("mig-devices"), dict)), None)
-                if entry is None:
+                if entry is None or len(entries) != 1 or set(entry) != MIG_ENTRY_KEYS or \
+                        entry.get("devices") != "all" or not isinstance(entry.get("device-filter"), list):
+                    if str(name) != plan_pools.ALL_DISABLED or entries != ALL_DISABLED_ENTRIES:
+                        self.dropped_configs.append(("migManager.config.data", f"mig-parted config {name!r}: not "
+                                                     "one layout on all GPUs of listed device ids (what a pool's "
+                                                     "mig.layout writes); gpuop leaves it out"))
                     continue
                 layout = {str(k): v for k, v in entry["mig-devices"].items()}
                 gpu = self.gpu_of(entry.get("device-filter"))
                 p = CommentedMap(name=_pool_name(str(name)), gpu=gpu or self.mig_placeholder(layout),
                                  mig=CommentedMap(strategy=strategy if strategy in ("single", "mixed") else "mixed",
                                                   layout=layout))
+                self.config_name(p["mig"], "migManager", str(name))
                 who = (f"every GPU node without a {MIG_CONFIG_LABEL} label runs this config (migManager.config."
                        f"default: {name})" if name == mig_default else
                        f"nodes labelled {MIG_CONFIG_LABEL}={name} run this config")
@@ -324,8 +327,18 @@ class Importer:
             sharing = (cfg.get("sharing") if isinstance(cfg, dict) else None) or {}
             ts, mps = (sharing.get("timeSlicing"), sharing.get("mps")) if isinstance(sharing, dict) else (None, None)
             if not (isinstance(ts, dict) or isinstance(mps, dict)):
+                if not (isinstance(cfg, dict) and set(cfg) <= {"version", "flags"} and
+                        set(cfg.get("flags") or {}) <= {"migStrategy"}):
+                    self.dropped_configs.append(("devicePlugin.config.data", f"device-plugin config {key!r}: "
+                                                 "settings other than sharing and flags.migStrategy; gpuop leaves it out"))
                 continue
             kind, body = ("timeSlicing", ts) if isinstance(ts, dict) else ("mps", mps)
+            extra = (set(cfg) - {"version", "flags", "sharing"}) | (set(cfg.get("flags") or {}) - {"migStrategy"}) \
+                | (set(sharing) - {kind}) | (set(body) - {"renameByDefault", "failRequestsGreaterThanOne", "resources"})
+            if extra:
+                self.dropped_configs.append(("devicePlugin.config.data", f"device-plugin config {key!r}: "
+                                             f"{', '.join(sorted(map(str, extra)))} not kept (a pool's sharing "
+                                             "holds time-slicing / MPS replicas and their two flags)"))
             res = [r for r in body.get("resources") or [] if isinstance(r, dict)]
             reps = {r.get("replicas") for r in res}
             section = CommentedMap()
@@ -337,6 +350,7 @@ class Importer:
                 if body.get(flag) and not (kind == "mps" and flag == "failRequestsGreaterThanOne"):
                     section[flag] = True
             p = CommentedMap(name=_pool_name(str(key)), gpu=PLACEHOLDER_GPU, sharing=CommentedMap({kind: section}))
+            self.config_name(p["sharing"], "devicePlugin", str(key))
             who = (f"every GPU node without a {DEVICE_PLUGIN_LABEL} label runs this config (devicePlugin.config."
                    f"default: {key})" if key == plugin_default else
                    f"nodes labelled {DEVICE_PLUGIN_LABEL}={key} run this config")
@@ -350,6 +364,14 @@ class Importer:
             _eol(p, f"{NOTE} the operator's input names no GPU model; set it", "gpu")
             pools.append(p)
         return pools
+
+    def config_name(self, section: CommentedMap, key: str, name: str) -> None:
+        """The live config's key kept as the pool's configName: it is the value of the nodes' config label."""
+        if CONFIG_NAME.match(name) and len(name) <= 63:
+            section["configName"] = name
+        else:
+            self.lose(f"{key}.config.data", f"{key} config {name!r} is no label value (at most 63 letters, digits, "
+                      "'.', '_' or '-', alphanumeric at both ends): no node can select it; gpuop names it itself")
 
     def v_has(self, path: str) -> bool:
         return chartmap.get_path(self.v, path, KeyError) is not KeyError
@@ -368,6 +390,9 @@ class Importer:
         else:
             spec["platform"] = CommentedMap(type="kubernetes", version=m.kubernetes[0])
             spec["os"] = "ubuntu24.04"
+        distribution = chartmap.get_path(frag, "platform.distribution")
+        if distribution:                 # known from the toolkit's containerd paths (the table's row)
+            spec["platform"]["distribution"] = distribution
         _eol(spec, f"{NOTE} the operator's input does not say; set your cluster's version", "platform")
         _eol(spec, f"{NOTE} the operator's input does not say; set your nodes' OS", "os")
         op = CommentedMap()
@@ -424,6 +449,9 @@ class Importer:
 
 
 PLACEHOLDER_MIG_GPU = "H100-SXM5-80GB"
+CONFIG_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")     # profile/models.py ConfigName
+MIG_ENTRY_KEYS = {"device-filter", "devices", "mig-enabled", "mig-devices"}
+ALL_DISABLED_ENTRIES = [{"devices": "all", "mig-enabled": False}]
 CR_WRITTEN = ("kernelModuleType", "usePrecompiled", "imagePullPolicy", "upgradePolicy", "tolerations",
               "priorityClassName", "manager")
 PLACEHOLDER_KERNEL = "6.8.0-60-generic"

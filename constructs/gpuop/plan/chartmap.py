@@ -179,6 +179,7 @@ class Row:
     to_profile: Callable | None = None    # (tuple of effective values, ReleaseImages) -> profile value
     kind: str = "field"                   # field | image | fixed | derived
     why: str = ""
+    merge: bool = False                   # a list of name/value entries merged by name over the rows' before
 
 
 def _same(*paths):
@@ -308,10 +309,31 @@ def _pull_secrets_row() -> Row:
         return fwd_all(list(v) if v else None, rel)
 
     def inv(vals, rel):
-        out = inv_all(tuple(list(x or []) for x in vals), rel)
-        return out or None
-    return Row("images.pullSecrets", paths, paths, None, fwd, inv, "field",
-               "every component pulls with the same secrets")
+        return _split_secrets(vals)[0] or None
+
+    def fwd_over(overrides, rel):
+        overrides = overrides or {}
+        return tuple(list(overrides[k]) if k in overrides else None for k in PULL_SECRETS)
+
+    def inv_over(vals, rel):
+        return _split_secrets(vals)[1]
+    return [Row("images.pullSecrets", paths, paths, None, fwd, inv, "field",
+                "the secrets most components pull with"),
+            # after images.pullSecrets: a component's own secrets replace the common ones
+            Row("delivery.operator.pullSecrets", paths, paths, {}, fwd_over, inv_over, "field",
+                "a component pulling with other secrets than the rest")]
+
+
+def _split_secrets(vals) -> tuple[list, dict]:
+    """Each component's imagePullSecrets -> (the list most components have, {component: its list} of the others)."""
+    lists = []
+    for k, v in zip(PULL_SECRETS, vals):
+        items = list(v or [])
+        if not all(isinstance(x, str) for x in items):
+            raise Unexpressible(f"{k}.imagePullSecrets: secret names (strings) only")
+        lists.append(tuple(items))
+    common = Counter(lists).most_common(1)[0][0] if lists else ()
+    return list(common), {k: list(x) for k, x in zip(PULL_SECRETS, lists) if x != common}
 
 
 def _tolerations_row() -> Row:
@@ -377,14 +399,112 @@ def _metrics_row() -> Row:
 
     def inv(vals, _):
         create, name, data = vals
-        if not data:
-            if name:
-                raise Unexpressible(f"dcgmExporter.config.name {name!r}: the metrics live in that ConfigMap; give "
-                                    "its dcgm-metrics.csv to the import (or its content as dcgmExporter.metrics)")
+        if not data:                 # a name alone: a ConfigMap the user manages (delivery.operator.dcgmMetricsConfig)
             return []
         return parse_metrics(data)
     return Row("dcgmExporter.metrics", paths, ("dcgmExporter.config.name",), [], fwd, inv, "field",
                "the metrics CSV in a ConfigMap the chart renders (config.create)")
+
+
+def _config_map_row(profile: str, key: str, ours: str, with_default: bool = False) -> Row:
+    """A ConfigMap the operator reads by name (and, for the device plugin, the config of unlabelled nodes):
+    omitted means gpuop's name; the inverse keeps any other, so adopting a cluster orphans no ConfigMap."""
+    paths = (f"{key}.config.name",) + ((f"{key}.config.default",) if with_default else ())
+
+    def fwd(v, _):
+        v = {k: x for k, x in (v or {}).items() if x is not None}
+        if not v:                        # omitted: gpuop's names (plan/operator.py chart_values writes them)
+            return (None,) + ((None,) if with_default else ())
+        # what an omitted half means, explicitly: the chart's own defaults ("" for both) are not gpuop's
+        return (v.get("name", ours),) + ((v.get("default", "default"),) if with_default else ())
+
+    def inv(vals, _):
+        name = vals[0]
+        if name in (None, ""):           # no ConfigMap: the default config has nothing to name
+            return None
+        out = {} if name == ours else {"name": str(name)}
+        if with_default and vals[1] is not None and vals[1] != "default":
+            out["default"] = str(vals[1])
+        return out or None
+    return Row(profile, paths, paths, None, fwd, inv, "field",
+               f"the {key} ConfigMap's name" + (" and its config for nodes without a label" if with_default else "")
+               + f"; omitted: {ours}" + (", config `default`" if with_default else ""))
+
+
+def _str_list(v, path: str) -> list:
+    items = list(v or [])
+    if not all(isinstance(x, str) for x in items):
+        raise Unexpressible(f"{path}: every entry must be a string")
+    return items
+
+
+def _env_row(profile: str, path: str) -> Row:
+    def inv(vals, _):
+        env = list(vals[0] or [])
+        for e in env:
+            if not (isinstance(e, dict) and set(e) <= {"name", "value"} and isinstance(e.get("name"), str)
+                    and isinstance(e.get("value", ""), str)):
+                raise Unexpressible(f"{path}: only name / value entries (no valueFrom) are a profile's "
+                                    f"{profile}", value=None)
+        return [{"name": e["name"], "value": e.get("value", "")} for e in env] or []
+    return field_row(profile, path, [], fwd=lambda v, _: ([dict(e) for e in v] if v else None,), inv=inv,
+                     why="merged over the operand's env by name, as gpuop's stack does")
+
+
+# components whose env the profile has no section field for (driver, toolkit, devicePlugin have spec.<c>.env)
+ENV_ONLY_OPERATOR = ("dcgm", "dcgmExporter", "gfd", "migManager", "nodeStatusExporter", "validator")
+
+
+def _component_env_row() -> Row:
+    paths = tuple(f"{k}.env" for k in ENV_ONLY_OPERATOR)
+    rows = {k: _env_row(f"delivery.operator.env.{k}", f"{k}.env") for k in ENV_ONLY_OPERATOR}
+
+    def fwd(v, rel):
+        v = v or {}
+        return tuple([dict(e) for e in v[k]] if v.get(k) else None for k in ENV_ONLY_OPERATOR)
+
+    def inv(vals, rel):
+        out, bad = {}, []
+        for k, val in zip(ENV_ONLY_OPERATOR, vals):
+            try:
+                env = rows[k].to_profile((val,), rel)
+            except Unexpressible:
+                bad.append(f"{k}.env")
+                continue
+            if env:
+                out[k] = env
+        if bad:
+            raise Unexpressible("only name / value entries (no valueFrom) are a profile's delivery.operator.env",
+                                value=out or None, paths=tuple(bad))
+        return out or None
+    return Row("delivery.operator.env", paths, paths, {}, fwd, inv, "field",
+               "the env of components the profile has no env setting for (operator mode only)")
+
+
+POD_META_KEYS = ("app", "app.kubernetes.io/part-of")     # the DaemonSets select their pods by them
+
+
+def _pod_meta_row(profile: str) -> Row:
+    def inv(vals, _):
+        found = dict(vals[0] or {})
+        taken = sorted(k for k in found if k in POD_META_KEYS) if profile.endswith("labels") else []
+        if taken:
+            raise Unexpressible(f"{profile}: {', '.join(taken)} select the operands' pods; a profile refuses them",
+                                value={k: v for k, v in found.items() if k not in taken} or {})
+        return {str(k): str(v) for k, v in found.items()}
+    return field_row(profile, profile, {}, fwd=lambda v, _: (dict(v) if v else None,), inv=inv,
+                     why="added to every operand pod")
+
+
+def _config_files_row(profile: str, path: str) -> Row:
+    """repoConfig / certConfig: the operator mounts every key of the named ConfigMap (so operator mode needs no
+    file list; gpuop's stack does)."""
+    def fwd(v, _):
+        return ((v or {}).get("configMapName") or None,)
+
+    def inv(vals, _):
+        return {"configMapName": str(vals[0])} if vals[0] else None
+    return Row(profile, (path,), (path,), None, fwd, inv, "field", "a ConfigMap of files for the driver build")
 
 
 def parse_metrics(csv: str) -> list[dict]:
@@ -429,22 +549,37 @@ def distribution_env(distribution: str | None) -> list[dict]:
     return out
 
 
+def split_toolkit_env(env) -> tuple[str | None, list]:
+    """toolkit.env -> (the distribution whose containerd paths it holds, every entry all of them, or None; the
+    other entries, in order): the two profile settings one chart value holds."""
+    env = list(env or [])
+    for d in RUNTIME_ENV_DISTRIBUTIONS:
+        ours = distribution_env(d)
+        if ours and all(e in env for e in ours):
+            return d, [e for e in env if e not in ours]
+    return None, env
+
+
 def _distribution_row() -> Row:
     def fwd(d, _):
         return (distribution_env(d) or None,)
 
     def inv(vals, _):
-        env = list(vals[0] or [])
-        if not env:
-            return None
-        found = next((d for d in RUNTIME_ENV_DISTRIBUTIONS if distribution_env(d) == env), None)
-        if found is None:
-            raise Unexpressible("toolkit.env: not the containerd paths of a distribution gpuop knows "
-                                f"({', '.join(RUNTIME_ENV_DISTRIBUTIONS)}); spec.toolkit.env is stack mode only")
-        return found
+        return split_toolkit_env(vals[0])[0]
     return Row("platform.distribution", ("toolkit.env",), ("toolkit.env",), None, fwd, inv, "field",
                "k3s / RKE2 / MicroK8s: their containerd's paths in the toolkit's env; managed images (eks, aks) "
                "are driver.enabled / toolkit.enabled false and read back as generic")
+
+
+def _toolkit_env_row() -> Row:
+    """After the distribution row: the profile's toolkit env merged over the distribution's by name (as gpuop's
+    stack and the operator's transformToolkit do), the inverse what is not the distribution's."""
+    env_row = _env_row("toolkit.env", "toolkit.env")
+
+    def inv(vals, rel):
+        return env_row.to_profile((split_toolkit_env(vals[0])[1],), rel)
+    return Row("toolkit.env", ("toolkit.env",), ("toolkit.env",), [], env_row.to_values, inv, "field",
+               "merged over the distribution's containerd paths by name", merge=True)
 
 
 def _platform_row() -> Row:
@@ -462,12 +597,12 @@ def _platform_row() -> Row:
 
 
 def _rows() -> tuple[Row, ...]:
-    rows: list[Row] = [_platform_row(), _distribution_row()]
+    rows: list[Row] = [_platform_row(), _distribution_row(), _toolkit_env_row()]
     rows += _registry_rows()
     rows += [_version_row(k) for k in VERSIONED]
     rows.append(_manager_version_row())
     rows.append(field_row("images.pullPolicy", tuple(f"{k}.imagePullPolicy" for k in COMPONENTS), "IfNotPresent"))
-    rows.append(_pull_secrets_row())
+    rows += _pull_secrets_row()
     for key in SWITCHABLE:
         default = False if key in ("dcgm", "nodeStatusExporter") else True
         why = ("the operator runs its MIG manager on every MIG-capable node while enabled (gpuop's stack only for "
@@ -497,6 +632,19 @@ def _rows() -> tuple[Row, ...]:
         field_row("dcgmExporter.podUID", "dcgmExporter.enablePodUID", False, inv=_bool_inv),
         _allowlist_row(),
         _metrics_row(),
+        # after the metrics row: a ConfigMap name of the profile replaces gpuop's
+        _config_map_row("delivery.operator.dcgmMetricsConfig", "dcgmExporter", DCGM_METRICS_MAP),
+        _config_map_row("delivery.operator.devicePluginConfig", "devicePlugin", PLUGIN_CONFIG_MAP, with_default=True),
+        _config_map_row("delivery.operator.migManagerConfig", "migManager", MIG_CONFIG_MAP),
+        _component_env_row(),
+        _env_row("driver.env", "driver.env"),
+        _env_row("devicePlugin.env", "devicePlugin.env"),
+        field_row("devicePlugin.args", "devicePlugin.args", None, fwd=lambda v, _: (list(v) if v else None,),
+                  inv=lambda vals, _: _str_list(vals[0], "devicePlugin.args") or None),
+        _pod_meta_row("daemonsets.labels"),
+        _pod_meta_row("daemonsets.annotations"),
+        _config_files_row("driver.repoConfig", "driver.repoConfig.configMapName"),
+        _config_files_row("driver.certConfig", "driver.certConfig.name"),
     ]
     rows += _upgrade_rows()
     rows += _service_monitor_rows()
@@ -509,12 +657,12 @@ def _rows() -> tuple[Row, ...]:
         derived_row(("driver.enabled", "driver.version", "driver.nvidiaDriverCRD.deployDefaultCR"),
                     "the driver of the default NVIDIADriver / ClusterPolicy (spec.driver.version, "
                     "delivery.operator.driverDigest, pools' drivers)"),
-        derived_row(("devicePlugin.config.create", "devicePlugin.config.name", "devicePlugin.config.default",
-                     "devicePlugin.config.data"), "per-pool device-plugin configs (plan/pools.py), labelled per "
-                    "pool by gpuop's NodeFeatureRule", policy=("devicePlugin.config.name", "devicePlugin.config.default")),
-        derived_row(("migManager.config.create", "migManager.config.name", "migManager.config.default",
-                     "migManager.config.data"), "per-pool MIG layouts in one mig-parted config (plan/pools.py)",
-                    policy=("migManager.config.name", "migManager.config.default")),
+        derived_row(("devicePlugin.config.create", "devicePlugin.config.data"), "per-pool device-plugin configs "
+                    "(plan/pools.py, keys: the pools' sharing.configName), labelled per pool by gpuop's "
+                    "NodeFeatureRule", policy=()),
+        derived_row(("migManager.config.create", "migManager.config.default", "migManager.config.data"),
+                    "per-pool MIG layouts in one mig-parted config (plan/pools.py, keys: the pools' mig.configName); "
+                    "the default for unlabelled MIG-capable nodes is all-disabled", policy=("migManager.config.default",)),
         derived_row(("gds.repository", "gds.image", "gds.version", "gdrcopy.repository", "gdrcopy.image",
                      "gdrcopy.version"), "the release's GDS / GDRCopy sidecar images under spec.images.registry"),
         derived_row(("operator.repository", "operator.imagePullSecrets"),
@@ -542,13 +690,8 @@ UNEXPRESSED: tuple[tuple[str, str], ...] = (
     ("psa", "pod security admission labels by the operator"),
     ("cdi.nriPluginEnabled", "the NRI plugin"), ("cdi.default", "CDI as the default runtime mode"),
     ("sandboxWorkloads", "sandboxed (VM) workloads"), ("hostPaths", "host paths (spec.hostPaths: stack mode only)"),
-    ("daemonsets.labels", "operand labels (spec.daemonsets.labels: stack mode only)"),
-    ("daemonsets.annotations", "operand annotations (spec.daemonsets.annotations: stack mode only)"),
     ("daemonsets.updateStrategy", "the operands' update strategy"),
     ("daemonsets.rollingUpdate", "the operands' rolling update"),
-    ("driver.env", "driver env (spec.driver.env: stack mode only)"),
-    ("driver.repoConfig", "driver repo config (spec.driver.repoConfig: stack mode only)"),
-    ("driver.certConfig", "driver cert config (spec.driver.certConfig: stack mode only)"),
     ("driver.licensingConfig", "vGPU licensing"), ("driver.virtualTopology", "vGPU topology"),
     ("driver.kernelModuleConfig", "kernel module parameters"), ("driver.secretEnv", "driver secret env"),
     ("driver.rdma", "GPUDirect RDMA of the ClusterPolicy (per pool: spec.nodePools[].driver.rdma)"),
@@ -563,18 +706,16 @@ UNEXPRESSED: tuple[tuple[str, str], ...] = (
     ("dcgmExporter.hostNetwork", "host network"), ("gfd.hostNetwork", "host network"),
     ("migManager.hostNetwork", "host network"), ("validator.hostNetwork", "host network"),
     ("toolkit.installDir", "the toolkit's install directory"),
-    ("devicePlugin.env", "device plugin env (spec.devicePlugin.env: stack mode only)"),
-    ("devicePlugin.args", "device plugin args (spec.devicePlugin.args: stack mode only)"),
-    ("devicePlugin.mps", "the MPS root"), ("dcgm.env", "DCGM env"), ("dcgm.args", "DCGM args"),
-    ("dcgmExporter.env", "DCGM exporter env"), ("dcgmExporter.annotations", "DCGM exporter pod annotations"),
+    ("devicePlugin.mps", "the MPS root"), ("dcgm.args", "DCGM args"),
+    ("dcgmExporter.annotations", "DCGM exporter pod annotations"),
     ("dcgmExporter.hostPID", "DCGM exporter host PID"), ("dcgmExporter.service", "the exporter Service"),
     ("dcgmExporter.serviceMonitor.scrapeTimeout", "the ServiceMonitor scrape timeout"),
     ("dcgmExporter.serviceMonitor.relabelings", "the ServiceMonitor relabelings"),
     ("dcgmExporter.hpcJobMapping", "HPC job mapping"),
-    ("gfd.env", "GFD env"), ("migManager.env", "MIG manager env"), ("migManager.gpuClientsConfig", "GPU clients"),
-    ("validator.env", "validator env"), ("validator.args", "validator args"), ("validator.plugin", "validator env"),
+    ("migManager.gpuClientsConfig", "GPU clients"),
+    ("validator.args", "validator args"), ("validator.plugin", "validator env"),
     ("validator.driver", "validator env"), ("validator.toolkit", "validator env"), ("validator.cuda", "validator env"),
-    ("nodeStatusExporter.env", "node status exporter env"), ("gds.imagePullSecrets", "GDS pull secrets"),
+    ("gds.imagePullSecrets", "GDS pull secrets"),
     ("gdrcopy.imagePullSecrets", "GDRCopy pull secrets"), ("gds.imagePullPolicy", "GDS pull policy"),
     ("gdrcopy.imagePullPolicy", "GDRCopy pull policy"), ("gds.args", "GDS args"), ("gds.env", "GDS env"),
     ("gdrcopy.args", "GDRCopy args"), ("gdrcopy.env", "GDRCopy env"),
@@ -585,6 +726,11 @@ UNEXPRESSED: tuple[tuple[str, str], ...] = (
     ("gpuCluster", "the GPUCluster CR's settings"), ("nodeStatusExporter.serviceMonitor",
                                                       "the node status exporter's ServiceMonitor"),
 )
+
+
+# ClusterPolicy CRD defaults (nvidia.com_clusterpolicies.yaml, applied by the API server) at keys NVIDIA's
+# values.yaml leaves out: a live ClusterPolicy carries them without anyone having set them
+POLICY_ONLY_DEFAULTS = {"cdi": {"default": False}}
 
 
 def policy_paths(values_path: str) -> tuple[str, ...]:
@@ -623,6 +769,9 @@ def profile_to_values(settings: dict, images: ReleaseImages) -> dict:
             continue
         value = _profile_get(settings, r.profile, r.default) if r.profile else None
         for path, v in zip(r.values, r.to_values(value, images)):
+            if v is not None and r.merge:
+                mine = {e["name"] for e in v}
+                v = [e for e in get_path(out, path) or [] if e["name"] not in mine] + v
             if v is not None:
                 set_path(out, path, v)
     return out
@@ -632,8 +781,8 @@ def values_to_profile(values: dict, version: str = DEFAULT_VERSION) -> tuple[dic
     """Chart values (or a ClusterPolicy spec already in the chart's value shape) -> (profile spec fragment,
     [(values path, reason)] the profile cannot express). Absent values are the chart defaults of `version`."""
     rel = release_images(version)
-    eff = _merge(operator_catalog._chart_defaults(version) or {}, values or {})   # read only here
-    defaults = operator_catalog._chart_defaults(version) or {}     # read only here
+    defaults = _merge(operator_catalog._chart_defaults(version) or {}, POLICY_ONLY_DEFAULTS)   # read only here
+    eff = _merge(defaults, values or {})
     profile: dict = {}
     lost: list[tuple[str, str]] = []
     for r in ROWS:

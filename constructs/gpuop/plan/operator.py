@@ -114,12 +114,23 @@ def chart_values(spec, plan: StackPlan, cat, groups: list[DriverGroup]) -> dict:
     d["enabled"] = bool(groups)
     d["version"] = op.driverDigest or (groups[0].version if groups else plan.image("driver").tag.split("-")[0])
     d["nvidiaDriverCRD"] = {"enabled": crd, "deployDefaultCR": crd and any(g.default for g in groups)}
+    # the ConfigMap names and the default config come from the table's rows (the profile's
+    # delivery.operator.*Config, gpuop's names when omitted); their content from the plan
+    # delivery.operator.*Config, gpuop's names when omitted); their content from the plan. A name without
+    # content of gpuop's (no pool needs a config) is a ConfigMap the user manages: the operator reads it as named
+    plugin_cfg = v["devicePlugin"].pop("config", {})
     if pc.plugin_configs:
-        v["devicePlugin"]["config"] = {"create": True, "name": chartmap.PLUGIN_CONFIG_MAP, "default": "default",
+        v["devicePlugin"]["config"] = {"create": True, "name": plugin_cfg.get("name", chartmap.PLUGIN_CONFIG_MAP),
+                                       "default": plugin_cfg.get("default", "default"),
                                        "data": {k: text for k, text in pc.plugin_configs}}
-    v["migManager"]["config"] = ({"create": True, "name": chartmap.MIG_CONFIG_MAP, "default": "all-disabled",
+    elif plugin_cfg.get("name"):
+        v["devicePlugin"]["config"] = {"name": plugin_cfg["name"], "default": plugin_cfg.get("default", "default")}
+    mig_cfg = v["migManager"].pop("config", {})
+    mig_name = mig_cfg.get("name", chartmap.MIG_CONFIG_MAP)
+    v["migManager"]["config"] = ({"create": True, "name": mig_name, "default": "all-disabled",
                                   "data": {"config.yaml": pc.mig_parted}} if pc.mig_manager else
-                                 {"default": "all-disabled"})     # migManager.config.default: CRD default (drift)
+                                 # migManager.config.default: CRD default (drift)
+                                 {"default": "all-disabled", **({"name": mig_cfg["name"]} if "name" in mig_cfg else {})})
     sm = plan.dcgm_exporter.service_monitor if plan.dcgm_exporter else None
     v["dcgmExporter"].setdefault("serviceMonitor", {})["enabled"] = sm is not None
     if sm is None:

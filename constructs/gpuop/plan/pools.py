@@ -11,7 +11,9 @@ select them, and the rules that refuse what the MIG manager and the device plugi
 - the device plugin's configs (`plugin_configs`, k8s-device-plugin config v1: version, flags.migStrategy,
   sharing.timeSlicing | sharing.mps), one key per distinct pool config plus `default` (no sharing), each
   named `<summary>-<6 hex of its content>` for the same reason: the config manager reloads on a label
-  change only.
+  change only. A pool's `mig.configName` / `sharing.configName` replaces the derived name (a running
+  cluster's names kept by `gpuop import`); in operator mode `delivery.operator.devicePluginConfig.default`
+  naming a pool's config makes it the config of every unlabelled node (no `default` key, no label for it).
 - the MIG strategy: one strategy for the cluster (MIG_STRATEGY on the device plugin and GFD, as upstream
   with `mig.strategy` set) when every MIG pool agrees; otherwise -- or when a mixed strategy would meet an
   MPS pool, which the plugin refuses ("using --mig-strategy=mixed is not supported with MPS") -- no
@@ -145,6 +147,14 @@ def cluster_strategy(pools) -> str | None:
     return strategies.pop() if len(strategies) == 1 else (None if strategies else "single")
 
 
+def plugin_default(spec) -> str | None:
+    """The device-plugin config of nodes without a config label when the profile names one (operator mode:
+    spec.delivery.operator.devicePluginConfig.default, "" for none); None: gpuop's `default`."""
+    if spec.delivery.mode != "operator":
+        return None
+    return spec.delivery.operator.devicePluginConfig.default
+
+
 def build(spec, cat) -> PoolConfigs:
     pools = spec.nodePools
     gpus = {i: cat.gpus.get(p.gpu) for i, p in enumerate(pools)}
@@ -176,7 +186,7 @@ def build(spec, cat) -> PoolConfigs:
                 wanted[i][MIG_MANAGER_LABEL] = "false"
                 continue
             layout = layout_of(p)
-            name = mig_config_name(layout) if layout else ALL_DISABLED
+            name = (p.mig.configName or mig_config_name(layout)) if layout else ALL_DISABLED
             if layout:
                 entry = {"device-filter": list(gpus[i].pciDeviceIds), "devices": "all", "mig-enabled": True,
                          "mig-devices": {k: layout[k] for k in sorted(layout, key=lambda k: (_compute(k), k))}}
@@ -197,9 +207,14 @@ def build(spec, cat) -> PoolConfigs:
 
     plugin: dict[str, str] = {}
     sharing = {i: _sharing(p) for i, p in enumerate(pools) if not dra_rules.is_dra(p)} if spec.devicePlugin.enabled else {}
+    # the operator's devicePlugin.config.default naming a pool's config (a running cluster's `default: any`):
+    # that config is the one of every node without a label, so neither it nor the pools gpuop's `default`
+    # would serve get a label, and gpuop's `default` is not written
+    chosen = plugin_default(spec)
     if (spec.devicePlugin.enabled or spec.gfd.enabled) and (per_pool or any(sharing.values())):
         default = {"version": "v1", "flags": {"migStrategy": "none" if per_pool else cluster}}
-        plugin[DEFAULT_PLUGIN_CONFIG] = dump_plain(default)
+        if chosen is None:
+            plugin[DEFAULT_PLUGIN_CONFIG] = dump_plain(default)
         for i, p in enumerate(pools):
             if dra_rules.is_dra(p):                # the device plugin's config never targets DRA pools
                 continue
@@ -210,9 +225,13 @@ def build(spec, cat) -> PoolConfigs:
                 content["sharing"] = section
             if content == default:
                 continue
-            name = _label_value(f"{summary}-{_digest(content)}", content)
+            name = (p.sharing.configName if p.sharing is not None and p.sharing.configName else
+                    _label_value(f"{summary}-{_digest(content)}", content))
             plugin[name] = dump_plain(content)
-            wanted[i][PLUGIN_CONFIG_LABEL] = name
+            if name != chosen:
+                wanted[i][PLUGIN_CONFIG_LABEL] = name
+        if chosen and plugin and chosen not in plugin:   # a name of no pool's config: gpuop's default so named
+            plugin[chosen] = dump_plain(default)        # (no config at all: the ConfigMap is the user's)
 
     labels, rules = _labels(pools, gpus, wanted, spec.nfd.rules)
     mig_ids = tuple(sorted({nfd_id(x) for g in cat.gpus.values() if g.migCapable for x in g.pciDeviceIds}))

@@ -156,9 +156,10 @@ class ConfigMapFiles(Model):
         "A ConfigMap in the stack's namespace (you create it, e.g. next to the GitOps objects). Required."))
     files: list[Annotated[str, Field(pattern=kv.schema_pattern(kv.CONFIG_MAP_KEY_FMT), max_length=253),
                           AfterValidator(_kube_check(kv.is_config_map_key))]] = Field(
-        min_length=1, max_length=MAX_ENV, description=(
+        default_factory=list, max_length=MAX_ENV, description=(
             "The ConfigMap's keys, each mounted as a file of that name (the Operator lists them from the live "
-            "ConfigMap; gpuop compiles without a cluster, so the profile names them). Required."))
+            "ConfigMap; gpuop's stack compiles without a cluster, so the profile names them). Required in stack "
+            "mode. Omitted: operator mode only (the operator reads the keys of the live ConfigMap)."))
 
 
 class Proxy(Model):
@@ -409,11 +410,20 @@ class DaemonSets(Model):
         "Annotations added to every GPU DaemonSet's pods (daemonsets.annotations). Omitted: none."))
 
 
+ConfigName = Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")]
+
+
 class Mig(Model):
     strategy: Literal["none", "single", "mixed"] = Field("single", description=(
         "How MIG devices are advertised. Omitted: single (the Operator's Helm default)."))
     layout: dict[str, Annotated[int, Field(ge=1, le=INT32_MAX)]] = Field(default_factory=dict, max_length=MAX_MIG_PROFILES, description=(
         "MIG profile -> instance count per GPU, e.g. {\"3g.40gb\": 1, \"1g.10gb\": 2}. Omitted: MIG off."))
+    configName: ConfigName | None = Field(None, description=(
+        "The name of this pool's MIG config: its key in the MIG manager's mig-parted config and the value of its "
+        "nodes' nvidia.com/mig.config label (`gpuop import` keeps a running cluster's names, so no node changes "
+        "config). Pools with the same name must have the same layout and GPU model. Omitted: named after the "
+        "layout, e.g. 1x3g.40gb_1x2g.20gb_2x1g.10gb (a layout change then changes the label, which is what "
+        "makes the MIG manager act)."))
 
 
 class SharedResource(Model):
@@ -453,6 +463,12 @@ class Sharing(Model):
     mps: Mps | None = Field(None, description=(
         "CUDA Multi-Process Service: pods run on the same GPU at once, each with a fixed share; adds the MPS "
         "control daemon. Omitted: no MPS. Exclusive with timeSlicing."))
+    configName: ConfigName | None = Field(None, description=(
+        "The name of this pool's device-plugin config: its key in the device plugin's ConfigMap and the value "
+        "of its nodes' nvidia.com/device-plugin.config label (`gpuop import` keeps a running cluster's names). "
+        "Pools with the same name must have the same config. Omitted: <summary>-<6 hex digits of its content>, "
+        "e.g. time-slicing-4-d71ebd (a changed config then changes the label, which is what makes the plugin "
+        "reload)."))
 
 
 class PoolDriver(Model):
@@ -563,6 +579,22 @@ class NodePool(Model):
             "once every node of the group carries the new label. Omitted: none kept."))
 
 
+class OperatorConfigMap(Model):
+    name: Annotated[str, AfterValidator(_dns_subdomain)] | None = Field(None, description=(
+        "The ConfigMap's name (NVIDIA's chart `<component>.config.name`): the chart creates it with gpuop's "
+        "content, or, where no pool needs a config of gpuop's, the operator reads a ConfigMap of that name you "
+        "manage. Omitted: gpuop's name (device-plugin-config, custom-mig-parted-config, dcgm-exporter-metrics)."))
+
+
+class PluginConfigMap(OperatorConfigMap):
+    default: ConfigName | Literal[""] | None = Field(None, description=(
+        "The device-plugin config of every GPU node without a nvidia.com/device-plugin.config label "
+        "(devicePlugin.config.default): a pool's sharing.configName (that pool's nodes, and those of every pool "
+        "without a config of its own, then carry no label), or another name: gpuop's default config (no sharing) "
+        "under that name. \"\": no default config (the chart's default). Omitted: gpuop's config `default` (no "
+        "sharing), every pool with sharing labelled."))
+
+
 class OperatorDelivery(Model):
     """How NVIDIA's GPU Operator is installed and what only it can run (spec.delivery.mode: operator)."""
     version: str | None = Field(None, pattern=r"^v\d+\.\d+\.\d+$", description=(
@@ -598,6 +630,30 @@ class OperatorDelivery(Model):
             "holds the image), where a cluster pulls one component from elsewhere than spec.images.registry, e.g. "
             "{validator: registry.example.com/nvidia}. `gpuop import` writes it for a component that differs from "
             "the common mirror. Omitted: every image under spec.images.registry."))
+    pullSecrets: dict[Literal["driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager",
+                              "nodeStatusExporter", "validator"],
+                      list[Annotated[str, AfterValidator(_dns_subdomain)]]] = Field(default_factory=dict, description=(
+        "The image pull secrets of single components where they are not spec.images.pullSecrets (NVIDIA's chart "
+        "`<component>.imagePullSecrets`; [] for none), e.g. {driver: [ngc-secret]}. `gpuop import` writes it for "
+        "a component that differs from the rest. Operator mode only (refused in stack mode, whose components all "
+        "pull with spec.images.pullSecrets). Omitted: spec.images.pullSecrets for every component."))
+    env: dict[Literal["dcgm", "dcgmExporter", "gfd", "migManager", "nodeStatusExporter", "validator"],
+              list[EnvVar]] = Field(default_factory=dict, description=(
+        "The environment of components the profile has no env setting for (NVIDIA's chart `<component>.env`, "
+        "merged by the operator over its own by name), e.g. {dcgmExporter: [{name: DCGM_EXPORTER_INTERVAL, "
+        "value: \"10000\"}]}. Operator mode only (refused in stack mode; the driver, toolkit and device plugin "
+        "have spec.<component>.env in both modes). Omitted: the operator's env."))
+    devicePluginConfig: PluginConfigMap = Field(default_factory=PluginConfigMap, description=(
+        "The device plugin's ConfigMap as NVIDIA's operator reads it: its name and default config. Operator mode "
+        "only (gpuop's stack names its ConfigMap and default config itself; refused there). Omitted: "
+        "device-plugin-config, default config `default`."))
+    migManagerConfig: OperatorConfigMap = Field(default_factory=OperatorConfigMap, description=(
+        "The MIG manager's mig-parted ConfigMap as NVIDIA's operator reads it. Operator mode only (refused in "
+        "stack mode). Omitted: custom-mig-parted-config."))
+    dcgmMetricsConfig: OperatorConfigMap = Field(default_factory=OperatorConfigMap, description=(
+        "The DCGM exporter's metrics ConfigMap (dcgmExporter.config.name) as NVIDIA's operator reads it: with "
+        "spec.dcgmExporter.metrics the chart creates it; without, the exporter reads a ConfigMap of that name "
+        "you manage. Operator mode only (refused in stack mode). Omitted: dcgm-exporter-metrics."))
 
 
 class Delivery(Model):

@@ -182,6 +182,9 @@ def check_driver_config_files(ctx: Context) -> list:
                          ("certConfig", env_names.CERT_CONFIG_PATHS)):
         if getattr(d, field) is None:
             continue
+        if not getattr(d, field).files and spec.delivery.mode != "operator":
+            out.append(ctx.at(("spec", "driver", field), f"{field}.files: required in stack mode (gpuop mounts "
+                              "each listed key; only NVIDIA's operator reads the keys of the live ConfigMap)"))
         for pool in spec.nodePools:
             os_name = pool.os or spec.os
             entry = ctx.release.matrix.os.get(os_name) if os_name else None
@@ -273,12 +276,18 @@ def check_driver_sidecars(ctx: Context) -> list:
 
 # The distribution fields that gpuop renders in its own stack but does not (yet) translate into the Operator's
 # inputs: in operator mode they would be dropped silently, so they are refused.
+# (driver.env / repoConfig / certConfig, toolkit.env, devicePlugin.env / args, daemonsets.labels / annotations
+# reach the operator through the mapping table, plan/chartmap.py)
 STACK_ONLY = (("spec", "platform", "containerdMajor"), ("spec", "proxy"),
-              ("spec", "hostPaths"), ("spec", "daemonsets", "labels"), ("spec", "daemonsets", "annotations"),
-              ("spec", "images", "digestLock"), ("spec", "driver", "env"), ("spec", "driver", "args"),
-              ("spec", "driver", "repoConfig"), ("spec", "driver", "certConfig"), ("spec", "driver", "rdma"),
-              ("spec", "driver", "gds"), ("spec", "driver", "gdrcopy"), ("spec", "toolkit", "env"),
-              ("spec", "toolkit", "args"), ("spec", "devicePlugin", "env"), ("spec", "devicePlugin", "args"))
+              ("spec", "hostPaths"), ("spec", "images", "digestLock"), ("spec", "driver", "args"),
+              ("spec", "driver", "rdma"), ("spec", "driver", "gds"), ("spec", "driver", "gdrcopy"),
+              ("spec", "toolkit", "args"))
+# what only NVIDIA's operator reads: gpuop's stack names its ConfigMaps and its default device-plugin config
+# itself (components/), so in stack mode these would change nothing: refused rather than ignored
+OPERATOR_ONLY = (("spec", "delivery", "operator", "pullSecrets"), ("spec", "delivery", "operator", "env"),
+                 ("spec", "delivery", "operator", "devicePluginConfig"),
+                 ("spec", "delivery", "operator", "migManagerConfig"),
+                 ("spec", "delivery", "operator", "dcgmMetricsConfig"))
 
 
 @rule("stack-only-field", source="NVIDIA/gpu-operator ClusterPolicy CRD: fields gpuop renders in its own stack "
@@ -292,9 +301,19 @@ def check_stack_only_in_operator_mode(ctx: Context) -> list:
                    "remove it or use mode: stack") for path in STACK_ONLY if _written(ctx, *path)]
 
 
+def check_operator_only_in_stack_mode(ctx: Context) -> list:
+    if ctx.spec.delivery.mode == "operator":
+        return []
+    return [ctx.at(path, f"{'.'.join(path)} names what NVIDIA's operator reads; gpuop's stack names its "
+                   "ConfigMaps and the device plugin's default config (`default`) itself, pulls every image "
+                   "with spec.images.pullSecrets and sets its operands' env; remove it or use "
+                   "spec.delivery.mode: operator")
+            for path in OPERATOR_ONLY if _written(ctx, *path)]
+
+
 RULES = ((check_os_required, check_distribution_platform, check_distribution_runtime, check_containerd_major,
           check_second_copy, check_operand_env, check_pod_labels, check_driver_config_files,
-          check_driver_sidecars, check_stack_only_in_operator_mode),)
+          check_driver_sidecars, check_stack_only_in_operator_mode, check_operator_only_in_stack_mode),)
 
 
 def applies(ctx: Context) -> bool:

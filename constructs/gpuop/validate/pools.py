@@ -101,8 +101,32 @@ def check_keep_mig_configs(ctx: Context) -> list:
     return out
 
 
+def check_config_names(ctx: Context) -> list:
+    """A pool's mig.configName / sharing.configName is a key of one ConfigMap and a node label value: pools that
+    share a name must share what it names."""
+    out, seen_mig, seen_plugin = [], {}, {}
+    spec = ctx.spec
+    for i, p in enumerate(spec.nodePools):
+        if p.mig is not None and p.mig.configName:
+            what = (p.gpu, tuple(sorted(layout_of(p).items())))
+            first = seen_mig.setdefault(p.mig.configName, (i, what))
+            if first[1] != what:
+                out.append(ctx.at(("spec", "nodePools", i, "mig", "configName"), f"{p.mig.configName!r} is the "
+                                  f"MIG config of pool {spec.nodePools[first[0]].name!r} with another GPU model or "
+                                  "layout; one name is one mig-parted config"))
+        if p.sharing is not None and p.sharing.configName:
+            what = (p.sharing.model_dump(exclude={"configName"}), p.mig.strategy if p.mig else None,
+                    tuple(sorted(layout_of(p).items())))
+            first = seen_plugin.setdefault(p.sharing.configName, (i, what))
+            if first[1] != what:
+                out.append(ctx.at(("spec", "nodePools", i, "sharing", "configName"), f"{p.sharing.configName!r} "
+                                  f"is the device-plugin config of pool {spec.nodePools[first[0]].name!r} with "
+                                  "other sharing or MIG settings; one name is one config"))
+    return out
+
+
 RULES = (
-    (check_sharing, check_mig_manager_present),
+    (check_sharing, check_mig_manager_present, check_config_names),
     (check_labels_nfd_cannot_set, check_keep_mig_configs),          # the pool configs need valid sharing settings
 )
 
