@@ -133,7 +133,10 @@ VALIDATE_CASES: dict[str, tuple[dict, ...]] = {
     "driver-config-files": ({"spec": {"driver": {"repoConfig": {"configMapName": "same", "files": ["a.repo"]},
                                                  "certConfig": {"configMapName": "same", "files": ["a.crt"]}}}},),
     "driver-sidecars": (pools(POOL_A, {**POOL_B, "driver": {"enabled": False, "rdma": {"enabled": True}}}),),
-    "stack-only-field": (OPERATOR, {"spec": {"driver": {"env": [{"name": "X", "value": "1"}]}}}),
+    "stack-only-field": (OPERATOR, {"spec": {"platform": {"containerdMajor": 2}}}),
+    "operator-only-field": ({"spec": {"delivery": {"operator": {"migManagerConfig": {"name": "custom-mig"}}}}},),
+    "pool-config-names": (pools({**POOL_A, "sharing": {"timeSlicing": {"replicas": 2}, "configName": "shared"}},
+                                {**POOL_B, "sharing": {"timeSlicing": {"replicas": 4}, "configName": "shared"}}),),
     "known-issue": ({"spec": {"driver": {"rdma": {"enabled": True}}}},),
 }
 

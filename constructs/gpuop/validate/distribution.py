@@ -301,7 +301,11 @@ def check_stack_only_in_operator_mode(ctx: Context) -> list:
                    "remove it or use mode: stack") for path in STACK_ONLY if _written(ctx, *path)]
 
 
+@rule("operator-only-field", source="NVIDIA/gpu-operator ClusterPolicy CRD: names and settings only the "
+      "operator reads (OPERATOR_ONLY)")
 def check_operator_only_in_stack_mode(ctx: Context) -> list:
+    """A setting only NVIDIA's operator reads (its ConfigMap names, per-component secrets and env) in stack mode,
+    where it would change nothing."""
     if ctx.spec.delivery.mode == "operator":
         return []
     return [ctx.at(path, f"{'.'.join(path)} names what NVIDIA's operator reads; gpuop's stack names its "

@@ -101,6 +101,8 @@ def check_keep_mig_configs(ctx: Context) -> list:
     return out
 
 
+@rule("pool-config-names", source="NVIDIA/k8s-device-plugin config files and NVIDIA/mig-parted configs: one "
+      "ConfigMap key / config name per node label value (nvidia.com/device-plugin.config, nvidia.com/mig.config)")
 def check_config_names(ctx: Context) -> list:
     """A pool's mig.configName / sharing.configName is a key of one ConfigMap and a node label value: pools that
     share a name must share what it names."""
