@@ -123,7 +123,7 @@ def config_source(case) -> str:
 
 def _driver_key(ds: dict) -> str | None:
     """The driver DaemonSets are named per CR / OS by the operator and per driver variant by gpuop: paired by
-    what they run (the driver image, which names the version and the OS)."""
+    what they run (the driver image, which names the version and the OS, and the sidecars)."""
     pod = ds["spec"]["template"]["spec"]
     ctr = next((c for c in pod.get("containers") or [] if c["name"] == "nvidia-driver-ctr"), None)
     if ctr is None:
@@ -132,7 +132,8 @@ def _driver_key(ds: dict) -> str | None:
     if dtk is not None:            # one per RHCOS build
         build = next((e.get("value") for e in dtk.get("env") or [] if e["name"] == "RHCOS_VERSION"), None)
         return f"driver[{ctr['image'].rpartition(':')[0]}, RHCOS {build}]"
-    return f"driver[{ctr['image']}]"
+    sidecars = [c["name"] for c in pod.get("containers") or [] if c["name"] != "nvidia-driver-ctr"]
+    return f"driver[{ctr['image']}" + "".join(f", {n}" for n in sidecars) + "]"     # one per sidecar set
 
 
 def paired(ours: dict[str, dict], theirs: dict[str, dict]) -> tuple[dict, dict]:

@@ -166,7 +166,7 @@ def test_registry_mirror_pull_secrets_and_version_override_reach_every_operand(o
     assert spec["toolkit"]["imagePullSecrets"] == ["regcred"]
     assert spec["driver"]["repository"] == "registry.example.com/nvidia"
     assert spec["driver"]["useNvidiaDriverCRD"] is False
-    assert spec["dcgmExporter"]["config"] == {"name": "dcgm-exporter-metrics"}
+    assert spec["dcgmExporter"]["config"] == {"name": "nvidia-dcgm-exporter-metrics"}
     images = {k: spec[k]["repository"] for k in ("validator", "devicePlugin", "dcgm", "dcgmExporter", "gfd",
                                                   "migManager", "nodeStatusExporter", "gds", "gdrcopy")}
     images["driver.manager"] = spec["driver"]["manager"]["repository"]

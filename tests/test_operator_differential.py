@@ -70,9 +70,6 @@ ALLOWED = (
             lambda a, b, c: a is None and b == "0",
             "the operator's typed resources write the unset half of a limit/request pair as a zero quantity "
             "(\"0\"); the renderer shows it before the API server, which drops a zero limit the same way as none"),
-    Allowed("metrics-configmap", r"nvidia-dcgm-exporter$", r"volumes\.metrics-config$",
-            lambda a, b, c: a.replace("nvidia-dcgm-exporter-metrics", "X") == b.replace("dcgm-exporter-metrics", "X"),
-            "the custom metrics ConfigMap's name (same key and content: the chart renders it from the same CSV)"),
     Allowed("dtk-image", r"driver\[", r"containers\.openshift-driver-toolkit-ctr\.image$", lambda a, b, c: True,
             "the Driver Toolkit image: gpuop's stack names the ImageStream tag of the RHCOS build (OpenShift's "
             "image lookup resolves it), the operator the image that ImageStream points at (the facts' dtkImages)"),
@@ -84,22 +81,11 @@ ALLOWED = (
             r"(/lib/firmware|/sys/module/firmware_class/parameters/path)$", lambda a, b, c: b is None,
             "gpuop follows NVIDIA's golden render (refs/gpu-operator/golden/driver-openshift-drivertoolkit.yaml: "
             "the firmware mounts on the Driver Toolkit container), which v26.7.0's controller code does not add"),
-    Allowed("stack-gds-env", r"(driver\[|nvidia-device-plugin-daemonset$)",
-            r"containers\.(nvidia-driver-ctr|nvidia-device-plugin)\.env\.(GDS_ENABLED|GDRCOPY_ENABLED|MOFED_ENABLED)$",
-            lambda a, b, c: a is None and b == "true" and (c.spec.delivery.operator.gds or c.spec.delivery.operator.gdrcopy),
-            "a gap of gpuop's static stack, not of operator mode: with GDS / GDRCopy the operator also tells the "
-            "driver container and the device plugin (GDS_ENABLED, GDRCOPY_ENABLED, MOFED_ENABLED); gpuop's stack "
-            "renders the sidecars without these variables"),
     Allowed("config-source-mount", r"nvidia-container-toolkit-daemonset$",
             r"containers\.nvidia-container-toolkit-ctr\.env\.RUNTIME_CONFIG_SOURCE$",
             lambda a, b, c: a.startswith("file=/runtime/config-dir/") and b == "file=/host" + (
                 od.config_source(c)), "the distribution's rendered containerd config, the same host file: "
             "gpuop's stack reads it through the config folder's mount, the operator through the toolkit's /host mount"),
-    Allowed("per-pool-mig-validator", r"nvidia-operator-validator$",
-            r"initContainers\.plugin-validation\.env\.MIG_STRATEGY$", lambda a, b, c: b == "",
-            "pools with different MIG strategies: the cluster strategy is left empty so that each pool's "
-            "device-plugin config decides; the operator then passes the empty strategy to the validator, gpuop's "
-            "stack its per-pool fallback"),
 )
 # DaemonSets only the operator creates, allowed when they run on no node of the profile
 OPERATOR_ONLY = {
