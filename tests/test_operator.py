@@ -389,6 +389,52 @@ def test_refuses_operand_placement_the_cluster_policy_cannot_carry(tmp_path):
                          "spec.daemonsets.nodeSelector, or use spec.delivery.mode: stack")
 
 
+def test_refuses_what_it_cannot_pass_each_with_its_reason(tmp_path):
+    got = issues_of(tmp_path, """\
+      delivery: {mode: operator}
+      hostPaths: {kubeletRootDir: /var/lib/k0s/kubelet}
+      toolkit: {args: [--verbose]}
+      nodePools:
+        - {name: a, gpu: L40S}
+    """)
+    assert sorted(p for p, _ in got) == ["spec.hostPaths.kubeletRootDir", "spec.toolkit.args"]
+    why = dict(got)
+    assert "cannot be honoured by NVIDIA's operator: v26.7 moves only the DCGM exporter's pod-resources" in \
+        why["spec.hostPaths.kubeletRootDir"]
+    assert "TransformToolkit never applies them" in why["spec.toolkit.args"]
+
+
+def test_the_cluster_policy_and_driver_crs_carry_host_paths_labels_env_and_driver_config_maps(tmp_path):
+    """What the ClusterPolicy and the NVIDIADriver CRD have fields for reaches NVIDIA's chart's objects (and the
+    OLM ClusterPolicy gpuop writes), as gpuop's stack renders it."""
+    from gpuop.pipeline.run import plan_all
+    path = write_profile(tmp_path, "carried", BASE + textwrap.indent(textwrap.dedent("""\
+      delivery: {mode: operator, operator: {nvidiaDriverCRD: true}}
+      hostPaths: {driverInstallDir: /run/nvidia/driver}
+      daemonsets: {labels: {team: gpu}, annotations: {example.com/owner: gpu}}
+      proxy: {httpsProxy: "http://proxy.example.com:3128"}
+      driver:
+        env: [{name: A, value: "1"}]
+        repoConfig: {configMapName: repos, files: [local.list]}
+        certConfig: {configMapName: certs, files: [ca.crt]}
+      devicePlugin: {env: [{name: B, value: "2"}], args: [--x]}
+      nodePools:
+        - {name: a, gpu: L40S}
+    """), "  "))
+    (plan,), _ = plan_all([path])
+    values = operator_out.chart_values(plan)
+    objs = render_nvidia(values)
+    spec = one(objs, "ClusterPolicy")["spec"]
+    assert spec["daemonsets"]["labels"]["team"] == "gpu"
+    assert spec["daemonsets"]["annotations"] == {"example.com/owner": "gpu"}
+    assert spec["devicePlugin"]["env"] == [{"name": "B", "value": "2"}] and spec["devicePlugin"]["args"] == ["--x"]
+    driver = one(objs, "NVIDIADriver")["spec"]
+    assert driver["repoConfig"] == {"name": "repos"} and driver["certConfig"] == {"name": "certs"}
+    assert {e["name"] for e in driver["env"]} >= {"A", "HTTPS_PROXY", "https_proxy"}
+    olm = operator_out.cluster_policy_spec(operator_out.carried(plan))
+    assert olm["daemonsets"]["labels"] == {"team": "gpu"} and olm["devicePlugin"]["args"] == ["--x"]
+
+
 def test_the_cluster_policy_crd_has_no_operand_placement():
     crd = load(GPU_CRDS[0].read_text())
     ds = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["daemonsets"]

@@ -31,7 +31,7 @@ defaults and the chart does not render; a GitOps diff then sees them as changes.
 
 | ClusterPolicy field | CRD default | handled by |
 |---|---|---|
-| spec.hostPaths.kubeletRootDir | /var/lib/kubelet | normalized: written in the values (the chart passes it through) |
+| spec.hostPaths.kubeletRootDir | /var/lib/kubelet | written in the values, the profile's (the chart passes it through) |
 | spec.cdi.default | false | ignoreDifferences / driftDetection.ignore (the chart never renders it) |
 | spec.cdi.nriPluginEnabled | false | ignoreDifferences / driftDetection.ignore (the chart renders it only when true) |
 | spec.driver.kernelModuleType | auto | NVIDIADriver CRD mode only: ignored (the chart leaves the driver fields out; the NVIDIADriver CRs carry kernelModuleType) |
@@ -79,7 +79,59 @@ def _labels(plan: StackPlan) -> dict:
 
 # ------------------------------------------------------------------------------------ objects the CRs need
 
-def nvidia_driver(name: str, spec: dict) -> dict:
+OPERANDS = ("driver", "toolkit", "devicePlugin")    # the env / args the ClusterPolicy carries (spec.<key>.env / args)
+
+
+def _merge_env(env: list[dict], extra: tuple[tuple[str, str], ...]) -> list[dict]:
+    """`extra` over `env` by name, as the operator's setContainerEnv (and gpuop's merge_env) applies them."""
+    out = {e["name"]: dict(e) for e in env}
+    for name, value in extra:
+        out[name] = {"name": name, "value": value}
+    return list(out.values())
+
+
+def carried(plan: StackPlan) -> dict:
+    """The plan's chart values with the profile settings NVIDIA's ClusterPolicy (and NVIDIADriver CRD) carry as
+    the operator's own fields, written as gpuop's stack renders them: the host paths (spec.hostPaths), the
+    operands' labels and annotations (spec.daemonsets), env / args of the driver, toolkit and device plugin (the
+    proxy among their env: spec.proxy), the driver's repo / cert ConfigMaps (spec.driver.repoConfig /
+    certConfig). What the operator has no input for is refused (validate/operator.py)."""
+    v = copy.deepcopy(plan.operator.values)
+    v["hostPaths"] = {**(v.get("hostPaths") or {}), "rootFS": plan.root_fs, "driverInstallDir": plan.driver_root,
+                      "kubeletRootDir": plan.kubelet_root_dir}
+    ds = v.setdefault("daemonsets", {})
+    if plan.pod_labels:
+        ds["labels"] = dict(plan.pod_labels)
+    if plan.pod_annotations:
+        ds["annotations"] = dict(plan.pod_annotations)
+    for key in OPERANDS:
+        o = plan.operand(key)
+        sec = v.setdefault(key, {})
+        if o.env:
+            sec["env"] = _merge_env(sec.get("env") or [], o.env)
+        if o.args:                       # the operator applies args only when there are some
+            sec["args"] = list(o.args)
+    d = v["driver"]
+    if plan.driver_repo_config:
+        d["repoConfig"] = {"configMapName": plan.driver_repo_config[0]}
+    if plan.driver_cert_config:
+        d["certConfig"] = {"name": plan.driver_cert_config[0]}
+    return v
+
+
+def driver_fields(values: dict) -> dict:
+    """The carried driver settings an NVIDIADriver CR takes (as the chart's nvidiadriver.yaml renders them)."""
+    d = values["driver"]
+    out = {k: copy.deepcopy(d[k]) for k in ("env", "args") if d.get(k)}
+    if d.get("repoConfig"):
+        out["repoConfig"] = {"name": d["repoConfig"]["configMapName"]}
+    if d.get("certConfig"):
+        out["certConfig"] = {"name": d["certConfig"]["name"]}
+    return out
+
+
+def nvidia_driver(name: str, spec: dict, values: dict | None = None) -> dict:
+    spec = {**spec, **driver_fields(values)} if values else spec
     return {"apiVersion": "nvidia.com/v1alpha1", "kind": "NVIDIADriver", "metadata": {"name": name}, "spec": spec}
 
 
@@ -95,9 +147,8 @@ def node_feature_rule(plan: StackPlan) -> dict | None:
 def chart_values(plan: StackPlan) -> dict:
     """NVIDIA's chart values: the plan's, plus the objects the chart only takes as extraObjects."""
     op = plan.operator
-    v = copy.deepcopy(op.values)
-    v.setdefault("hostPaths", {})["kubeletRootDir"] = KUBELET_ROOT      # normalized CRD default (drift)
-    extra = [nvidia_driver(d["name"], d["spec"]) for d in op.drivers if not d["spec"]["default"]]
+    v = carried(plan)                  # hostPaths.kubeletRootDir written: the CRD's default otherwise (drift)
+    extra = [nvidia_driver(d["name"], d["spec"], v) for d in op.drivers if not d["spec"]["default"]]
     nfr = node_feature_rule(plan)
     if nfr is not None:
         extra.append(nfr)
@@ -189,7 +240,9 @@ def cluster_policy_spec(values: dict, base: dict | None = None, images: dict[str
         if d["usePrecompiled"]:
             driver["usePrecompiled"] = True
         driver.update(_image(d, images.get("driver")))
-    manager = _image(d["manager"], images.get("driver.manager"))
+        driver.update({k: copy.deepcopy(d[k]) for k in ("repoConfig", "certConfig") if d.get(k)})
+    # the driver manager: NVIDIADriver CRD mode takes it from the CRs (the chart leaves it out of the policy)
+    manager = _image(d["manager"], images.get("driver.manager")) if not crd else {}
     drain = dict(up["drain"])
     if not drain.get("podSelector"):
         drain.pop("podSelector", None)
@@ -199,9 +252,6 @@ def cluster_policy_spec(values: dict, base: dict | None = None, images: dict[str
     drv = _over(spec, "driver", driver, drop=image_keys + ("usePrecompiled", "manager"))
     if manager:
         drv["manager"] = manager
-    for key in ("repoConfig", "certConfig"):
-        if d.get(key):
-            drv[key] = copy.deepcopy(d[key])
     _over(spec, "toolkit", {"enabled": values["toolkit"]["enabled"], **_image(values["toolkit"], images.get("toolkit"))})
     _over(spec, "validator", _image(values["validator"], images.get("validator")))
     for key in SIDECARS:
@@ -238,7 +288,7 @@ def cluster_policy_spec(values: dict, base: dict | None = None, images: dict[str
 def olm_cluster_policy(plan: StackPlan) -> dict:
     op = plan.operator
     return {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": OLM_CLUSTER_POLICY},
-            "spec": cluster_policy_spec(op.values, operator_catalog.olm_cluster_policy(op.version),
+            "spec": cluster_policy_spec(carried(plan), operator_catalog.olm_cluster_policy(op.version),
                                         release_images(plan))}
 
 
@@ -338,8 +388,9 @@ def olm_policy(plan: StackPlan) -> list[dict]:
     out = [_annotate(cm, "0") for cm in configmaps(plan)]
     if op.values["clusterPolicy"]["deployCR"]:
         out.append(_annotate(olm_cluster_policy(plan), "1", True))
+    values = carried(plan)
     for d in op.drivers:
-        out.append(_annotate(nvidia_driver(d["name"], d["spec"]), "1", True))
+        out.append(_annotate(nvidia_driver(d["name"], d["spec"], values), "1", True))
     nfr = node_feature_rule(plan)
     if nfr is not None:
         out.append(_annotate(nfr, "1", True))

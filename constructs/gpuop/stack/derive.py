@@ -170,7 +170,7 @@ def dcgm_exporter(plan: StackPlan) -> DcgmExporterProps | None:
     return DcgmExporterProps(**_daemonset(plan, "dcgmExporter"), remote_hostengine=plan.dcgm,
                              metrics=x.metrics, pod_labels=x.pod_labels, pod_uid=x.pod_uid,
                              pod_label_allowlist=x.pod_label_allowlist, service_monitor=_monitor(x.service_monitor),
-                             prometheus_rule=plan.openshift is not None)
+                             prometheus_rule=plan.openshift is not None, kubelet_root_dir=plan.kubelet_root_dir)
 
 
 def gfd(plan: StackPlan) -> GfdProps | None:

@@ -13,7 +13,7 @@ what a managed node image already installs.
   are each component's GPUOP_ENV), never the driver's DRIVER_CONFIG_DIGEST; no name twice.
 - pod-labels: spec.daemonsets.labels never replaces a label the DaemonSets select their pods by.
 - driver-config-files: repoConfig / certConfig only for driver OSes the Operator has a path for.
-- stack-only: those of the distribution fields the operator mode does not translate are refused there.
+- stack-only: what operator mode cannot pass to NVIDIA's operator is refused by validate/operator.py.
 - driver-sidecars: RDMA / GDS / GDRCopy (spec.driver's, and each pool's own, reported at the pool's field)
   need a driver DaemonSet; GDS and GDRCopy not with precompiled drivers, GDS only with the open kernel
   modules (the Operator's run-time errors, at compile time).
@@ -249,27 +249,9 @@ def check_driver_sidecars(ctx: Context) -> list:
             for i in driver_sidecar_issues(ctx, where, wanted, pool)]
 
 
-# The distribution fields that gpuop renders in its own stack but does not (yet) translate into the Operator's
-# inputs: in operator mode they would be dropped silently, so they are refused.
-STACK_ONLY = (("spec", "platform", "containerdMajor"), ("spec", "proxy"),
-              ("spec", "hostPaths"), ("spec", "daemonsets", "labels"), ("spec", "daemonsets", "annotations"),
-              ("spec", "images", "digestLock"), ("spec", "driver", "env"), ("spec", "driver", "args"),
-              ("spec", "driver", "repoConfig"), ("spec", "driver", "certConfig"), ("spec", "driver", "rdma"),
-              ("spec", "driver", "gds"), ("spec", "driver", "gdrcopy"), ("spec", "toolkit", "env"),
-              ("spec", "toolkit", "args"), ("spec", "devicePlugin", "env"), ("spec", "devicePlugin", "args"))
-
-
-def check_stack_only_in_operator_mode(ctx: Context) -> list:
-    if ctx.spec.delivery.mode != "operator":
-        return []
-    return [ctx.at(path, f"{'.'.join(path)} is rendered by gpuop's own stack; with spec.delivery.mode: operator "
-                   "gpuop does not pass it to the operator (GDS / GDRCopy: spec.delivery.operator.gds / gdrcopy); "
-                   "remove it or use mode: stack") for path in STACK_ONLY if _written(ctx, *path)]
-
-
 RULES = ((check_os_required, check_distribution_platform, check_distribution_runtime, check_containerd_major,
           check_second_copy, check_operand_env, check_pod_labels, check_driver_config_files,
-          check_driver_sidecars, check_stack_only_in_operator_mode),)
+          check_driver_sidecars),)     # operator mode's refusals: validate/operator.py
 
 
 def check(loaded, profile, cat) -> tuple[list, list]:
