@@ -9,11 +9,13 @@ DaemonSets are reduced to what a node sees (`node_view`) and compared field by f
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
 import yaml
 
+from gpuop.catalog import operator as operator_catalog
 from gpuop.kube.slots import fill
 from gpuop.outputs import operator as operator_out
 from gpuop.stack.registry import component_props
@@ -121,7 +123,7 @@ def config_source(case) -> str:
 
 def _driver_key(ds: dict) -> str | None:
     """The driver DaemonSets are named per CR / OS by the operator and per driver variant by gpuop: paired by
-    what they run (the driver image, which names the version and the OS)."""
+    what they run (the driver image, which names the version and the OS, and the sidecars)."""
     pod = ds["spec"]["template"]["spec"]
     ctr = next((c for c in pod.get("containers") or [] if c["name"] == "nvidia-driver-ctr"), None)
     if ctr is None:
@@ -130,7 +132,8 @@ def _driver_key(ds: dict) -> str | None:
     if dtk is not None:            # one per RHCOS build
         build = next((e.get("value") for e in dtk.get("env") or [] if e["name"] == "RHCOS_VERSION"), None)
         return f"driver[{ctr['image'].rpartition(':')[0]}, RHCOS {build}]"
-    return f"driver[{ctr['image']}]"
+    sidecars = [c["name"] for c in pod.get("containers") or [] if c["name"] != "nvidia-driver-ctr"]
+    return f"driver[{ctr['image']}" + "".join(f", {n}" for n in sidecars) + "]"     # one per sidecar set
 
 
 def paired(ours: dict[str, dict], theirs: dict[str, dict]) -> tuple[dict, dict]:
@@ -141,17 +144,17 @@ def paired(ours: dict[str, dict], theirs: dict[str, dict]) -> tuple[dict, dict]:
 
 
 def olm_daemonsets(plan, node_facts: dict, work: Path) -> dict[str, dict]:
-    """install: olm: the ClusterPolicy gpuop writes itself (outputs/operator.py cluster_policy_spec), defaulted as
-    the API server would, through NVIDIA's controller code."""
+    """install: olm: the ClusterPolicy gpuop writes itself (outputs/operator.py olm_cluster_policy), defaulted as
+    the API server would, through NVIDIA's controller code run with the image env the bundle's CSV gives the
+    operator Deployment (where the ClusterPolicy names no image, the operator runs that one). By DaemonSet name."""
     schema = nvidia_chart._schema(str(CHART / "crds"), "ClusterPolicy")
-    cp = nvidia_chart.crd_defaults({"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
-                                    "metadata": {"name": operator_out.OLM_CLUSTER_POLICY},
-                                    "spec": operator_out.cluster_policy_spec(plan.operator.values)}, schema)
+    cp = nvidia_chart.crd_defaults(operator_out.olm_cluster_policy(plan), schema)
     work.mkdir(parents=True, exist_ok=True)
     (work / "cp.yaml").write_text(yaml.safe_dump(cp))
     (work / "facts.json").write_text(json.dumps(node_facts))
+    env = {**os.environ, **operator_catalog.olm_operator_env(plan.operator.version)}
     proc = subprocess.run([str(RENDER), "clusterpolicy", str(work / "cp.yaml"), str(work / "facts.json"),
-                           str(work / "out")], capture_output=True, text=True, timeout=120)
+                           str(work / "out")], capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return {d["metadata"]["name"]: d for d in (yaml.safe_load(f.read_text())
                                                for f in sorted((work / "out").glob("DaemonSet_*.yaml")))}

@@ -211,6 +211,29 @@ def test_device_plugin_mounts_its_config_only_when_told():
     assert "config-manager" not in names(plain) and "config-manager" in names(configured)
 
 
+@pytest.mark.parametrize("gds, gdrcopy, expected", [
+    (False, False, {}), (True, False, {"GDS_ENABLED": "true", "MOFED_ENABLED": "true"}),
+    (False, True, {"GDRCOPY_ENABLED": "true"}),
+    (True, True, {"GDS_ENABLED": "true", "MOFED_ENABLED": "true", "GDRCOPY_ENABLED": "true"})])
+def test_device_plugin_injects_the_cluster_s_gds_and_gdrcopy_devices(gds, gdrcopy, expected):
+    spec = pod(DevicePlugin.render(PROPS[DevicePlugin].model_copy(update={"gds": gds, "gdrcopy": gdrcopy})))
+    e = env_of(spec["containers"][0])
+    assert {k: e[k] for k in ("GDS_ENABLED", "MOFED_ENABLED", "GDRCOPY_ENABLED") if k in e} == expected
+
+
+def test_driver_variants_with_sidecars_tell_the_driver_container():
+    props = PROPS[Driver].model_copy(update={
+        "gds_image": ("cloud-native/nvidia-fs", "2.29.4"), "gdrcopy_image": ("cloud-native/gdrdrv", "v2.6"),
+        "variants": (Variant(name="plain", tag="580.95.05-ubuntu24.04", os_tag="ubuntu24.04"),
+                     Variant(name="gds", tag="580.95.05-ubuntu24.04", os_tag="ubuntu24.04", gds=True, gdrcopy=True))})
+    ds = {o["metadata"]["name"]: o for o in Driver.render(props) if o["kind"] == "DaemonSet"}
+    envs = {n: env_of(next(c for c in d["spec"]["template"]["spec"]["containers"] if c["name"] == "nvidia-driver-ctr"))
+            for n, d in ds.items()}
+    assert "GDS_ENABLED" not in envs["plain"] and "GDRCOPY_ENABLED" not in envs["plain"]
+    assert envs["gds"]["GDS_ENABLED"] == envs["gds"]["GDRCOPY_ENABLED"] == "true"
+    assert "MOFED_ENABLED" not in envs["gds"]            # the device plugin's, not the driver's
+
+
 def test_mps_control_daemon_runs_only_on_mps_capable_nodes():
     spec = pod(MpsControlDaemon.render(PROPS[MpsControlDaemon]))
     assert spec["nodeSelector"]["nvidia.com/mps.capable"] == "true"

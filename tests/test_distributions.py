@@ -408,7 +408,8 @@ def test_gpuop_env_names_cover_what_the_components_render(tmp_path, runtime):
     assert names(ds["nvidia-driver-daemonset"], "nvidia-driver-ctr") <= driver.GPUOP_ENV | {driver.DIGEST_ENV}
 
 
-def test_refuses_stack_only_knobs_in_operator_mode(tmp_path):
+def test_operator_mode_carries_the_toolkit_env_beside_the_distribution_s_and_refuses_toolkit_args(tmp_path):
+    from gpuop.outputs import operator as operator_out
     f = write(tmp_path, """\
         platform: {type: kubernetes, version: "1.33", distribution: k3s}
         os: ubuntu24.04
@@ -416,9 +417,22 @@ def test_refuses_stack_only_knobs_in_operator_mode(tmp_path):
         delivery: {mode: operator}
         nodePools: [{name: a, gpu: L40S}]
         """)
-    tail = ("is rendered by gpuop's own stack; with spec.delivery.mode: operator gpuop does not pass it to the "
-            "operator (GDS / GDRCopy: spec.delivery.operator.gds / gdrcopy); remove it or use mode: stack")
-    assert issues(f) == [("spec.toolkit.args", 7, f"spec.toolkit.args {tail}")]   # toolkit.env: the table's row
+    cat = catalog.load()
+    values = operator_out.carried(build_plan(validate(load_profile(f), cat), cat))
+    names = [e["name"] for e in values["toolkit"]["env"]]
+    assert names[-1] == "A" and "CONTAINERD_CONFIG" in names          # k3s: its paths, then the profile's
+    (tmp_path / "args").mkdir()
+    f = write(tmp_path / "args", """\
+        platform: {type: kubernetes, version: "1.33"}
+        os: ubuntu24.04
+        toolkit: {args: [--verbose]}
+        delivery: {mode: operator}
+        nodePools: [{name: a, gpu: L40S}]
+        """)
+    assert issues(f) == [("spec.toolkit.args", 7, "spec.toolkit.args cannot be passed to NVIDIA's operator: the "
+                          "ClusterPolicy has toolkit.args, but v26.7's TransformToolkit never applies them "
+                          "(controllers/object_controls.go: env only), so the toolkit would run its entrypoint's; "
+                          "remove it, or use spec.delivery.mode: stack")]
 
 
 def test_refuses_a_second_toolkit_on_aks_and_accepts_the_preinstalled_profile(tmp_path):

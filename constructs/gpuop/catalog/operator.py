@@ -73,3 +73,26 @@ def chart_defaults(version: str) -> dict | None:
     chart's appVersion where the chart renders it for an unset version; None when gpuop has no copy."""
     values = _chart_defaults(version)
     return copy.deepcopy(values) if values is not None else None
+
+
+OLM_DATA = Path(__file__).parent / "data" / "operator-olm"
+
+
+@lru_cache(maxsize=4)
+def _olm_bundle(version: str) -> dict | None:
+    path = OLM_DATA / f"{version}.yaml"
+    return yaml.safe_load(path.read_text()) if path.is_file() else None
+
+
+def olm_cluster_policy(version: str) -> dict | None:
+    """The ClusterPolicy spec the OperatorHub form creates for `version` (its bundle's CSV alm-examples,
+    data/operator-olm/<version>.yaml); None when gpuop has no copy."""
+    b = _olm_bundle(version)
+    return copy.deepcopy(b["clusterPolicy"]["spec"]) if b else None
+
+
+def olm_operator_env(version: str) -> dict[str, str]:
+    """The image env of the operator Deployment the bundle's CSV installs (what a ClusterPolicy section that
+    names no image runs); {} when gpuop has no copy."""
+    b = _olm_bundle(version)
+    return dict(b["operatorEnv"]) if b else {}

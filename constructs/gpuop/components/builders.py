@@ -87,6 +87,29 @@ def with_host_paths(volumes: list[dict], placement: Placement) -> list[dict]:
             if v["name"] in paths and "hostPath" in v else v for v in volumes]
 
 
+DEFAULT_DRIVER_INSTALL_DIR = "/run/nvidia/driver"
+
+
+def driver_validation_at(pod_spec: dict, driver_install_dir: str) -> None:
+    """(In place on `pod_spec`, a copy the caller owns; its containers are replaced, not changed.) Another driver
+    install directory: the `driver-validation` init container finds the driver there, at the
+    same path inside the container (DRIVER_INSTALL_DIR, DRIVER_INSTALL_DIR_CTR_PATH, its driver-install-dir
+    mount), as the Operator's transformForDriverInstallDir does for a pod with that volume."""
+    if driver_install_dir == DEFAULT_DRIVER_INSTALL_DIR or not any(
+            v["name"] == "driver-install-dir" for v in pod_spec.get("volumes") or []):
+        return
+    inits = []
+    for c in pod_spec.get("initContainers") or []:
+        if c["name"] == "driver-validation":
+            c = {**c, "env": merge_env(c.get("env") or [], (("DRIVER_INSTALL_DIR", driver_install_dir),
+                                                            ("DRIVER_INSTALL_DIR_CTR_PATH", driver_install_dir))),
+                 "volumeMounts": [{**m, "mountPath": driver_install_dir} if m["name"] == "driver-install-dir" else m
+                                  for m in c.get("volumeMounts") or []]}
+        inits.append(c)
+    if inits:
+        pod_spec["initContainers"] = inits
+
+
 def merge_env(base: list[dict], overrides: tuple[tuple[str, str], ...]) -> list[dict]:
     """`base` with the profile's env merged over it by name: a known name is replaced where it stands,
     a new one appended (the Operator's setContainerEnv for `<operand>.env`)."""
@@ -143,6 +166,7 @@ def daemonset(name: str, namespace: str, *, app: str, labels: dict, annotations:
         template_meta["annotations"] = {**placement.pod_annotations, **(pod_annotations or {})}
     if "volumes" in spec:
         spec["volumes"] = with_host_paths(spec["volumes"], placement)
+        driver_validation_at(spec, placement.driver_install_dir)
     body = {
         "apiVersion": "apps/v1", "kind": "DaemonSet",
         "metadata": meta(name, namespace, labels, annotations),

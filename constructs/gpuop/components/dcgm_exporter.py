@@ -7,7 +7,8 @@ TransformDCGMExporter and the ServiceMonitor transform (v26.7, vanilla Kubernete
 
 Matched from upstream: the Service (`prometheus.io/scrape: "true"`, selector `app`), the exporter's
 env (`DCGM_EXPORTER_LISTEN=:9400`, `DCGM_EXPORTER_KUBERNETES=true`, `DCGM_EXPORTER_COLLECTORS`), the
-kubelet pod-resources mount, the probes on /health, `automountServiceAccountToken: false` (true, with
+kubelet pod-resources mount (the volume under `kubelet_root_dir`, the container keeps /var/lib/kubelet/
+pod-resources), the probes on /health, `automountServiceAccountToken: false` (true, with
 the read-pods RBAC, only when pod labels/UIDs need the API), the toolkit-validation init container,
 runtimeClassName `nvidia`, `DCGM_REMOTE_HOSTENGINE_INFO=nvidia-dcgm:5555` when the standalone DCGM
 host engine runs, and the custom-metrics mount (`metrics-config` at /etc/dcgm-exporter/dcgm-metrics.csv).
@@ -58,6 +59,9 @@ class DcgmExporterProps(ValidatedProps):
     pod_label_allowlist: tuple[str, ...] = Field((), description="Pod label key regexes. Omitted: all labels.")
     service_monitor: ServiceMonitorProps | None = Field(None, description="ServiceMonitor settings. Omitted: none emitted.")
     prometheus_rule: bool = Field(False, description="Emit the OpenShift PrometheusRule. Omitted: false.")
+    kubelet_root_dir: str = Field("/var/lib/kubelet", description=(
+        "The kubelet's root directory: the `pod-gpu-resources` volume is its pod-resources/ (hostPaths."
+        "kubeletRootDir, as TransformDCGMExporter). Omitted: /var/lib/kubelet."))
 
 
 def metrics_csv(metrics) -> str:
@@ -100,7 +104,8 @@ class DcgmExporter(Component):
     @classmethod
     def render(cls, p: DcgmExporterProps) -> list[dict]:
         needs_api = p.pod_labels or p.pod_uid
-        volumes = [host_path("pod-gpu-resources", "/var/lib/kubelet/pod-resources"), host_path("run-nvidia", "/run/nvidia")]
+        volumes = [host_path("pod-gpu-resources", f"{p.kubelet_root_dir}/pod-resources"),
+                   host_path("run-nvidia", "/run/nvidia")]
         if p.metrics:
             volumes.append({"name": "metrics-config", "configMap": {
                 "name": METRICS_CM, "items": [{"key": METRICS_FILE, "path": METRICS_FILE}]}})

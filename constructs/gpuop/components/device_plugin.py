@@ -18,6 +18,9 @@ Service account token: not mounted (`automountServiceAccountToken: false`) witho
 plugin itself never calls the Kubernetes API (k8s-device-plugin: only cmd/config-manager and GFD build a
 client). With a plugin config the `config-manager` sidecar watches the node's label, so it is mounted.
 
+GDS / GDRCopy cluster-wide (`gds`, `gdrcopy`): GDS_ENABLED + MOFED_ENABLED and GDRCOPY_ENABLED, as
+TransformDevicePlugin sets them for the ClusterPolicy's gds / gdrcopy.
+
 Pass-through: `env_overrides` / `args` are the Operator's devicePlugin.env / args;
 `kubelet_root_dir` moves the `device-plugin` volume to <hostPaths.kubeletRootDir>/device-plugins (the
 container keeps /var/lib/kubelet/device-plugins, where the plugin registers).
@@ -65,12 +68,26 @@ class DevicePluginProps(ValidatedProps):
     kubelet_root_dir: str = Field("/var/lib/kubelet", description=(
         "The kubelet's root directory: the `device-plugin` volume is its device-plugins/ (hostPaths."
         "kubeletRootDir). Omitted: /var/lib/kubelet."))
+    gds: bool = Field(False, description=(
+        "GPUDirect Storage cluster-wide (spec.driver.gds): GDS_ENABLED and MOFED_ENABLED, so that the plugin "
+        "injects /dev/nvidia-fs* and /dev/infiniband into GPU containers. Omitted: false."))
+    gdrcopy: bool = Field(False, description=(
+        "GDRCopy cluster-wide (spec.driver.gdrcopy): GDRCOPY_ENABLED, so that the plugin injects /dev/gdrdrv. "
+        "Omitted: false."))
 
 
 def cdi_hook_env(install_dir: str | None) -> list[dict]:
     """NVIDIA_CDI_HOOK_PATH, only for an operator-installed toolkit (TransformDevicePlugin and
     TransformMIGManager: `if config.Toolkit.IsEnabled()`)."""
     return [env("NVIDIA_CDI_HOOK_PATH", f"{install_dir}/toolkit/nvidia-cdi-hook")] if install_dir else []
+
+
+def sidecar_env(gds: bool, gdrcopy: bool) -> list[dict]:
+    """The device nodes of the cluster's GDS / GDRCopy modules, injected by the plugin (TransformDevicePlugin:
+    `if config.GPUDirectStorage.IsEnabled()` GDS_ENABLED and MOFED_ENABLED, `if config.GDRCopy.IsEnabled()`
+    GDRCOPY_ENABLED; pools with sidecars of their own only reach their driver pods, as NVIDIADriver CRs do)."""
+    return ([env("GDS_ENABLED", "true"), env("MOFED_ENABLED", "true")] if gds else []) + (
+        [env("GDRCOPY_ENABLED", "true")] if gdrcopy else [])
 
 
 class DevicePlugin(Component):
@@ -97,6 +114,7 @@ class DevicePlugin(Component):
                 env("CDI_ENABLED", "true"),
                 env("CDI_ANNOTATION_PREFIX", "cdi.k8s.io/"),
                 *cdi_hook_env(p.toolkit_install_dir),
+                *sidecar_env(p.gds, p.gdrcopy),
             ],
             "resources": resources_slot("devicePlugin"),
             "securityContext": {"privileged": True},

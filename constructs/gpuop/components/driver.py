@@ -21,7 +21,8 @@ Differences from upstream, and why:
 - The peermem, nvidia-fs and gdrcopy sidecars of the asset are added only to the variants whose pools have
   rdma.enabled, gds and gdrcopy (spec.driver or the pool's driver; the Operator removes them otherwise, per
   NVIDIADriver CR on its NVIDIADriver path): peermem with the driver's image, GPU_DIRECT_RDMA_ENABLED
-  (and USE_HOST_MOFED) on the driver container and the driver manager; nvidia-fs / gdrdrv images
+  (and USE_HOST_MOFED) on the driver container and the driver manager; GDS_ENABLED / GDRCOPY_ENABLED on the
+  driver container (`sidecar_env`, as the Operator sets them); nvidia-fs / gdrdrv images
   <version>-<os tag> from the release (catalog/data/driver-extras.yaml), with the repo / cert files mounted
   as on the driver container. Not on OpenShift (the Driver Toolkit variants of those sidecars are not built).
 - `DRIVER_CONFIG_DIGEST` (on `k8s-driver-manager`, `nvidia-driver-ctr` and the Driver Toolkit sidecar,
@@ -284,12 +285,21 @@ def set_digest(pod_spec: dict, image_registry: str = "") -> None:
             c["env"] = [*c.get("env", []), env(DIGEST_ENV, digest)]
 
 
+def sidecar_env(v: Variant) -> list[dict]:
+    """GDS_ENABLED / GDRCOPY_ENABLED on the driver (and Driver Toolkit) container of a variant with the nvidia-fs /
+    gdrdrv sidecar: the driver builds those modules' prerequisites (TransformDriver and
+    transformOpenShiftDriverToolkitContainer for the ClusterPolicy's gds / gdrcopy, manifests/state-driver for
+    an NVIDIADriver's)."""
+    return ([env("GDS_ENABLED", "true")] if v.gds else []) + ([env("GDRCOPY_ENABLED", "true")] if v.gdrcopy else [])
+
+
 def _driver_ctr(p: DriverProps, v: Variant) -> dict:
     e = [env("NVIDIA_VISIBLE_DEVICES", "void"),
          env("NODE_NAME", field_path="spec.nodeName"), env("NODE_IP", field_path="status.hostIP"),
          env("KERNEL_MODULE_TYPE", p.kernel_module_type)]
     if p.kernel_module_type == "open":
         e.append(env("OPEN_KERNEL_MODULES_ENABLED", "true"))
+    e += sidecar_env(v)
     if p.openshift_version:
         e.append(env("OPENSHIFT_VERSION", p.openshift_version))
     command, args = (["ocp_dtk_entrypoint"], ["nv-ctr-run-with-dtk"]) if v.rhcos else (["nvidia-driver"], ["init"])
@@ -445,7 +455,7 @@ class Driver(Component):
                                              "nvidia-gdrcopy-driver", "gdrdrv", config_mounts))
         volumes = VOLUMES + os_volumes
         if v.rhcos:
-            containers.append(dtk_container(f"{p.dtk_image_stream}:{v.rhcos}", v.rhcos))
+            containers.append(dtk_container(f"{p.dtk_image_stream}:{v.rhcos}", v.rhcos, sidecar_env(v)))
             volumes = volumes + [{"name": DTK_SHARED, "emptyDir": {}}]
         manager = _manager(p)
         if v.rdma:

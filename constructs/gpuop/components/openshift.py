@@ -145,11 +145,12 @@ DTK_ARGS = ("until [ -f /mnt/shared-nvidia-driver-toolkit/dir_prepared ]; do ech
             "/mnt/shared-nvidia-driver-toolkit/ocp_dtk_entrypoint dtk-build-driver")
 
 
-def dtk_container(image: str, build: str) -> dict:
+def dtk_container(image: str, build: str, extra_env: list[dict] | None = None) -> dict:
+    """`extra_env`: the variant's GDS_ENABLED / GDRCOPY_ENABLED (driver.py sidecar_env), after the asset's."""
     return {
         "name": DTK_CONTAINER, "image": image, "imagePullPolicy": slot("imagePullPolicy"),
         "command": ["bash", "-xc"], "args": [DTK_ARGS],
-        "env": [env("RHCOS_VERSION", build), env("NVIDIA_VISIBLE_DEVICES", "void")],
+        "env": [env("RHCOS_VERSION", build), env("NVIDIA_VISIBLE_DEVICES", "void"), *(extra_env or [])],
         "resources": resources_slot("driver"),
         "securityContext": {"privileged": True, "seLinuxOptions": {"level": "s0"}},
         "volumeMounts": [

@@ -16,8 +16,9 @@ file / template, drop-in and socket in `runtime_files`, mounted the same way; `c
 RUNTIME_CONFIG_SOURCE=file=<the file the distribution renders, seen in the container: through the config
 directory's mount when it lies beside the template (k3s, RKE2), else through the read-only host-root
 mount /host (k0s)> where the toolkit cannot `containerd config dump` the distribution's containerd. The upstream way is the
-user's toolkit.env; gpuop derives it from `spec.platform.distribution`. `env_overrides` / `args` are the
-Operator's toolkit.env / toolkit.args (merged by name / replaced).
+user's toolkit.env; gpuop derives it from `spec.platform.distribution`. `env_overrides` is the Operator's
+toolkit.env (merged by name); `args` replaces the entrypoint's, which the ClusterPolicy's toolkit.args does not
+(v26.7's TransformToolkit applies env only), so operator mode refuses it.
 
 Service account token: mounted (the default): the `driver-validation` init container lists the driver
 DaemonSets to learn whether the driver is the Operator's (cmd/nvidia-validator isDriverManagedByOperator;

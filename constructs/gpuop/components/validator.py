@@ -57,7 +57,10 @@ VALIDATIONS = mount("run-nvidia-validations", "/run/nvidia/validations", propaga
 class ValidatorProps(DaemonSetProps):
     image: str = Field(description="gpu-operator (validator) image. Required.")
     device_plugin: bool = Field(True, description="Run plugin-validation. Omitted: true.")
-    mig_strategy: Literal["none", "single", "mixed"] = Field("single", description="MIG_STRATEGY. Omitted: single.")
+    mig_strategy: Literal["none", "single", "mixed"] | None = Field("single", description=(
+        "MIG_STRATEGY of plugin-validation; None: pools differ (each pool's plugin config carries its own), "
+        "written empty as the operator passes the cluster's empty strategy (v26.7's validator picks the workload's "
+        "resource from the node's allocatable either way). Omitted: single."))
     pull_secrets: tuple[str, ...] = Field((), description="Pull secrets of the workload pods. Omitted: none.")
 
 
@@ -92,7 +95,7 @@ def init_containers(p: ValidatorProps) -> list[dict]:
     ]
     if p.device_plugin:
         steps.append(_step("plugin", p.image, [env("COMPONENT", "plugin"), env("WITH_WAIT", "false"),
-                                               env("WITH_WORKLOAD", "false"), env("MIG_STRATEGY", p.mig_strategy),
+                                               env("WITH_WORKLOAD", "false"), env("MIG_STRATEGY", p.mig_strategy or ""),
                                                node, ns] + _workload_env(p), [VALIDATIONS]))
     return steps
 

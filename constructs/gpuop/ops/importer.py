@@ -196,6 +196,13 @@ class Importer:
             ex = spec.setdefault("dcgmExporter", CommentedMap())
             sm = ex.setdefault("serviceMonitor", CommentedMap())
             sm.insert(0, "enabled", bool(enabled))
+        # a ClusterPolicy's absent interval is not the chart's 15s: the operator's ServiceMonitor then names none
+        # and Prometheus scrapes at its own interval (the OperatorHub example's), which the profile cannot say
+        sm = chartmap.get_path(self.v, "dcgmExporter.serviceMonitor") if self.policy else None
+        if enabled and isinstance(sm, dict) and not sm.get("interval"):
+            self.lose("dcgmExporter.serviceMonitor.interval", "dcgmExporter.serviceMonitor.interval: the "
+                      "ClusterPolicy names none (Prometheus's own scrape interval) -- gpuop writes the profile's "
+                      "(omitted: 15s)")
 
     def fixed_paths(self) -> None:
         root = self.eget("hostPaths.kubeletRootDir")

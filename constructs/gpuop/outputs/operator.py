@@ -7,7 +7,8 @@ What dist/<cluster>/ holds in operator mode (`apply`, called by cluster.build_cl
   `extraObjects`; the device-plugin, mig-parted and DCGM metrics ConfigMaps through the chart's own
   `config.create` values, so the chart renders every object the ClusterPolicy references.
 - `operator/olm/` (install: olm): Namespace, OperatorGroup, Subscription (package, channel, CSV and source
-  from the operator catalog), then the ClusterPolicy `gpu-cluster-policy` (the CSV's alm-examples name), the
+  from the operator catalog), then the ClusterPolicy `gpu-cluster-policy` (the CSV's alm-examples one, with the
+  profile's settings over it; the release's own images are left to the CSV, which pins them by digest), the
   NVIDIADriver CRs, the ConfigMaps and the NodeFeatureRule, with a kustomization.yaml.
 - `argocd/application.yaml` and `flux/*.yaml` deliver those, replacing the stack's GitOps objects: nothing
   deploys gpuop's own chart in operator mode (two controllers for one DaemonSet would fight). The operands
@@ -30,20 +31,24 @@ defaults and the chart does not render; a GitOps diff then sees them as changes.
 
 | ClusterPolicy field | CRD default | handled by |
 |---|---|---|
-| spec.hostPaths.kubeletRootDir | /var/lib/kubelet | normalized: written in the values (the chart passes it through) |
+| spec.hostPaths.kubeletRootDir | /var/lib/kubelet | written in the values, the profile's (the chart passes it through) |
 | spec.cdi.default | false | ignoreDifferences / driftDetection.ignore (the chart never renders it) |
 | spec.cdi.nriPluginEnabled | false | ignoreDifferences / driftDetection.ignore (the chart renders it only when true) |
 | spec.driver.kernelModuleType | auto | NVIDIADriver CRD mode only: ignored (the chart leaves the driver fields out; the NVIDIADriver CRs carry kernelModuleType) |
 
-With OLM gpuop writes the ClusterPolicy itself, with all three fields explicit, so there is nothing to ignore.
+With OLM gpuop writes the ClusterPolicy itself (`cluster_policy_spec`: the OperatorHub example with the profile's
+settings over it); a field it leaves out and the API server defaults is no diff: Argo CD and Flux compare the fields
+written, so there is nothing to ignore.
 """
 
 from __future__ import annotations
 
 import copy
 
+from gpuop.catalog import operator as operator_catalog
 from gpuop.kube.yamlio import dump, load
 from gpuop.outputs import gitops as gitops_objects
+from gpuop.plan import chartmap
 from gpuop.plan.model import StackPlan
 
 WAVE = gitops_objects.WAVE
@@ -51,6 +56,7 @@ SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 HELM_CLUSTER_POLICY = "cluster-policy"          # NVIDIA's chart templates/clusterpolicy.yaml
 OLM_CLUSTER_POLICY = "gpu-cluster-policy"       # the CSV's alm-examples
 KUBELET_ROOT = "/var/lib/kubelet"
+HOST_PATHS = {"rootFS": "/", "driverInstallDir": "/run/nvidia/driver", "kubeletRootDir": KUBELET_ROOT}  # the operator's
 PREVIEW = "preview"                             # dist/<cluster>/preview/: the operands gpuop would render
 PREVIEWED = ("chart", "manifests", "overlay")   # moved there, whole
 DRIFT = (                                       # (group, kind, JSON pointers) the API server defaults
@@ -73,7 +79,59 @@ _labels = gitops_objects.cluster_labels
 
 # ------------------------------------------------------------------------------------ objects the CRs need
 
-def nvidia_driver(name: str, spec: dict) -> dict:
+OPERANDS = ("driver", "toolkit", "devicePlugin")    # the env / args the ClusterPolicy carries (spec.<key>.env / args)
+
+
+def _merge_env(env: list[dict], extra: tuple[tuple[str, str], ...]) -> list[dict]:
+    """`extra` over `env` by name, as the operator's setContainerEnv (and gpuop's merge_env) applies them."""
+    out = {e["name"]: dict(e) for e in env}
+    for name, value in extra:
+        out[name] = {"name": name, "value": value}
+    return list(out.values())
+
+
+def carried(plan: StackPlan) -> dict:
+    """The plan's chart values with the profile settings NVIDIA's ClusterPolicy (and NVIDIADriver CRD) carry as
+    the operator's own fields, written as gpuop's stack renders them: the host paths (spec.hostPaths), the
+    operands' labels and annotations (spec.daemonsets), env / args of the driver, toolkit and device plugin (the
+    proxy among their env: spec.proxy), the driver's repo / cert ConfigMaps (spec.driver.repoConfig /
+    certConfig). What the operator has no input for is refused (validate/operator.py)."""
+    v = copy.deepcopy(plan.operator.values)
+    v["hostPaths"] = {**(v.get("hostPaths") or {}), "rootFS": plan.root_fs, "driverInstallDir": plan.driver_root,
+                      "kubeletRootDir": plan.kubelet_root_dir}
+    ds = v.setdefault("daemonsets", {})
+    if plan.pod_labels:
+        ds["labels"] = dict(plan.pod_labels)
+    if plan.pod_annotations:
+        ds["annotations"] = dict(plan.pod_annotations)
+    for key in OPERANDS:
+        o = plan.operand(key)
+        sec = v.setdefault(key, {})
+        if o.env:
+            sec["env"] = _merge_env(sec.get("env") or [], o.env)
+        if o.args:                       # the operator applies args only when there are some
+            sec["args"] = list(o.args)
+    d = v["driver"]
+    if plan.driver_repo_config:
+        d["repoConfig"] = {"configMapName": plan.driver_repo_config[0]}
+    if plan.driver_cert_config:
+        d["certConfig"] = {"name": plan.driver_cert_config[0]}
+    return v
+
+
+def driver_fields(values: dict) -> dict:
+    """The carried driver settings an NVIDIADriver CR takes (as the chart's nvidiadriver.yaml renders them)."""
+    d = values["driver"]
+    out = {k: copy.deepcopy(d[k]) for k in ("env", "args") if d.get(k)}
+    if d.get("repoConfig"):
+        out["repoConfig"] = {"name": d["repoConfig"]["configMapName"]}
+    if d.get("certConfig"):
+        out["certConfig"] = {"name": d["certConfig"]["name"]}
+    return out
+
+
+def nvidia_driver(name: str, spec: dict, values: dict | None = None) -> dict:
+    spec = {**spec, **driver_fields(values)} if values else spec
     return {"apiVersion": "nvidia.com/v1alpha1", "kind": "NVIDIADriver", "metadata": {"name": name}, "spec": spec}
 
 
@@ -89,9 +147,8 @@ def node_feature_rule(plan: StackPlan) -> dict | None:
 def chart_values(plan: StackPlan) -> dict:
     """NVIDIA's chart values: the plan's, plus the objects the chart only takes as extraObjects."""
     op = plan.operator
-    v = copy.deepcopy(op.values)
-    v.setdefault("hostPaths", {})["kubeletRootDir"] = KUBELET_ROOT      # normalized CRD default (drift)
-    extra = [nvidia_driver(d["name"], d["spec"]) for d in op.drivers if not d["spec"]["default"]]
+    v = carried(plan)                  # hostPaths.kubeletRootDir written: the CRD's default otherwise (drift)
+    extra = [nvidia_driver(d["name"], d["spec"], v) for d in op.drivers if not d["spec"]["default"]]
     nfr = node_feature_rule(plan)
     if nfr is not None:
         extra.append(nfr)
@@ -100,65 +157,139 @@ def chart_values(plan: StackPlan) -> dict:
     return v
 
 
-def _image(section: dict) -> dict:
-    out = {k: section[k] for k in ("repository", "image", "version", "imagePullPolicy") if k in section}
-    for k in ("imagePullSecrets", "resources"):
-        if section.get(k):
-            out[k] = section[k]
+IMAGE = ("repository", "image", "version")
+PULL_POLICY = "IfNotPresent"                    # the operator's, for a section that names none
+DEFAULT_PRIORITY_CLASS = "system-node-critical"  # every operand asset's (assets/*/..._daemonset.yaml)
+SIDECARS = ("gds", "gdrcopy")                   # no fallback the CSV sets for GDS: always named when on
+
+
+def release_images(plan: StackPlan) -> dict[str, dict]:
+    """values key -> the release's own image of the component (repository, image, version): what a
+    ClusterPolicy section that names no image runs under OLM, where the CSV's operator Deployment carries
+    the release's images (pinned by digest) in its env and the operator falls back to them."""
+    rel = chartmap.release_images(plan.operator_version, plan.release)
+    defaults = chartmap.profile_to_values({}, rel)
+    out = {k: {f: chartmap.get_path(defaults, f"{k}.{f}") for f in IMAGE} for k in chartmap.COMPONENTS}
+    out["driver"]["version"] = rel.tag("driver").split("-")[0]
     return out
 
 
-def cluster_policy_spec(values: dict) -> dict:
-    """The ClusterPolicy spec NVIDIA's chart renders from these values (templates/clusterpolicy.yaml), for
-    the fields gpuop sets; written by gpuop itself for OLM. The CRD-defaulted fields are explicit."""
+def _image(section: dict, default: dict | None = None, always: bool = False) -> dict:
+    """A component's image fields for the OLM ClusterPolicy: repository / image / version only where they are
+    not the release's own (`default`; OLM then runs the CSV's digest-pinned image of the same release), the pull
+    policy where it is not the operator's IfNotPresent, pull secrets and resources where set."""
+    out = {}
+    img = {k: section.get(k) for k in IMAGE}
+    if always or default is None or img != {k: default.get(k) for k in IMAGE}:
+        out.update({k: v for k, v in img.items() if v not in (None, "")})
+    if section.get("imagePullPolicy") not in (None, "", PULL_POLICY):
+        out["imagePullPolicy"] = section["imagePullPolicy"]
+    for k in ("imagePullSecrets", "resources", "env", "args"):
+        if section.get(k):
+            out[k] = copy.deepcopy(section[k])
+    return out
+
+
+def _over(spec: dict, key: str, fields: dict, drop: tuple[str, ...] = ()) -> dict:
+    """spec[key] updated with `fields`, without the keys `drop` (the OperatorHub example's value of a field
+    gpuop decides otherwise)."""
+    sec = spec.setdefault(key, {})
+    for k in drop:
+        sec.pop(k, None)
+    sec.update(fields)
+    return sec
+
+
+def cluster_policy_spec(values: dict, base: dict | None = None, images: dict[str, dict] | None = None) -> dict:
+    """The ClusterPolicy gpuop writes itself for OLM: the one the OperatorHub form creates for the operator
+    version (`base`: its CSV's alm-examples, catalog/operator.py olm_cluster_policy) with the profile's settings
+    over it, each written as NVIDIA's chart renders it from the same values (templates/clusterpolicy.yaml) and
+    left out where it is what the operator does without it (the release's images, `images`; the operands'
+    own priority class and nvidia.com/gpu toleration; the host paths' defaults; IfNotPresent). A cluster
+    installed from OperatorHub is so adopted without a change, and NVIDIA's code makes of this ClusterPolicy
+    the operands it makes of the chart's."""
+    spec = copy.deepcopy(base) if base else {}
+    images = images or {}
     d = values["driver"]
     up = d["upgradePolicy"]
     operator = {"runtimeClass": values["operator"]["runtimeClass"]}
     if values["operator"].get("use_ocp_driver_toolkit"):
         operator["use_ocp_driver_toolkit"] = True
+    _over(spec, "operator", operator)
+    host = {k: v for k, v in (values.get("hostPaths") or {}).items() if v and v != HOST_PATHS.get(k)}
+    if host:
+        _over(spec, "hostPaths", host)
+    ds = values["daemonsets"]
+    daemonsets = {k: copy.deepcopy(ds[k]) for k in ("labels", "annotations") if ds.get(k)}
+    if ds.get("priorityClassName") not in (None, "", DEFAULT_PRIORITY_CLASS):
+        daemonsets["priorityClassName"] = ds["priorityClassName"]
+    if ds.get("tolerations") and list(ds["tolerations"]) != [dict(t) for t in chartmap.UPSTREAM_TOLERATIONS]:
+        daemonsets["tolerations"] = copy.deepcopy(ds["tolerations"])
+    _over(spec, "daemonsets", {"updateStrategy": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "1"},
+                               **daemonsets})
+    mig = {k: v for k, v in values["mig"].items() if v}    # "": each pool's plugin config carries its own
+    _over(spec, "mig", mig, drop=("strategy",))
+    if not spec["mig"]:
+        del spec["mig"]
+    _over(spec, "cdi", {"enabled": values["cdi"]["enabled"]})
+    crd = d["nvidiaDriverCRD"]["enabled"]
+    driver = {"enabled": d["enabled"], "useNvidiaDriverCRD": crd}
+    image_keys = IMAGE + ("imagePullPolicy", "imagePullSecrets", "resources", "env", "args")
+    if not crd:                        # NVIDIADriver CRD mode: the CRs carry the driver (as the chart)
+        driver["kernelModuleType"] = d["kernelModuleType"]
+        if d["usePrecompiled"]:
+            driver["usePrecompiled"] = True
+        driver.update(_image(d, images.get("driver")))
+        driver.update({k: copy.deepcopy(d[k]) for k in ("repoConfig", "certConfig") if d.get(k)})
+    # the driver manager: NVIDIADriver CRD mode takes it from the CRs (the chart leaves it out of the policy)
+    manager = _image(d["manager"], images.get("driver.manager")) if not crd else {}
     drain = dict(up["drain"])
     if not drain.get("podSelector"):
         drain.pop("podSelector", None)
-    driver = {"enabled": d["enabled"], "useNvidiaDriverCRD": d["nvidiaDriverCRD"]["enabled"]}
-    if not driver["useNvidiaDriverCRD"]:          # NVIDIADriver CRD mode: the CRs carry the driver (as the chart)
-        driver.update({"kernelModuleType": d["kernelModuleType"], "usePrecompiled": d["usePrecompiled"], **_image(d)})
-    driver["manager"] = dict(d["manager"])        # the chart renders it in both modes
     driver["upgradePolicy"] = {"autoUpgrade": up["autoUpgrade"], "maxParallelUpgrades": up["maxParallelUpgrades"],
                                "maxUnavailable": "25%", "waitForCompletion": {"timeoutSeconds": 0},
                                "podDeletion": dict(up["gpuPodDeletion"]), "drain": drain}
-    spec = {
-        "operator": operator,
-        "hostPaths": {"rootFS": "/", "driverInstallDir": "/run/nvidia/driver", "kubeletRootDir": KUBELET_ROOT},
-        "daemonsets": {**values["daemonsets"], "updateStrategy": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "1"}},
-        "mig": {k: v for k, v in values["mig"].items() if v},    # "": each pool's plugin config carries its own
-        "psa": {"enabled": False},
-        "cdi": {"enabled": values["cdi"]["enabled"], "default": False, "nriPluginEnabled": False},
-        "driver": driver,
-        "toolkit": {"enabled": values["toolkit"]["enabled"], **_image(values["toolkit"]), "installDir": "/usr/local/nvidia"},
-        "validator": _image(values["validator"]),
-        "gds": {"enabled": values["gds"]["enabled"], **_image(values["gds"])},
-        "gdrcopy": {"enabled": values["gdrcopy"]["enabled"], **_image(values["gdrcopy"])},
-    }
-    dp = {"enabled": values["devicePlugin"]["enabled"], **_image(values["devicePlugin"])}
+    drv = _over(spec, "driver", driver, drop=image_keys + ("usePrecompiled", "manager"))
+    if manager:
+        drv["manager"] = manager
+    _over(spec, "toolkit", {"enabled": values["toolkit"]["enabled"], **_image(values["toolkit"], images.get("toolkit"))})
+    _over(spec, "validator", _image(values["validator"], images.get("validator")))
+    for key in SIDECARS:
+        side = values[key]
+        _over(spec, key, {"enabled": side["enabled"], **(_image(side, always=True) if side["enabled"] else {})})
+    dp = _over(spec, "devicePlugin", {"enabled": values["devicePlugin"]["enabled"],
+                                      **_image(values["devicePlugin"], images.get("devicePlugin"))})
     if "config" in values["devicePlugin"]:
         dp["config"] = {"name": values["devicePlugin"]["config"]["name"],
                         "default": values["devicePlugin"]["config"]["default"]}
-    spec["devicePlugin"] = dp
     for key in ("dcgm", "gfd", "nodeStatusExporter"):
-        spec[key] = {"enabled": values[key]["enabled"], **_image(values[key])}
+        _over(spec, key, {"enabled": values[key]["enabled"], **_image(values[key], images.get(key))})
     ex = values["dcgmExporter"]
-    spec["dcgmExporter"] = {"enabled": ex["enabled"], **_image(ex), "serviceMonitor": dict(ex["serviceMonitor"])}
+    sm = {"enabled": ex["serviceMonitor"]["enabled"]}
+    if sm["enabled"]:
+        sm.update({k: copy.deepcopy(v) for k, v in ex["serviceMonitor"].items()
+                   if k != "enabled" and v not in (None, "", {}, [], False)})
+    exp = _over(spec, "dcgmExporter", {"enabled": ex["enabled"], **_image(ex, images.get("dcgmExporter")),
+                                       "serviceMonitor": sm})
     for key in ("enablePodLabels", "enablePodUID"):
-        if ex[key]:                                # the chart writes them only when true
-            spec["dcgmExporter"][key] = True
+        if ex.get(key):                # the chart writes them only when true
+            exp[key] = True
     if "config" in ex:
-        spec["dcgmExporter"]["config"] = {"name": ex["config"]["name"]}
+        exp["config"] = {"name": ex["config"]["name"]}
     if ex.get("podLabelAllowlistRegex"):
-        spec["dcgmExporter"]["podLabelAllowlistRegex"] = list(ex["podLabelAllowlistRegex"])
+        exp["podLabelAllowlistRegex"] = list(ex["podLabelAllowlistRegex"])
     mm = values["migManager"]
-    spec["migManager"] = {"enabled": mm["enabled"], **_image(mm),
-                          "config": {k: mm["config"][k] for k in ("name", "default") if k in mm["config"]}}
+    mgr = _over(spec, "migManager", {"enabled": mm["enabled"], **_image(mm, images.get("migManager"))})
+    if mm["config"].get("create"):     # a MIG layout: gpuop's mig-parted config, all-disabled for other nodes
+        mgr["config"] = {k: mm["config"][k] for k in ("name", "default") if k in mm["config"]}
     return spec
+
+
+def olm_cluster_policy(plan: StackPlan) -> dict:
+    op = plan.operator
+    return {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": OLM_CLUSTER_POLICY},
+            "spec": cluster_policy_spec(carried(plan), operator_catalog.olm_cluster_policy(op.version),
+                                        release_images(plan))}
 
 
 def configmaps(plan: StackPlan) -> list[dict]:
@@ -236,11 +367,10 @@ def olm_policy(plan: StackPlan) -> list[dict]:
     op = plan.operator
     out = [_annotate(cm, "0") for cm in configmaps(plan)]
     if op.values["clusterPolicy"]["deployCR"]:
-        out.append(_annotate({"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
-                              "metadata": {"name": OLM_CLUSTER_POLICY}, "spec": cluster_policy_spec(op.values)},
-                             "1", True))
+        out.append(_annotate(olm_cluster_policy(plan), "1", True))
+    values = carried(plan)
     for d in op.drivers:
-        out.append(_annotate(nvidia_driver(d["name"], d["spec"]), "1", True))
+        out.append(_annotate(nvidia_driver(d["name"], d["spec"], values), "1", True))
     nfr = node_feature_rule(plan)
     if nfr is not None:
         out.append(_annotate(nfr, "1", True))

@@ -24,7 +24,7 @@ from gpuop.plan import operator as operator_plan
 from gpuop.plan import dra as dra_rules
 from gpuop.plan import pools as pool_rules
 from gpuop.plan.capacity import plan_capacity
-from gpuop.plan.drivers import DEFAULT_RUNTIME, driver_variants, full_version, version_resolver
+from gpuop.plan.drivers import DEFAULT_RUNTIME, cluster_sidecars, driver_variants, full_version, version_resolver
 from gpuop.plan.model import (DcgmExporterPlan, Image, Monitor, NfdPlan, NodeStatusExporterPlan, OpenShiftPlan,
                               Operand, Pool, Scheduling, StackPlan, Upgrade)
 from gpuop.profile.models import ClusterProfile, Resources
@@ -163,6 +163,7 @@ def build_plan(valid: Validated, cat: Catalog) -> StackPlan:
         driver_repo_config=_files(spec.driver.repoConfig),
         gds=_sidecar(release.name, "gds") if any(v.sidecars.gds for v in variants) else None,
         gdrcopy=_sidecar(release.name, "gdrcopy") if any(v.sidecars.gdrcopy for v in variants) else None,
+        device_sidecars=tuple(k for k in ("gds", "gdrcopy") if getattr(cluster_sidecars(spec), k)),
         driver_cert_config=_files(spec.driver.certConfig),
         os=spec.os,
         os_tag=os_tag,

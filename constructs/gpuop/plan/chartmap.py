@@ -521,7 +521,7 @@ def parse_metrics(csv: str) -> list[dict]:
 
 PLUGIN_CONFIG_MAP = "device-plugin-config"        # the names gpuop's stack gives the same ConfigMaps
 MIG_CONFIG_MAP = "custom-mig-parted-config"
-DCGM_METRICS_MAP = "dcgm-exporter-metrics"
+DCGM_METRICS_MAP = "nvidia-dcgm-exporter-metrics"
 
 
 def _bool_inv(vals, _):

@@ -464,6 +464,8 @@ class StackPlan:
     gds: Image | None = None                            # nvidia-fs sidecar (tag: <version>, + -<os tag> per variant),
                                                         # where some driver variant runs it (variant.sidecars)
     gdrcopy: Image | None = None                        # gdrdrv sidecar, likewise
+    device_sidecars: tuple[str, ...] = ()               # "gds" / "gdrcopy" of spec.driver: the device plugin
+                                                        # injects their device nodes (as the ClusterPolicy's)
     driver_repo_config: tuple[str, tuple[str, ...]] | None = None   # (ConfigMap, keys): spec.driver.repoConfig
     driver_cert_config: tuple[str, tuple[str, ...]] | None = None   # (ConfigMap, keys): spec.driver.certConfig
 

@@ -134,7 +134,7 @@ def toolkit(plan: StackPlan) -> ToolkitProps | None:
 
 def validator(plan: StackPlan) -> ValidatorProps:
     return ValidatorProps(namespace=plan.namespace, image=plan.image("validator").ref,
-                          device_plugin=plan.device_plugin, mig_strategy=plan.mig_strategy,
+                          device_plugin=plan.device_plugin, mig_strategy=mig_strategy(plan),
                           pull_secrets=plan.pull_secrets, placement=placement(plan))
 
 
@@ -149,6 +149,7 @@ def device_plugin(plan: StackPlan) -> DevicePluginProps | None:
     return DevicePluginProps(**_daemonset(plan, "devicePlugin"), mig_strategy=mig_strategy(plan),
                              plugin_config=bool(plan.pool_configs.plugin_configs),
                              toolkit_install_dir=toolkit_install_dir(plan), kubelet_root_dir=plan.kubelet_root_dir,
+                             gds="gds" in plan.device_sidecars, gdrcopy="gdrcopy" in plan.device_sidecars,
                              **_operand(plan, "devicePlugin"))
 
 
@@ -169,7 +170,7 @@ def dcgm_exporter(plan: StackPlan) -> DcgmExporterProps | None:
     return DcgmExporterProps(**_daemonset(plan, "dcgmExporter"), remote_hostengine=plan.dcgm,
                              metrics=x.metrics, pod_labels=x.pod_labels, pod_uid=x.pod_uid,
                              pod_label_allowlist=x.pod_label_allowlist, service_monitor=_monitor(x.service_monitor),
-                             prometheus_rule=plan.openshift is not None)
+                             prometheus_rule=plan.openshift is not None, kubelet_root_dir=plan.kubelet_root_dir)
 
 
 def gfd(plan: StackPlan) -> GfdProps | None:

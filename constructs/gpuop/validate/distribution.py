@@ -13,7 +13,7 @@ what a managed node image already installs.
   are each component's GPUOP_ENV), never the driver's DRIVER_CONFIG_DIGEST; no name twice.
 - pod-labels: spec.daemonsets.labels never replaces a label the DaemonSets select their pods by.
 - driver-config-files: repoConfig / certConfig only for driver OSes the Operator has a path for.
-- stack-only: those of the distribution fields the operator mode does not translate are refused there.
+- stack-only: what operator mode cannot pass to NVIDIA's operator is refused by validate/operator.py.
 - driver-sidecars: RDMA / GDS / GDRCopy (spec.driver's, and each pool's own, reported at the pool's field)
   need a driver DaemonSet; GDS and GDRCopy not with precompiled drivers, GDS only with the open kernel
   modules (the Operator's run-time errors, at compile time).
@@ -274,31 +274,12 @@ def check_driver_sidecars(ctx: Context) -> list:
             for i in driver_sidecar_issues(ctx, where, wanted, pool)]
 
 
-# The distribution fields that gpuop renders in its own stack but does not (yet) translate into the Operator's
-# inputs: in operator mode they would be dropped silently, so they are refused.
-# (driver.env / repoConfig / certConfig, toolkit.env, devicePlugin.env / args, daemonsets.labels / annotations
-# reach the operator through the mapping table, plan/chartmap.py)
-STACK_ONLY = (("spec", "platform", "containerdMajor"), ("spec", "proxy"),
-              ("spec", "hostPaths"), ("spec", "images", "digestLock"), ("spec", "driver", "args"),
-              ("spec", "driver", "rdma"), ("spec", "driver", "gds"), ("spec", "driver", "gdrcopy"),
-              ("spec", "toolkit", "args"))
 # what only NVIDIA's operator reads: gpuop's stack names its ConfigMaps and its default device-plugin config
 # itself (components/), so in stack mode these would change nothing: refused rather than ignored
 OPERATOR_ONLY = (("spec", "delivery", "operator", "pullSecrets"), ("spec", "delivery", "operator", "env"),
                  ("spec", "delivery", "operator", "devicePluginConfig"),
                  ("spec", "delivery", "operator", "migManagerConfig"),
                  ("spec", "delivery", "operator", "dcgmMetricsConfig"))
-
-
-@rule("stack-only-field", source="NVIDIA/gpu-operator ClusterPolicy CRD: fields gpuop renders in its own stack "
-      "only (STACK_ONLY)")
-def check_stack_only_in_operator_mode(ctx: Context) -> list:
-    """A distribution field of gpuop's own stack in operator mode, where it would be dropped silently."""
-    if ctx.spec.delivery.mode != "operator":
-        return []
-    return [ctx.at(path, f"{'.'.join(path)} is rendered by gpuop's own stack; with spec.delivery.mode: operator "
-                   "gpuop does not pass it to the operator (GDS / GDRCopy: spec.delivery.operator.gds / gdrcopy); "
-                   "remove it or use mode: stack") for path in STACK_ONLY if _written(ctx, *path)]
 
 
 @rule("operator-only-field", source="NVIDIA/gpu-operator ClusterPolicy CRD: names and settings only the "
@@ -317,7 +298,7 @@ def check_operator_only_in_stack_mode(ctx: Context) -> list:
 
 RULES = ((check_os_required, check_distribution_platform, check_distribution_runtime, check_containerd_major,
           check_second_copy, check_operand_env, check_pod_labels, check_driver_config_files,
-          check_driver_sidecars, check_stack_only_in_operator_mode, check_operator_only_in_stack_mode),)
+          check_driver_sidecars, check_operator_only_in_stack_mode),)     # operator mode's refusals: validate/operator.py
 
 
 def applies(ctx: Context) -> bool:

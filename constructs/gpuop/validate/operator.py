@@ -9,8 +9,9 @@ after the merge:
 - settings the operator has no field for, refused instead of dropped: spec.daemonsets.nodeSelector /
   nodeAffinity (the ClusterPolicy's spec.daemonsets has neither: NVIDIA's operands would also run on the nodes
   the profile excludes), upgradePolicy.gpuPodDeletion: false (fixed in the driver asset), a
-  nodeStatusExporter ServiceMonitor (the operator writes its own); what the chart cannot express is listed
-  by plan/chartmap.py UNEXPRESSED;
+  nodeStatusExporter ServiceMonitor (the operator writes its own), and `NOT_CARRIED` (containerdMajor, the
+  digest lock, spec.driver's sidecars, toolkit args), each with its reason; what the chart cannot express is
+  listed by plan/chartmap.py UNEXPRESSED;
 - GDS / GDRCopy with precompiled drivers, and a driver digest with precompiled drivers -- NOTES.md §1
   ("Precompiled ... Not with GDS, GDRCopy or DTK"; the precompiled tag `<branch>-<kernel>-<os>` is
   computed per kernel, object_controls.go resolveDriverTag, so one digest cannot name it); GDS without the
@@ -100,6 +101,57 @@ def check_operand_placement(ctx: Context) -> list:
 
 
 OPERATOR_DISTRIBUTIONS = ("generic", "eks", "aks", *RUNTIME_ENV_DISTRIBUTIONS)
+
+
+# Profile settings gpuop does not pass to NVIDIA's operator (what the ClusterPolicy has -- host paths, operand
+# labels and annotations, env / args of the driver, toolkit and device plugin, the proxy as their env, the driver's
+# repo / cert ConfigMaps -- outputs/operator.py `carried` passes on), each with the reason and what to do instead.
+NOT_CARRIED = (
+    (("spec", "platform", "containerdMajor"), "the toolkit env gpuop passes for k3s / RKE2 / MicroK8s names the "
+     "containerd config of the distribution's default major (plan/chartmap.py distribution_env); remove it"),
+    (("spec", "images", "digestLock"), "NVIDIA's operator builds the image references itself (the driver's tag per "
+     "node OS and kernel), so a lock of gpuop's references would not pin what it pulls; pin the driver with "
+     "spec.delivery.operator.driverDigest"),
+    (("spec", "driver", "rdma"), "the operator's GPUDirect RDMA is per NVIDIADriver CR: set it per pool "
+     "(spec.nodePools[].driver.rdma)"),
+    (("spec", "driver", "gds"), "the ClusterPolicy's GDS is spec.delivery.operator.gds (per pool: "
+     "spec.nodePools[].driver.gds)"),
+    (("spec", "driver", "gdrcopy"), "the ClusterPolicy's GDRCopy is spec.delivery.operator.gdrcopy (per pool: "
+     "spec.nodePools[].driver.gdrcopy)"),
+    (("spec", "toolkit", "args"), "the ClusterPolicy has toolkit.args, but v26.7's TransformToolkit never applies "
+     "them (controllers/object_controls.go: env only), so the toolkit would run its entrypoint's; remove it"),
+)
+
+@rule("operator-not-carried", source="NVIDIA/gpu-operator v26.7.0 ClusterPolicy / NVIDIADriver CRDs and "
+      "controllers/object_controls.go: settings without a field the operator applies (NOT_CARRIED)")
+def check_not_carried(ctx: Context) -> list:
+    """A profile setting gpuop cannot pass to NVIDIA's operator, each with the reason and what to do instead."""
+    return [ctx.at(path, f"{'.'.join(path)} cannot be passed to NVIDIA's operator: {why}, or use spec.delivery.mode: "
+                   "stack") for path, why in NOT_CARRIED if _written(ctx.loaded, path)]
+
+
+def _written(loaded, path: tuple) -> bool:
+    node = loaded.data
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+@rule("operator-kubelet-root-dir", source="NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go "
+      "TransformDCGMExporter (the only operand that reads hostPaths.kubeletRootDir)")
+def check_kubelet_root_dir(ctx: Context) -> list:
+    """A kubeletRootDir other than /var/lib/kubelet: v26.7 moves only the DCGM exporter's pod-resources there, so
+    its device plugin keeps registering under /var/lib/kubelet/device-plugins, where that kubelet never looks."""
+    root = ctx.spec.hostPaths.kubeletRootDir
+    if root == "/var/lib/kubelet":
+        return []
+    return [ctx.at(("spec", "hostPaths", "kubeletRootDir"),
+                   f"kubeletRootDir {root} cannot be honoured by NVIDIA's operator: v26.7 moves only the DCGM "
+                   "exporter's pod-resources volume there (TransformDCGMExporter); its device plugin would still "
+                   "register under /var/lib/kubelet/device-plugins, which this kubelet does not watch, and no GPU "
+                   "would be advertised; use spec.delivery.mode: stack")]
 
 
 @rule("operator-distribution", source="NVIDIA/gpu-operator chart values (hostPaths.driverInstallDir, "
@@ -365,4 +417,5 @@ RULES = ((check_overlapping_driver_selectors, check_operand_placement, check_dis
           check_gpu_pod_deletion_off, check_node_status_exporter_monitor, check_gds_with_precompiled,
           check_gds_without_open_modules, check_pool_sidecars_without_driver, check_pool_sidecars_without_driver_crd,
           check_digest_with_precompiled, check_cluster_policy_with_gpu_cluster, check_device_plugin_and_dra,
-          check_version_settings, check_olm_fit, check_preinstalled_driver_label),)
+          check_version_settings, check_olm_fit, check_not_carried, check_kubelet_root_dir,
+          check_preinstalled_driver_label),)
