@@ -413,7 +413,7 @@ def test_operator_mode_carries_the_toolkit_env_beside_the_distribution_s_and_ref
     f = write(tmp_path, """\
         platform: {type: kubernetes, version: "1.33", distribution: k3s}
         os: ubuntu24.04
-        toolkit: {args: ["--help"]}
+        toolkit: {env: [{name: A, value: "1"}]}
         delivery: {mode: operator}
         nodePools: [{name: a, gpu: L40S}]
         """)
