@@ -38,23 +38,27 @@ H100 = ('  - name: H100-SXM5-80GB\n    architecture: hopper\n    memoryGiB: 80\n
         '    source: "FACTS.md §3, §4.1"\n')
 K3S = "      socket: /run/k3s/containerd/containerd.sock\n      configSource: /var/lib/rancher/k3s/agent/etc/containerd/config.toml"
 
-# (data file, text replaced, replacement): each one entry of one kind; the replaced text occurs once.
-# The selection is exactly the clusters whose output changes.
+# (data file, text replaced, replacement, whether some output changes): each one entry of one kind; the
+# replaced text occurs once. The selection is exactly the clusters whose output changes.
 EXACT = {
-    "gpu model, a field no compile reads (gpus.yaml)": ("gpus.yaml", H100, H100.replace("memoryGiB: 80", "memoryGiB: 81")),
-    "gpu model, its source text (gpus.yaml)": ("gpus.yaml", H100, H100.replace("§3, §4.1", "§3 and §4.1")),
-    "stack release os entry (releases.yaml)": (
+    "gpu model, a field no compile reads (gpus.yaml)": ("gpus.yaml", H100, H100.replace("memoryGiB: 80", "memoryGiB: 81"),
+                                                        False),
+    "gpu model, its source text (gpus.yaml)": ("gpus.yaml", H100, H100.replace("§3, §4.1", "§3 and §4.1"), False),
+    "stack release component (releases.yaml)": (
+        "releases.yaml", "version: 4.6.0-4.8.3-distroless}", "version: 4.6.0-4.8.4-distroless}", True),
+    "stack release os entry no cluster runs (releases.yaml)": (
         "releases.yaml", "ubuntu22.04: {tag: ubuntu22.04, platform: kubernetes,",
-        "ubuntu22.04: {tag: ubuntu22.04-lts, platform: kubernetes,"),
-    "distribution (distributions.yaml)": ("distributions.yaml", K3S, K3S.replace("containerd.sock", "containerd-gpu.sock")),
-    "DRA driver version (dra.yaml)": ("dra.yaml", "tag: v0.5.0}", "tag: v0.5.0-1}"),
+        "ubuntu22.04: {tag: ubuntu22.04-lts, platform: kubernetes,", False),
+    "distribution (distributions.yaml)": ("distributions.yaml", K3S, K3S.replace("containerd.sock", "containerd-gpu.sock"),
+                                          True),
+    "DRA driver version (dra.yaml)": ("dra.yaml", "tag: v0.5.0}", "tag: v0.5.0-1}", True),
     "operator chart defaults (operator-chart/v26.7.0.yaml)": (
-        "operator-chart/v26.7.0.yaml", "psa:\n  enabled: false", "psa:\n  enabled: true"),
-    "driver sidecars (driver-extras.yaml)": ("driver-extras.yaml", 'version: "2.29.4"', 'version: "2.29.5"'),
+        "operator-chart/v26.7.0.yaml", "psa:\n  enabled: false", "psa:\n  enabled: true", False),
+    "driver sidecars (driver-extras.yaml)": ("driver-extras.yaml", 'version: "2.29.4"', 'version: "2.29.5"', True),
     "instance type (instances.yaml)": ("instances.yaml", "p5.48xlarge: {gpu: H100-SXM5-80GB, gpus: 8}",
-                                       "p5.48xlarge: {gpu: H100-SXM5-80GB, gpus: 4}"),
+                                       "p5.48xlarge: {gpu: H100-SXM5-80GB, gpus: 4}", True),
     "known issue text (known-issues.yaml)": ("known-issues.yaml", "the kernel state is not cleared",
-                                             "the kernel module state is not cleared"),
+                                             "the kernel module state is not cleared", False),
 }
 # Facts a check reads (a MIG layout's limits, the driver versions a pinned version must be one of, the
 # operator bundle of another install method): a change selects every cluster whose check read it, also when
@@ -71,6 +75,9 @@ CHECKED = {
         "drivers.yaml", 'latest: "580.173.02"\n    versions: ["580.173.02"]',
         'latest: "580.180.01"\n    versions: ["580.180.01", "580.173.02"]',
         [("catalog", "drivers", "580", "versions"), ("catalog", "drivers", "580", "latest")]),
+    "stack release os entry (releases.yaml)": (
+        "releases.yaml", 'select: {osId: rhcos, osVersionId: "4.19"}', 'select: {osId: rhcos, osVersionId: "4.19.0"}',
+        [("catalog", "releases", "26.7", "matrix", "os", "rhcos4.19", "select")]),
     "operator version bundle (operator.yaml)": (
         "operator.yaml", "csv: gpu-operator-certified.v26.7.0", "csv: gpu-operator-certified.v26.7.0-1",
         [("operator", "operators", "v26.7.0", "csv")]),
@@ -142,19 +149,22 @@ def _run_case(base, name: str, case) -> tuple[set, set]:
 
 @pytest.mark.parametrize("name", sorted(EXACT))
 def test_selection_is_exactly_the_changed_clusters(base, name):
-    selected, changed = _run_case(base, name, EXACT[name])
+    *case, some = EXACT[name]
+    selected, changed = _run_case(base, name, case)
+    assert bool(changed) == some, f"{name}: the case is not what it says (changed: {sorted(changed)})"
     assert not changed - selected, f"{name}: changed but not selected (unsound): {sorted(changed - selected)}"
     assert selected == changed, f"{name}: selected but unchanged: {sorted(selected - changed)}"
 
 
 @pytest.mark.parametrize("name", sorted(CHECKED))
 def test_a_checked_fact_selects_exactly_its_readers(base, name):
-    from gpuop.catalog.reads import _read
+    from gpuop.catalog.reads import read_paths
 
     *case, paths = CHECKED[name]
     selected, changed = _run_case(base, name, case)
     index = json.loads((base[1] / "base" / "index.json").read_text())
-    readers = {c["name"] for c in index["clusters"] if set(paths) & set(_read(c["provenance"]["catalog"]["reads"]))}
+    readers = {c["name"] for c in index["clusters"]
+               if set(paths) & set(read_paths(c["provenance"]["catalog"]["reads"]))}
     assert not changed - selected, f"{name}: changed but not selected (unsound): {sorted(changed - selected)}"
     assert readers, f"{name}: no cluster reads what the case changes"
     assert selected == readers, f"{name}: selected {sorted(selected)}, read by {sorted(readers)}"
@@ -163,10 +173,10 @@ def test_a_checked_fact_selects_exactly_its_readers(base, name):
 def test_the_exact_cases_are_not_vacuous(base):
     """Between them the exact cases select some clusters but not all, and some select none: shown by the
     recorded reads (each cluster's provenance names only what its compile read)."""
-    from gpuop.catalog.reads import _read
+    from gpuop.catalog.reads import read_paths
 
     index = json.loads((base[1] / "base" / "index.json").read_text())
-    reads = {c["name"]: set(_read(c["provenance"]["catalog"]["reads"])) for c in index["clusters"]}
+    reads = {c["name"]: set(read_paths(c["provenance"]["catalog"]["reads"])) for c in index["clusters"]}
     k3s = {n for n, r in reads.items() if ("distributions", "distributions", "k3s", "containerd") in r}
     dra = {n for n, r in reads.items() if ("dra", "versions", "0.5.0", "image") in r}
     assert 0 < len(k3s) < len(reads) and 0 < len(dra) < len(reads)

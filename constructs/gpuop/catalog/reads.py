@@ -10,9 +10,10 @@ catalog is noted with its access path from the catalog's root and a digest of wh
   marker), so adding, removing or reordering entries is seen by every compile that read the collection;
 - the whole object (its `__dict__`: a dump, a copy, a comparison, a hash): the digest of all of it.
 Plain-data access points (`driver_extras()`, the known issues, the operator chart's defaults) note what they
-return when they are called. `answers(keys)` evaluates the same paths against the catalog as it is now, so
-a record is checked by hashing the catalog only: the same answers mean the compile reads the same facts and,
-being deterministic, writes the same output.
+return when they are called. `encode` turns a record into what provenance keeps (the paths read, and one
+digest of every path with its answer); `recheck` evaluates the same paths against the catalog as it is now,
+so a record is checked by hashing the catalog only: the same answers mean the compile reads the same facts
+and, being deterministic, writes the same output.
 
 Derived values memoized outside the catalog would replay without reads: `memo` (an lru_cache that notes
 again, on every hit, what the first call read) is what such a cache uses.
@@ -194,7 +195,7 @@ def encode(record: dict) -> dict:
             node = node.setdefault(step, {})
         node[None] = True
     reads = _write(trie)
-    return {"reads": reads, "digest": _combine((p, record[p]) for p in _read(reads))}
+    return {"reads": reads, "digest": _combine((p, record[p]) for p in read_paths(reads))}
 
 
 def _esc(step) -> str:
@@ -219,7 +220,7 @@ def _write(node: dict) -> str:
     return ",".join(items)
 
 
-def _read(text: str) -> list[tuple]:
+def read_paths(text: str) -> list[tuple]:
     """The paths of a `reads` string (ValueError when it is not one)."""
     paths: list = []
     at = 0
@@ -282,17 +283,18 @@ _rechecked: dict = {}
 def recheck(section) -> dict:
     """A provenance `catalog` section as the catalog is now: the same reads, the digest recomputed from what
     those paths hold now (the same digest: the compile would read the same facts). Memoized per reads
-    string (a fleet's clusters share few), per process (the catalog does not change under a process)."""
+    string (a fleet's clusters share few), per process (the catalog does not change under a process). The
+    catalog modules must be imported (each names its root on import): a path below one that is not reads
+    as absent."""
     reads = section.get("reads") if isinstance(section, dict) else None
     if not isinstance(reads, str):
         return {"reads": reads, "digest": ABSENT}
     if reads not in _rechecked:
         try:
-            paths = _read(reads)
+            paths = read_paths(reads)
         except (ValueError, RecursionError):
             digest = ABSENT
         else:
-            _load_roots()
             _quiet[0] += 1
             try:
                 digest = _combine((p, _evaluate(p)) for p in paths)
@@ -300,16 +302,6 @@ def recheck(section) -> dict:
                 _quiet[0] -= 1
         _rechecked[reads] = digest
     return {"reads": reads, "digest": _rechecked[reads]}
-
-
-def answers(keys) -> dict:
-    """{path: answer} for the recorded paths `keys`, evaluated against the catalog as it is now."""
-    _load_roots()
-    _quiet[0] += 1
-    try:
-        return {key: _evaluate(key) for key in keys}
-    finally:
-        _quiet[0] -= 1
 
 
 def _evaluate(path: tuple) -> str:
@@ -350,11 +342,6 @@ def _step(value, step):
         steps = _elements(value)
         return value[steps.index(step)] if step in steps else _MISSING
     return _MISSING
-
-
-def _load_roots() -> None:
-    # every catalog module registers its root on import
-    from gpuop.catalog import distributions, dra, instances, known_issues, mig, operator  # noqa: F401
 
 
 def memo(maxsize: int = 128):

@@ -130,7 +130,7 @@ def catalog_now(record) -> dict:
     """The `catalog` section of a recorded provenance as the catalog is now: the same paths, the digest of
     what they hold now. Equal to the recorded one exactly when every fact that compile read is unchanged, so
     (the compile being deterministic) the same profile bytes compile to the same output."""
-    from gpuop.catalog import reads
+    from gpuop.catalog import distributions, dra, instances, known_issues, mig, operator, reads  # noqa: F401 (roots)
 
     section = record.get("catalog") if isinstance(record, dict) else None
     return reads.recheck(section) if isinstance(section, dict) else UNKNOWN
