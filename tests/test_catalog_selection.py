@@ -188,3 +188,17 @@ def test_adding_an_entry_selects_a_superset(base, name):
     selected, changed = _run_case(base, name, SUPERSET[name])
     assert not changed - selected, f"{name}: changed but not selected (unsound): {sorted(changed - selected)}"
     assert selected, f"{name}: an added entry is seen by the clusters that scan the collection"
+
+
+def test_a_record_does_not_depend_on_what_was_compiled_before(base):
+    """A cluster compiled alone records the same catalog facts as when compiled after the rest of the fleet
+    in one process: no value cached from an earlier cluster's compile stands in for reads it would note."""
+    src, project, before = base
+    fleet = {c["name"]: c["provenance"] for c in json.loads((project / "base" / "index.json").read_text())["clusters"]}
+    for profile in sorted((project / "profiles").glob("[!_]*.yaml")):
+        out = f"alone-{profile.stem}"
+        proc = subprocess.run([sys.executable, "-m", "gpuop.cli", "synth", f"profiles/{profile.name}", "-o", out,
+                               "--no-cache"], cwd=project, env=_env(src), capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        (entry,) = json.loads((project / out / "index.json").read_text())["clusters"]
+        assert entry["provenance"] == fleet[entry["name"]], f"{profile.name}: its record depends on the fleet"

@@ -40,6 +40,7 @@ _paths: dict[int, tuple] = {}      # id(catalog object) -> its path from its roo
 _alive: list = []                  # the registered roots, kept so their objects' ids stay theirs
 _roots: dict[str, object] = {}     # root name -> loader (no argument) or resolver (one argument: the next step)
 _fields: dict[type, frozenset] = {}
+_answers: dict[tuple, str] = {}    # (id(catalog object), field) -> the answer a read of it notes
 _quiet = [0]                       # > 0: reads made by this module itself are not noted
 
 
@@ -94,9 +95,15 @@ def _note(path: tuple, answer: str) -> None:
 
 
 def note_call(path: tuple, value) -> None:
-    """An access point returning plain data was called: note `path` with what it returned."""
+    """An access point returning plain data was called: note `path` with what it returned (a value the access
+    point keeps for the process: its answer is computed once)."""
     if _stack and not _quiet[0]:
-        _note(path, _answer(value))
+        key = (id(value), path)
+        answer = _answers.get(key)
+        if answer is None:
+            answer = _answers[key] = _answer(value)
+            _alive.append(value)
+        _note(path, answer)
 
 
 class Tracked(BaseModel):
@@ -120,7 +127,11 @@ class Tracked(BaseModel):
         if fields is None:
             fields = _fields[cls] = frozenset(cls.model_fields)
         if name in fields:
-            _note(path + (name,), _answer(value))
+            key = (id(self), name)      # a registered object lives as long as the process: its answers too
+            answer = _answers.get(key)
+            if answer is None:
+                answer = _answers[key] = _answer(value)
+            _note(path + (name,), answer)
         elif name in ("__dict__", "__pydantic_extra__") or not _on_class(cls, name):
             _note(path + (WHOLE,), _whole(self))     # all of it at once, or a value kept on the object
         return value
@@ -194,8 +205,7 @@ def encode(record: dict) -> dict:
         for step in path:
             node = node.setdefault(step, {})
         node[None] = True
-    reads = _write(trie)
-    return {"reads": reads, "digest": _combine((p, record[p]) for p in read_paths(reads))}
+    return {"reads": _write(trie), "digest": _combine(record.items())}
 
 
 def _esc(step) -> str:
