@@ -202,3 +202,31 @@ def test_a_record_does_not_depend_on_what_was_compiled_before(base):
         assert proc.returncode == 0, proc.stderr
         (entry,) = json.loads((project / out / "index.json").read_text())["clusters"]
         assert entry["provenance"] == fleet[entry["name"]], f"{profile.name}: its record depends on the fleet"
+
+
+def test_the_gate_compiles_only_the_clusters_a_catalog_change_selects(base, tmp_path):
+    """End to end, on a project in git: after a change to one distribution's entry, `gpuop check` compiles the
+    one cluster on that distribution, proves the other clusters from the base, and finds its committed
+    output stale (exit 3: changes found)."""
+    src, project, _ = base
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    shutil.copytree(project / "profiles", repo / "profiles")
+    shutil.copy(project / "gpuop.yaml", repo / "gpuop.yaml")
+    shutil.copytree(project / "base", repo / "dist")
+    git_env = {**_env(src), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+               "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "clusters"]):
+        subprocess.run(["git", *args], cwd=repo, env=git_env, check=True, capture_output=True)
+    data = src / "gpuop" / "catalog" / "data" / "distributions.yaml"
+    original = data.read_text()
+    data.write_text(original.replace(K3S, K3S.replace("containerd.sock", "containerd-gpu.sock")))
+    try:
+        proc = subprocess.run([sys.executable, "-m", "gpuop.cli", "check", "--against", "main"], cwd=repo,
+                              env=git_env, capture_output=True, text=True)
+    finally:
+        data.write_text(original)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 3, out
+    assert "1 cluster(s) to check, 8 proven unchanged" in out, out
+    assert "edge-k3s: inputs changed" in out, out
