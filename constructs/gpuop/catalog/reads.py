@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from contextlib import contextmanager
 from functools import lru_cache, wraps
 
@@ -194,11 +195,25 @@ def recording():
 def encode(record: dict) -> dict:
     """{"reads": every path read (a trie written `step(child,child)`, `(,` when the step itself was read
     too), "digest": of every path with its answer}: the facts the compile read, and what they were."""
+    key = frozenset(record.items())      # a fleet's clusters often read the very same facts
+    hit = _encoded.get(key)
+    if hit is None:
+        if len(_encoded) > 1024:
+            _encoded.clear()
+        hit = _encoded[key] = _encode(record)
+    return dict(hit)
+
+
+_encoded: dict = {}
+
+
+def _encode(record: dict) -> dict:
     wholes = {p[:-1] for p in record if p and p[-1] == WHOLE}
-    # a path below an object read whole says nothing more (its answer is part of that digest); dropped, so the
-    # record does not depend on whether a memo elsewhere made this compile read the object field by field
-    record = {p: a for p, a in record.items() if not any(p[:i] in wholes for i in range(1, len(p)))
-              or p[-1] == WHOLE and p[:-1] in wholes and not any(p[:i] in wholes for i in range(1, len(p) - 1))}
+    if wholes:
+        # a path below an object read whole says nothing more (its answer is part of that digest); dropped, so
+        # the record does not depend on whether a memo elsewhere made this compile read the object field by field
+        record = {p: a for p, a in record.items() if not any(p[:i] in wholes for i in range(1, len(p))) or
+                  p[-1] == WHOLE and p[:-1] in wholes and not any(p[:i] in wholes for i in range(1, len(p) - 1))}
     trie: dict = {}
     for path in record:
         node = trie
@@ -208,22 +223,25 @@ def encode(record: dict) -> dict:
     return {"reads": _write(trie), "digest": _combine(record.items())}
 
 
+_SPECIAL = re.compile(r"[\\(),#]")
+
+
 def _esc(step) -> str:
     if isinstance(step, int) and not isinstance(step, bool):
         return f"#{step}"
     text = str(step)
-    out = "".join("\\" + c if c in "\\(),#" else c for c in text)
-    return out
+    return _SPECIAL.sub(lambda m: "\\" + m.group(), text) if _SPECIAL.search(text) else text
+
+
+def _order(step) -> tuple:
+    return (isinstance(step, int), str(step))
 
 
 def _write(node: dict) -> str:
-    items = []
-    if node.get(None):
-        items.append("")
-    for step in sorted((k for k in node if k is not None), key=lambda k: (isinstance(k, int), str(k))):
+    items = [""] if None in node else []
+    for step in sorted((k for k in node if k is not None), key=_order):
         child = node[step]
-        inner = {k: v for k, v in child.items() if k is not None}
-        if not inner:
+        if len(child) == (None in child):
             items.append(_esc(step))
         else:
             items.append(_esc(step) + "(" + _write(child) + ")")
@@ -283,7 +301,7 @@ def read_paths(text: str) -> list[tuple]:
 
 
 def _combine(pairs) -> str:
-    body = "\n".join(sorted(json.dumps([list(p), a], separators=(",", ":"), default=str) for p, a in pairs))
+    body = "\n".join(sorted(f"{p!r}\t{a}" for p, a in pairs))     # repr: a position (int) is not a key (str)
     return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
 
 
