@@ -176,8 +176,9 @@ def test_gate_fails_on_a_hand_edit_of_index_json(pr, tmp_path):
 
 
 def test_a_catalog_or_settings_change_selects_every_cluster(pr, tmp_path):
-    """A whole-fleet input (here the settings; the catalogs and gpuop's version are recorded alike) changes
-    every cluster's provenance: all are compiled and compared."""
+    """A whole-fleet input (here the settings; gpuop's version is recorded alike) changes every cluster's
+    provenance: all are compiled and compared. (A catalog change selects the clusters that read what it
+    changes: tests/test_catalog_selection.py.)"""
     settings = pr / "gpuop.yaml"
     settings.write_text(settings.read_text().replace("revision: main", "revision: release"))
     git(pr, "commit", "-q", "-am", "deliver from the release branch")

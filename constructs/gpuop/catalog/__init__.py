@@ -15,12 +15,14 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from gpuop.catalog.reads import Tracked, register, root
+
 from gpuop.catalog import versions
 
 DATA = Path(__file__).parent / "data"
 
 
-class _Frozen(BaseModel):
+class _Frozen(Tracked):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -197,4 +199,7 @@ def load() -> Catalog:
         if extra.name not in ("releases.yaml", "gpus.yaml", "drivers.yaml"):   # change invalidates caches
             h.update(extra.name.encode() + b"\0" + extra.read_bytes())
     releases = tuple(sorted((Release(**r) for r in rel["releases"]), key=lambda r: versions.key(r.name)))
-    return Catalog(releases=releases, gpus=gpus, drivers=drivers, pci=pci, digest=h.hexdigest())
+    return register("catalog", Catalog(releases=releases, gpus=gpus, drivers=drivers, pci=pci, digest=h.hexdigest()))
+
+
+root("catalog", load)

@@ -17,12 +17,14 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from gpuop.catalog.reads import Tracked, note_call, register, root
+
 DATA = Path(__file__).parent / "data"
 DEFAULT = "generic"
 DEFAULT_CONTAINERD_MAJOR = 1
 
 
-class _Frozen(BaseModel):
+class _Frozen(Tracked):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -56,7 +58,11 @@ class DistributionCatalog(_Frozen):
 
 @lru_cache(maxsize=1)
 def load() -> DistributionCatalog:
-    return DistributionCatalog(**yaml.load((DATA / "distributions.yaml").read_bytes(), Loader=yaml.CSafeLoader))
+    return register("distributions", DistributionCatalog(**yaml.load((DATA / "distributions.yaml").read_bytes(),
+                                                                    Loader=yaml.CSafeLoader)))
+
+
+root("distributions", load)
 
 
 def distribution_runtime_files(dist: Distribution, base, runtime: str, containerd_major: int | None):
@@ -83,7 +89,16 @@ class DriverExtras(_Frozen):
 
 
 @lru_cache(maxsize=1)
+def _driver_extras() -> dict[str, DriverExtras]:
+    doc = yaml.load((DATA / "driver-extras.yaml").read_bytes(), Loader=yaml.CSafeLoader)
+    return register("driver-extras", {name: DriverExtras(**e) for name, e in doc["releases"].items()})
+
+
 def driver_extras() -> dict[str, DriverExtras]:
     """Stack release -> its GDS and GDRCopy sidecar images (data/driver-extras.yaml)."""
-    doc = yaml.load((DATA / "driver-extras.yaml").read_bytes(), Loader=yaml.CSafeLoader)
-    return {name: DriverExtras(**e) for name, e in doc["releases"].items()}
+    extras = _driver_extras()
+    note_call(("driver-extras",), extras)     # a plain dict: its lookups are not seen, so the call is noted
+    return extras
+
+
+root("driver-extras", _driver_extras)

@@ -15,10 +15,12 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from gpuop.catalog.reads import Tracked, register, root
+
 DATA = Path(__file__).parent / "data"
 
 
-class _Frozen(BaseModel):
+class _Frozen(Tracked):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -117,5 +119,8 @@ class DraCatalog(_Frozen):
 
 @lru_cache(maxsize=1)
 def load() -> DraCatalog:
-    return DraCatalog(**yaml.load((DATA / "dra.yaml").read_bytes(), Loader=yaml.CSafeLoader))
+    return register("dra", DraCatalog(**yaml.load((DATA / "dra.yaml").read_bytes(), Loader=yaml.CSafeLoader)))
+
+
+root("dra", load)
 

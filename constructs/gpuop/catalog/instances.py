@@ -10,10 +10,12 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from gpuop.catalog.reads import Tracked, register, root
+
 DATA = Path(__file__).parent / "data"
 
 
-class _Frozen(BaseModel):
+class _Frozen(Tracked):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -31,4 +33,7 @@ class InstanceCatalog(_Frozen):
 @lru_cache(maxsize=1)
 def load() -> InstanceCatalog:
     doc = yaml.load((DATA / "instances.yaml").read_bytes(), Loader=yaml.CSafeLoader)
-    return InstanceCatalog(**doc)
+    return register("instances", InstanceCatalog(**doc))
+
+
+root("instances", load)

@@ -10,6 +10,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from gpuop.catalog.reads import Tracked, note_call, register, root
+
 DATA = Path(__file__).parent / "data"
 
 # Profile sections `when.enabled` may name (each has an `enabled` switch in the profile).
@@ -17,7 +19,7 @@ Component = Literal["driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter",
                     "nodeStatusExporter"]
 
 
-class _Frozen(BaseModel):
+class _Frozen(Tracked):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -55,6 +57,15 @@ class KnownIssue(_Frozen):
 
 
 @lru_cache(maxsize=1)
-def load() -> tuple[KnownIssue, ...]:
+def _load() -> tuple[KnownIssue, ...]:
     doc = yaml.load((DATA / "known-issues.yaml").read_bytes(), Loader=yaml.CSafeLoader)
-    return tuple(KnownIssue(**i) for i in doc["issues"])
+    return register("known-issues", tuple(KnownIssue(**i) for i in doc["issues"]))
+
+
+def load() -> tuple[KnownIssue, ...]:
+    issues = _load()
+    note_call(("known-issues",), issues)      # a plain tuple: its iteration is not seen, so the call is noted
+    return issues
+
+
+root("known-issues", _load)

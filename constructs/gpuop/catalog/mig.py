@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, model_validator
+
+from gpuop.catalog.reads import Tracked, register, root
 
 DATA = Path(__file__).parent / "data"
 
@@ -23,7 +25,7 @@ NAME = re.compile(r"^(?:(?P<c>[1-9][0-9]*)c\.)?(?P<g>[1-9][0-9]*)g\.(?P<gb>[0-9]
                   r"(?:(?P<sign>[+-])(?P<attrs>[a-z][a-z.]*(?:,[a-z][a-z.]*)*))?$")
 
 
-class _Frozen(BaseModel):
+class _Frozen(Tracked):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -71,12 +73,9 @@ class MigFamily(_Frozen):
             raise ValueError(f"{self.name}: name, compute slices, starts or max inconsistent: {bad or self.names}")
         return self
 
-    @cached_property
-    def _by_name(self) -> dict[str, MigProfile]:
-        return {p.name: p for p in self.profiles}
-
     def profile(self, name: str) -> MigProfile | None:
-        return self._by_name.get(name)
+        # a scan, not a cached index: a value kept on the object would be read without its reads being noted
+        return next((p for p in self.profiles if p.name == name), None)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -97,4 +96,8 @@ def load_mig() -> MigCatalog:
     raw = (DATA / "mig.yaml").read_bytes()
     doc = yaml.load(raw, Loader=yaml.CSafeLoader)
     families = {k: MigFamily(name=k, **v) for k, v in doc["families"].items()}
-    return MigCatalog(sources=doc["sources"], families=families, digest=hashlib.sha256(raw).hexdigest())
+    return register("mig", MigCatalog(sources=doc["sources"], families=families,
+                                       digest=hashlib.sha256(raw).hexdigest()))
+
+
+root("mig", load_mig)

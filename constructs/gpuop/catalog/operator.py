@@ -13,10 +13,12 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from gpuop.catalog.reads import Tracked, note_call, register, root
+
 DATA = Path(__file__).parent / "data" / "operator.yaml"
 
 
-class _Frozen(BaseModel):
+class _Frozen(Tracked):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -51,7 +53,10 @@ class OperatorCatalog(_Frozen):
 
 @lru_cache(maxsize=1)
 def load() -> OperatorCatalog:
-    return OperatorCatalog.model_validate(yaml.safe_load(DATA.read_text()))
+    return register("operator", OperatorCatalog.model_validate(yaml.safe_load(DATA.read_text())))
+
+
+root("operator", load)
 
 
 CHART_DEFAULTS = Path(__file__).parent / "data" / "operator-chart"
@@ -72,7 +77,12 @@ def chart_defaults(version: str) -> dict | None:
     """NVIDIA's gpu-operator chart default values of `version` (data/operator-chart/<version>.yaml), with the
     chart's appVersion where the chart renders it for an unset version; None when gpuop has no copy."""
     values = _chart_defaults(version)
+    note_call(("operator-chart", version), values)     # plain data: the call is what is noted
     return copy.deepcopy(values) if values is not None else None
+
+
+_chart_defaults.takes_step = True
+root("operator-chart", _chart_defaults)
 
 
 OLM_DATA = Path(__file__).parent / "data" / "operator-olm"
@@ -88,6 +98,7 @@ def olm_cluster_policy(version: str) -> dict | None:
     """The ClusterPolicy spec the OperatorHub form creates for `version` (its bundle's CSV alm-examples,
     data/operator-olm/<version>.yaml); None when gpuop has no copy."""
     b = _olm_bundle(version)
+    note_call(("operator-olm", version), b)             # plain data: the call is what is noted
     return copy.deepcopy(b["clusterPolicy"]["spec"]) if b else None
 
 
@@ -95,4 +106,9 @@ def olm_operator_env(version: str) -> dict[str, str]:
     """The image env of the operator Deployment the bundle's CSV installs (what a ClusterPolicy section that
     names no image runs); {} when gpuop has no copy."""
     b = _olm_bundle(version)
+    note_call(("operator-olm", version), b)
     return dict(b["operatorEnv"]) if b else {}
+
+
+_olm_bundle.takes_step = True
+root("operator-olm", _olm_bundle)

@@ -4,8 +4,9 @@ of those is what their inputs compile to (docs/review-gate.md).
 The base revision (a protected branch) is trusted: its committed output was checked when it was merged.
 Against it, a cluster must be compiled and compared when
 - its inputs changed: the provenance index.json records per cluster (pipeline/keys.provenance: the digest
-  of its profile, parents, digest lock, the catalogs, the settings and gpuop's version) differs from what
-  hashing the inputs gives now — a catalog, settings or gpuop change therefore selects every cluster;
+  of its profile, parents, digest lock, the catalog facts its compile read, the settings and gpuop's
+  version) differs from what hashing the inputs gives now — a catalog change selects the clusters that
+  read a fact it changes, a settings or gpuop change every cluster;
 - or its committed output differs from the base in git: any file under `<out>/<cluster>/`, its chart
   archive, or its entry in index.json (a hand edit of `dist/` or of `index.json` is always recompiled);
 - or it is new, or its profile is gone (the compile would remove it).
@@ -144,15 +145,15 @@ def changed_paths(commit: str, folder: str) -> set[str] | None:
 def current_records(paths: list[Path], settings, base: dict | None = None) -> dict:
     """name -> (profile file, provenance record) of every profile, from hashing the inputs only. A profile
     whose input files all hash to what the base records for it keeps the base's chain of parents (the
-    bytes decide it) without being parsed; any other is walked (parsed). A profile the quick walk cannot
-    read is left out (the compile that follows reports it)."""
+    bytes decide it) without being parsed, and the catalog facts the base records it read are read again
+    (keys.catalog_now); any other is walked (parsed), its catalog reads unknown until it is compiled (so it
+    is selected). A profile the quick walk cannot read is left out (the compile that follows reports it)."""
     import hashlib
 
-    from gpuop import catalog as catalog_mod
-    from gpuop.pipeline.keys import _rel, fleet_inputs, inputs_digest, provenance, walk
+    from gpuop.pipeline.keys import _rel, catalog_now, fleet_inputs, inputs_digest, provenance, walk
     from gpuop.profile.load import discover
 
-    shared = fleet_inputs(catalog_mod.load().digest, settings.model_dump_json())
+    shared = fleet_inputs(settings.model_dump_json())
     by_profile = {}
     for name, entry in (base or {}).items():
         rec = entry.get("provenance")
@@ -173,7 +174,7 @@ def current_records(paths: list[Path], settings, base: dict | None = None) -> di
     for f in discover(paths):
         known = by_profile.get(_rel(f))
         if known and all(digest(p) == d for p, d in known[1]["files"].items()):
-            record = {**known[1], **shared}
+            record = {**known[1], **shared, "catalog": catalog_now(known[1])}
             record["inputs"] = inputs_digest(record)
             out[known[0]] = (f, record)
             continue
@@ -335,7 +336,9 @@ def verify_folders(clusters: dict, source: Path, paths: list[Path], settings) ->
     from gpuop.pipeline.run import compile_profiles
     from gpuop.pipeline.write import read_previous
 
-    current = current_records(paths, settings)
+    # the catalog facts each shard's cluster records are read again here: a record naming fewer facts than its
+    # compile read has other inputs than the base's, so that cluster is compiled
+    current = current_records(paths, settings, {n: e for n, (e, _) in clusters.items()})
     folder = Path(settings.gitops.path.rstrip("/")).as_posix()
     commit = resolve(default_base())
     base = _entries(git_blob(commit, f"{folder}/index.json")) if commit else {}

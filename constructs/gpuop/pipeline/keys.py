@@ -5,9 +5,12 @@ a change touches (pipeline/gate.py) and the no-op path (pipeline/noop.py) run be
 loaded.
 
 The provenance (`provenance`) is what index.json records per cluster: the profile's path, the digest of
-every input file (profile, parents, digest lock) by its path, the catalogs', the settings' and gpuop's version, and
-`inputs`, the digest of all of them. It is the committed, reviewable statement "this folder is what
-these inputs compile to"; a fresh clone recomputes it by hashing the inputs only."""
+every input file (profile, parents, digest lock) by its path, the catalog facts the compile read (`catalog`:
+the paths read and the digest of what they held, gpuop.catalog.reads), the settings' digest and gpuop's
+version, and `inputs`, the digest of all of them. It is the committed, reviewable statement "this folder is
+what these inputs compile to"; a fresh clone recomputes it by hashing the inputs and the catalog entries
+the record names only (`catalog_now`): a catalog change selects the clusters that read what changed."""
+
 
 from __future__ import annotations
 
@@ -100,21 +103,37 @@ def quick_key(f: Path, salt: str, cache=None, walked=None) -> tuple[str, str] | 
     return h.hexdigest(), w[1]
 
 
-def fleet_inputs(catalog_digest: str, settings_json: str) -> dict:
-    """The inputs every cluster shares: the catalogs, the settings, gpuop's version."""
+def fleet_inputs(settings_json: str) -> dict:
+    """The inputs every cluster shares: the settings, gpuop's version. (The catalog is not one of them: each
+    cluster records the catalog facts its compile read.)"""
     from gpuop import __version__
 
-    return {"catalog": f"sha256:{catalog_digest}",
-            "settings": "sha256:" + hashlib.sha256(settings_json.encode()).hexdigest(),
+    return {"settings": "sha256:" + hashlib.sha256(settings_json.encode()).hexdigest(),
             "gpuop": __version__}
 
 
-def provenance(files: list[tuple[str, bytes, str]], shared: dict) -> dict:
-    """A cluster's provenance record (index.json `provenance`): its input files by path, the shared inputs,
-    and `inputs`, the digest of all of them (what the review gate compares with the base revision's)."""
-    record = {"profile": files[0][0], "files": {p: f"sha256:{d}" for p, _, d in files}, **shared}
+# a record whose catalog reads are not known (a profile not compiled yet): never equal to a compiled one's
+UNKNOWN = {"reads": None, "digest": "-"}
+
+
+def provenance(files: list[tuple[str, bytes, str]], shared: dict, catalog: dict | None = None) -> dict:
+    """A cluster's provenance record (index.json `provenance`): its input files by path, the catalog facts
+    its compile read (gpuop.catalog.reads.encode; None: not known), the shared inputs, and `inputs`, the
+    digest of all of them (what the review gate compares with the base revision's)."""
+    record = {"profile": files[0][0], "files": {p: f"sha256:{d}" for p, _, d in files},
+              "catalog": catalog or UNKNOWN, **shared}
     record["inputs"] = inputs_digest(record)
     return record
+
+
+def catalog_now(record) -> dict:
+    """The `catalog` section of a recorded provenance as the catalog is now: the same paths, the digest of
+    what they hold now. Equal to the recorded one exactly when every fact that compile read is unchanged, so
+    (the compile being deterministic) the same profile bytes compile to the same output."""
+    from gpuop.catalog import distributions, dra, instances, known_issues, mig, operator, reads  # noqa: F401 (roots)
+
+    section = record.get("catalog") if isinstance(record, dict) else None
+    return reads.recheck(section) if isinstance(section, dict) else UNKNOWN
 
 
 def inputs_digest(record: dict) -> str:

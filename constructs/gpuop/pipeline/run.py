@@ -23,7 +23,7 @@ from gpuop.pipeline.cache import BuildCache, code_digest
 from gpuop.errors import Issue, UserError
 from gpuop.plan.build import build_plan
 from gpuop.plan.model import StackPlan
-from gpuop.pipeline.keys import fleet_inputs, provenance, quick_key, walk
+from gpuop.pipeline.keys import catalog_now, fleet_inputs, provenance, quick_key, walk
 from gpuop.pipeline.noop import month
 from gpuop.profile.load import discover, display, load_profile
 from gpuop.validate.runner import validate
@@ -113,7 +113,7 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
     cache = BuildCache(cache_dir)
     # the month: the driver lifecycle warning (validate/compat.py) a cached cluster replays may change with it
     salt = "|".join((cat.digest, code_digest(), settings.model_dump_json(), month()))
-    shared = fleet_inputs(cat.digest, settings.model_dump_json())
+    shared = fleet_inputs(settings.model_dump_json())
     builds: dict[str, ClusterBuild] = {}
     warnings: list[Issue] = []
     todo: list[tuple[Path, str | None]] = []
@@ -121,11 +121,15 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
     named: list[tuple[Path, str]] = []
     locks = previous.lock.get("clusters", {}) if previous else {}
     carried = set(previous.charts) if previous else set()
-    records: dict[Path, dict] = {}
+    records: dict[Path, dict] = {}     # a profile's provenance if it reads what the previous compile read
+    inputs: dict[Path, list] = {}
     for f in _files(paths):
         walked = walk(f, cache)
         if walked is not None:
-            records[f] = provenance(walked[0], shared)
+            inputs[f] = walked[0]
+            before = previous.index.get(walked[1]) if previous is not None else None
+            if before is not None:
+                records[f] = provenance(walked[0], shared, catalog_now(before.get("provenance")))
         q = quick_key(f, salt, cache, walked) if cache.root else None
         hit = cache.get(q[0]) if q else None
         if hit:
@@ -161,7 +165,7 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
     issues: list[Issue] = []
     pending: list = []
     try:
-        for f, key, name, errs, warns, build in _build_many(todo, settings, shard, jobs, progress, locks):
+        for f, key, name, errs, warns, build, read in _build_many(todo, settings, shard, jobs, progress, locks):
             issues += errs
             if name is None:
                 continue
@@ -181,7 +185,7 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
                         pending.append((key, head, files))
                     elif not issues:          # once a profile failed nothing is written: only errors are gathered
                         cache.put_pending(key, head, files)
-                builds[name] = _recorded(build, records.get(f))
+                builds[name] = _recorded(build, provenance(inputs[f], shared, read) if f in inputs else None)
         issues += _duplicate_names(named)
         if issues:
             raise UserError(issues)        # a failed compile writes nothing, the cache included
@@ -264,32 +268,34 @@ def _init_worker(locks: dict) -> None:
 
 
 def _build_chunk(args) -> list:
-    """Each profile of the chunk, end to end: (file, key, name, errors, warnings, build or None). The
-    chart archive is made here too, for the version the previous lock gives the cluster (the same
-    assemble gives), so packaging runs on every core."""
+    """Each profile of the chunk, end to end: (file, key, name, errors, warnings, build or None, the catalog
+    facts it read). The chart archive is made here too, for the version the previous lock gives the cluster
+    (the same assemble gives), so packaging runs on every core."""
     global _worker_synth
     todo, settings, shard = args
     from gpuop.outputs.cluster import build_cluster, package
     from gpuop.outputs.version import next_version
 
+    from gpuop.catalog.reads import encode, recording
+    from gpuop.stack.synth import Synthesizer   # imported before any record: an import reads for no one cluster
+
     cat = catalog_mod.load()
     out = []
     for f, key in todo:
-        plan, errs, warns = _plan_one(f, cat)
-        if plan is None or not _in_shard(plan.name, shard):
-            out.append((f, key, plan.name if plan else None, errs, warns, None))
-            continue
-        if _worker_synth is None:
-            from gpuop.stack.synth import Synthesizer
-
-            _worker_synth = Synthesizer()
-        stack = _worker_synth.synthesize(plan)
-        wrong = stack_issues(stack, display(f))     # the semantic check: a refused stack is never packaged
-        build = None
-        if not wrong:
-            build = build_cluster(stack, settings)
-            build = package(build, next_version(_worker_locks.get(plan.name), build.digest, build.minor_key))
-        out.append((f, key, plan.name, errs + wrong, warns, build))
+        with recording() as read:   # every catalog fact this cluster's output is made from (its provenance)
+            plan, errs, warns = _plan_one(f, cat)
+            if plan is None or not _in_shard(plan.name, shard):
+                out.append((f, key, plan.name if plan else None, errs, warns, None, None))
+                continue
+            if _worker_synth is None:
+                _worker_synth = Synthesizer()
+            stack = _worker_synth.synthesize(plan)
+            wrong = stack_issues(stack, display(f))     # the semantic check: a refused stack is never packaged
+            build = None
+            if not wrong:
+                build = build_cluster(stack, settings)
+                build = package(build, next_version(_worker_locks.get(plan.name), build.digest, build.minor_key))
+        out.append((f, key, plan.name, errs + wrong, warns, build, encode(read)))
     return out
 
 

@@ -52,11 +52,11 @@ from __future__ import annotations
 import copy
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Callable
 
 from gpuop import catalog as catalog_mod
 from gpuop.catalog import operator as operator_catalog
+from gpuop.catalog.reads import memo
 
 DEFAULT_VERSION = "v26.7.0"
 UPSTREAM_TOLERATIONS = ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},)
@@ -145,7 +145,7 @@ class ReleaseImages:
         return self.images[component][1]
 
 
-@lru_cache(maxsize=16)
+@memo(maxsize=16)     # not lru_cache: a hit must note the catalog reads it stands for (catalog/reads.py)
 def release_images(version: str = DEFAULT_VERSION, release: str | None = None) -> ReleaseImages:
     """The stack release `release`, or the one whose operator is `version` (the newest release when none is)."""
     from gpuop.catalog import distributions
