@@ -333,3 +333,34 @@ def test_compiled_values_read_back_as_the_profiles_settings(path):
         if want == r.default or want in ([], {}):
             want = None
         assert cm.get_path(profile, r.profile) == want, r.profile
+
+
+def test_a_proxy_reads_back_only_when_writing_it_gives_both_envs_exactly():
+    proxy = {"httpsProxy": "http://proxy.corp.example:8080", "noProxy": [".svc", "10.0.0.0/8"]}
+    own = [{"name": "HTTPS_PROXY", "value": "http://other.example:3128"}]      # the driver's own wins by name
+    values = cm.profile_to_values({"proxy": proxy, "driver": {"env": own}}, REL)
+    assert values["driver"]["env"] == own + [{"name": "https_proxy", "value": "http://proxy.corp.example:8080"},
+                                             {"name": "NO_PROXY", "value": ".svc,10.0.0.0/8"},
+                                             {"name": "no_proxy", "value": ".svc,10.0.0.0/8"}]
+    assert values["toolkit"]["env"] == cm.proxy_env(proxy)
+    profile, lost = cm.values_to_profile(values)
+    assert lost == [] and profile["proxy"] == proxy and profile["driver"]["env"] == own
+    assert "toolkit" not in profile
+    # the driver's env alone (NVIDIA's documented proxy values): writing a proxy would add it to the toolkit's,
+    # so it stays the driver's env, as it is
+    alone = {"driver": {"env": cm.proxy_env(proxy)}}
+    profile, lost = cm.values_to_profile(alone)
+    assert lost == [] and "proxy" not in profile and profile["driver"]["env"] == cm.proxy_env(proxy)
+    # a value the profile's Proxy refuses is env too
+    odd = [{"name": "HTTPS_PROXY", "value": "proxy:3128"}, {"name": "https_proxy", "value": "proxy:3128"}]
+    profile, _ = cm.values_to_profile({"driver": {"env": odd}, "toolkit": {"env": odd}})
+    assert "proxy" not in profile and profile["driver"]["env"] == odd and profile["toolkit"]["env"] == odd
+
+
+def test_host_paths_are_written_explicitly_and_read_back_as_omitted_at_their_defaults():
+    values = cm.profile_to_values({}, REL)
+    assert values["hostPaths"] == {"rootFS": "/", "driverInstallDir": "/run/nvidia/driver",
+                                   "kubeletRootDir": cm.KUBELET_ROOT}
+    profile, lost = cm.values_to_profile({"hostPaths": {"rootFS": "/host", "kubeletRootDir": "/data/kubelet"}})
+    assert profile["hostPaths"] == {"rootFS": "/host"}
+    assert dict(lost).keys() == {"hostPaths.kubeletRootDir"}       # operator mode: /var/lib/kubelet only

@@ -40,11 +40,17 @@ Public API (stable: the importer and `gpuop import --check` call it):
 - `policy_paths(values_path: str) -> tuple[str, ...]`  (ClusterPolicy spec paths a value path renders to)
 - `get_path(tree, dotted, default)`, `set_path(tree, dotted, value)`, `leaves(tree)`  (dotted paths; a key
   holding dots is not used by any row)
+- `proxy_env(proxy: dict | None) -> list[dict]` (spec.proxy as the driver's / toolkit's env entries),
+  `split_proxy(driver_env, toolkit_env) -> (proxy | None, driver env, toolkit env)` (the inverse: a proxy only
+  when writing it back gives both lists exactly)
 - `distribution_env(distribution: str | None) -> list[dict]` (toolkit.env of k3s / RKE2 / MicroK8s,
   `RUNTIME_ENV_DISTRIBUTIONS`), `parse_metrics(csv: str) -> list[dict]` (dcgm-metrics.csv -> profile metrics)
 - `Unexpressible(reason, value=None, paths=())`: what an inverse raises; constants `DEFAULT_VERSION`,
   `COMPONENTS` (values key -> (profile section, release component)), `PLUGIN_CONFIG_MAP`, `MIG_CONFIG_MAP`,
-  `DCGM_METRICS_MAP` (the ConfigMap names gpuop writes)
+  `DCGM_METRICS_MAP` (the ConfigMap names gpuop writes), `KUBELET_ROOT`
+
+A row's `merge` list is merged over the rows' before by name (its entries win); a `fill` list is appended for
+the names they lack (theirs win: the proxy after a component's own env).
 """
 
 from __future__ import annotations
