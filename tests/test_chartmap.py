@@ -121,6 +121,21 @@ EXAMPLES = {       # a non-default value per profile path, for the per-row test
     "daemonsets.labels": {"team": "gpu"}, "daemonsets.annotations": {"example.com/owner": "gpu"},
     "driver.repoConfig": {"configMapName": "repo-config"}, "driver.certConfig": {"configMapName": "cert-config"},
 }
+# proxy values apart from ENV's: a driver env entry of the proxy's own value is the proxy's (one reading of it)
+STRATEGIES["proxy"] = st.fixed_dictionaries({}, optional={
+    "httpProxy": st.sampled_from(["http://proxy.corp.example:8080", "https://egress.corp.example"]),
+    "httpsProxy": st.sampled_from(["http://proxy.corp.example:8080", "http://squid.corp.example:3128"]),
+    "noProxy": st.lists(st.sampled_from([".cluster.local", "10.0.0.0/8", "metadata.internal"]), min_size=1,
+                        max_size=3, unique=True)}).filter(bool)
+STRATEGIES["driver.args"] = st.one_of(st.none(), st.lists(st.sampled_from(["--debug", "-v=4"]), min_size=1,
+                                                          max_size=2, unique=True))
+STRATEGIES["hostPaths.rootFS"] = st.sampled_from(["/", "/host", "/var/lib/root"])
+STRATEGIES["hostPaths.driverInstallDir"] = st.sampled_from([None, "/run/nvidia/driver", "/", "/opt/nvidia/driver"])
+EXAMPLES["proxy"] = {"httpProxy": "http://proxy.corp.example:8080", "httpsProxy": "http://proxy.corp.example:8080",
+                     "noProxy": [".cluster.local", "10.0.0.0/8"]}
+EXAMPLES["driver.args"] = ["--debug"]
+EXAMPLES["hostPaths.rootFS"] = "/host"
+EXAMPLES["hostPaths.driverInstallDir"] = "/"
 STRATEGIES["platform.distribution"] = st.sampled_from([None, "k3s", "rke2", "microk8s"])
 STRATEGIES["toolkit.env"] = ENV
 EXAMPLES["platform.distribution"] = "rke2"
@@ -289,7 +304,7 @@ def _corpus():
 
 @pytest.mark.parametrize("path", _corpus(), ids=lambda p: p.stem)
 def test_compiled_values_read_back_as_the_profiles_settings(path):
-    """Export of a whole profile (plan/operator.py chart_values, outputs' additions) read back by the inverse:
+    """Export of a whole profile (plan/operator.py chart_values, outputs' extraObjects) read back by the inverse:
     every row gives the profile's own setting, and nothing is left unexpressed."""
     from gpuop.outputs import operator as operator_out
     from gpuop.pipeline.run import plan_all
@@ -313,8 +328,39 @@ def test_compiled_values_read_back_as_the_profiles_settings(path):
             want = None
         if r.profile == "platform.distribution" and want not in cm.RUNTIME_ENV_DISTRIBUTIONS:
             want = None                  # managed images: their driver / toolkit switches say it
-        if isinstance(want, dict) and r.profile.endswith("Config"):     # a ConfigMap left at gpuop's names
-            want = {k: v for k, v in want.items() if v is not None}
+        if isinstance(want, dict) and (r.profile.endswith("Config") or r.profile == "proxy"):
+            want = {k: v for k, v in want.items() if v not in (None, [])}     # fields left at their default
         if want == r.default or want in ([], {}):
             want = None
         assert cm.get_path(profile, r.profile) == want, r.profile
+
+
+def test_a_proxy_reads_back_only_when_writing_it_gives_both_envs_exactly():
+    proxy = {"httpsProxy": "http://proxy.corp.example:8080", "noProxy": [".svc", "10.0.0.0/8"]}
+    own = [{"name": "HTTPS_PROXY", "value": "http://other.example:3128"}]      # the driver's own wins by name
+    values = cm.profile_to_values({"proxy": proxy, "driver": {"env": own}}, REL)
+    assert values["driver"]["env"] == own + [{"name": "https_proxy", "value": "http://proxy.corp.example:8080"},
+                                             {"name": "NO_PROXY", "value": ".svc,10.0.0.0/8"},
+                                             {"name": "no_proxy", "value": ".svc,10.0.0.0/8"}]
+    assert values["toolkit"]["env"] == cm.proxy_env(proxy)
+    profile, lost = cm.values_to_profile(values)
+    assert lost == [] and profile["proxy"] == proxy and profile["driver"]["env"] == own
+    assert "toolkit" not in profile
+    # the driver's env alone (NVIDIA's documented proxy values): writing a proxy would add it to the toolkit's,
+    # so it stays the driver's env, as it is
+    alone = {"driver": {"env": cm.proxy_env(proxy)}}
+    profile, lost = cm.values_to_profile(alone)
+    assert lost == [] and "proxy" not in profile and profile["driver"]["env"] == cm.proxy_env(proxy)
+    # a value the profile's Proxy refuses is env too
+    odd = [{"name": "HTTPS_PROXY", "value": "proxy:3128"}, {"name": "https_proxy", "value": "proxy:3128"}]
+    profile, _ = cm.values_to_profile({"driver": {"env": odd}, "toolkit": {"env": odd}})
+    assert "proxy" not in profile and profile["driver"]["env"] == odd and profile["toolkit"]["env"] == odd
+
+
+def test_host_paths_are_written_explicitly_and_read_back_as_omitted_at_their_defaults():
+    values = cm.profile_to_values({}, REL)
+    assert values["hostPaths"] == {"rootFS": "/", "driverInstallDir": "/run/nvidia/driver",
+                                   "kubeletRootDir": cm.KUBELET_ROOT}
+    profile, lost = cm.values_to_profile({"hostPaths": {"rootFS": "/host", "kubeletRootDir": "/data/kubelet"}})
+    assert profile["hostPaths"] == {"rootFS": "/host"}
+    assert dict(lost).keys() == {"hostPaths.kubeletRootDir"}       # operator mode: /var/lib/kubelet only

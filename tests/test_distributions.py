@@ -409,7 +409,6 @@ def test_gpuop_env_names_cover_what_the_components_render(tmp_path, runtime):
 
 
 def test_operator_mode_carries_the_toolkit_env_beside_the_distribution_s_and_refuses_toolkit_args(tmp_path):
-    from gpuop.outputs import operator as operator_out
     f = write(tmp_path, """\
         platform: {type: kubernetes, version: "1.33", distribution: k3s}
         os: ubuntu24.04
@@ -418,7 +417,7 @@ def test_operator_mode_carries_the_toolkit_env_beside_the_distribution_s_and_ref
         nodePools: [{name: a, gpu: L40S}]
         """)
     cat = catalog.load()
-    values = operator_out.carried(build_plan(validate(load_profile(f), cat), cat))
+    values = build_plan(validate(load_profile(f), cat), cat).operator.values
     names = [e["name"] for e in values["toolkit"]["env"]]
     assert names[-1] == "A" and "CONTAINERD_CONFIG" in names          # k3s: its paths, then the profile's
     (tmp_path / "args").mkdir()

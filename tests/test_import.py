@@ -181,13 +181,13 @@ def test_mig_mixed_with_custom_configs_round_trip(tmp_path):
 def test_comments_every_setting_gpuop_cannot_express(tmp_path):
     src = tmp_path / "values.yaml"
     src.write_text("driver:\n  rdma:\n    enabled: true\n  version: 580.173.02\ncdi:\n  enabled: false\n"
-                   "hostPaths:\n  rootFS: /host\n")
+                   "daemonsets:\n  updateStrategy: OnDelete\n")
     proc = run_gpuop("import", str(src), "--chart-defaults", str(DEFAULT_VALUES), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert ("# gpuop import: driver.rdma.enabled: true cannot be expressed in a gpuop profile: GPUDirect RDMA of the "
             "ClusterPolicy (per pool: spec.nodePools[].driver.rdma) (chart default: false)") in proc.stdout
-    assert ("# gpuop import: hostPaths.rootFS: /host cannot be expressed in a gpuop profile: host paths "
-            "(spec.hostPaths: stack mode only) (chart default: /)") in proc.stdout
+    assert ("# gpuop import: daemonsets.updateStrategy: OnDelete cannot be expressed in a gpuop profile: the "
+            "operands' update strategy (chart default: RollingUpdate)") in proc.stdout
     assert ("# gpuop import: cdi.enabled: false cannot be expressed in a gpuop profile: gpuop always sets "
             "cdi.enabled: True (gpuop's stack always runs CDI, as the operator's default) (chart default: true)") \
         in proc.stdout
@@ -246,10 +246,10 @@ def test_imported_profile_compiles_with_gpuop_synth(tmp_path):
 
 def test_chart_defaults_are_known_without_chart_defaults(tmp_path):
     src = tmp_path / "values.yaml"
-    src.write_text("driver:\n  rdma:\n    enabled: false\n  version: 580.95.05\nhostPaths:\n  rootFS: /host\n")
+    src.write_text("driver:\n  rdma:\n    enabled: false\n  version: 580.95.05\ndaemonsets:\n  updateStrategy: OnDelete\n")
     proc = run_gpuop("import", str(src), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "driver.rdma.enabled" not in proc.stdout           # equal to NVIDIA's chart default (gpuop's catalog)
-    assert "hostPaths.rootFS: /host cannot be expressed in a gpuop profile" in proc.stdout
-    assert "(chart default: /)" in proc.stdout
+    assert "daemonsets.updateStrategy: OnDelete cannot be expressed in a gpuop profile" in proc.stdout
+    assert "(chart default: RollingUpdate)" in proc.stdout
     assert proc.stdout.count("# gpuop import:") <= 4          # placeholders and the one setting, no chart defaults

@@ -70,11 +70,11 @@ def test_import_check_over_the_corpus(case):
 @pytest.mark.slow
 def test_import_check_cli_prints_located_differences_and_exits_1(tmp_path):
     src = tmp_path / "values.yaml"
-    src.write_text("# a host path gpuop does not write\nhostPaths:\n  rootFS: /host\n")
+    src.write_text("# an update strategy gpuop does not write\ndaemonsets:\n  updateStrategy: OnDelete\n")
     proc = run_gpuop("import", str(src), "--check", "--chart", str(CHART), cwd=tmp_path)
     assert proc.returncode == 3, proc.stderr
-    assert ("values.yaml:3:3: ClusterPolicy spec.hostPaths.rootFS: imported /host, gpuop's operator input gives / "
-            "(not expressible: listed in the profile's comments)") in proc.stdout
+    assert ("values.yaml:3:3: ClusterPolicy spec.daemonsets.updateStrategy: imported OnDelete, gpuop's operator "
+            "input gives RollingUpdate (not expressible: listed in the profile's comments)") in proc.stdout
     assert proc.stdout.rstrip().endswith("gpuop import --check: 1 difference(s)")
     proc = run_gpuop("import", str(src), "--check", "--chart", str(CHART), "--accept-unexpressed", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -431,7 +431,7 @@ def test_the_cluster_policy_and_driver_crs_carry_host_paths_labels_env_and_drive
     driver = one(objs, "NVIDIADriver")["spec"]
     assert driver["repoConfig"] == {"name": "repos"} and driver["certConfig"] == {"name": "certs"}
     assert {e["name"] for e in driver["env"]} >= {"A", "HTTPS_PROXY", "https_proxy"}
-    olm = operator_out.cluster_policy_spec(operator_out.carried(plan))
+    olm = operator_out.cluster_policy_spec(plan.operator.values)
     assert olm["daemonsets"]["labels"] == {"team": "gpu"} and olm["devicePlugin"]["args"] == ["--x"]
 
 

@@ -131,9 +131,7 @@ def operator_profiles(tmp: Path) -> list[Path]:
             continue
         out.append(work / f.name)
     assert refused == set(NOT_OPERATOR), refused       # an example that cannot run in operator mode says why
-    # carried/: the settings outputs/operator.py passes to the ClusterPolicy beside the mapping table's rows (the
-    # table reads them back once it has rows for them)
-    return out + sorted(CORPUS.glob("*.yaml")) + sorted((CORPUS / "carried").glob("*.yaml"))
+    return out + sorted(CORPUS.glob("*.yaml"))
 
 
 def stack_variant(path: Path, tmp: Path) -> Path:

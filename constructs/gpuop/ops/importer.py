@@ -87,7 +87,8 @@ def values_from_policy(spec: dict) -> dict:
 
 # ------------------------------------------------------------------------------------------ the mapping
 
-SECTIONS = ("platform", "os", "delivery", "images", "driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter",
+SECTIONS = ("platform", "os", "delivery", "images", "driver", "toolkit", "devicePlugin", "proxy", "hostPaths", "dcgm",
+            "dcgmExporter",
             "gfd", "migManager", "nodeStatusExporter", "validator", "daemonsets", "nfd", "nodePools")
 VALUE_SECTIONS = {k: (k if k in SECTIONS else "delivery") for k in chartmap.COMPONENTS}
 DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
@@ -205,10 +206,7 @@ class Importer:
                       "(omitted: 15s)")
 
     def fixed_paths(self) -> None:
-        root = self.eget("hostPaths.kubeletRootDir")
-        if root not in (None, "", "/var/lib/kubelet"):
-            self.lose("hostPaths.kubeletRootDir", f"hostPaths.kubeletRootDir: {_short(root)} -- gpuop's operator "
-                      "values write the CRD default /var/lib/kubelet")
+        # hostPaths.kubeletRootDir: the table's fixed row reports any other than the default
         extra = self.eget("extraObjects")
         if extra:
             self.lose("extraObjects", f"extraObjects: {len(extra) if isinstance(extra, list) else 1} object(s) -- "

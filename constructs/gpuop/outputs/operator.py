@@ -31,7 +31,7 @@ defaults and the chart does not render; a GitOps diff then sees them as changes.
 
 | ClusterPolicy field | CRD default | handled by |
 |---|---|---|
-| spec.hostPaths.kubeletRootDir | /var/lib/kubelet | written in the values, the profile's (the chart passes it through) |
+| spec.hostPaths.kubeletRootDir | /var/lib/kubelet | written in the values (plan/chartmap.py's row; the chart passes it through) |
 | spec.cdi.default | false | ignoreDifferences / driftDetection.ignore (the chart never renders it) |
 | spec.cdi.nriPluginEnabled | false | ignoreDifferences / driftDetection.ignore (the chart renders it only when true) |
 | spec.driver.kernelModuleType | auto | NVIDIADriver CRD mode only: ignored (the chart leaves the driver fields out; the NVIDIADriver CRs carry kernelModuleType) |
@@ -55,8 +55,7 @@ WAVE = gitops_objects.WAVE
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 HELM_CLUSTER_POLICY = "cluster-policy"          # NVIDIA's chart templates/clusterpolicy.yaml
 OLM_CLUSTER_POLICY = "gpu-cluster-policy"       # the CSV's alm-examples
-KUBELET_ROOT = "/var/lib/kubelet"
-HOST_PATHS = {"rootFS": "/", "driverInstallDir": "/run/nvidia/driver", "kubeletRootDir": KUBELET_ROOT}  # the operator's
+HOST_PATHS = {"rootFS": "/", "driverInstallDir": "/run/nvidia/driver", "kubeletRootDir": chartmap.KUBELET_ROOT}  # the operator's
 PREVIEW = "preview"                             # dist/<cluster>/preview/: the operands gpuop would render
 PREVIEWED = ("chart", "manifests", "overlay")   # moved there, whole
 DRIFT = (                                       # (group, kind, JSON pointers) the API server defaults
@@ -79,48 +78,9 @@ _labels = gitops_objects.cluster_labels
 
 # ------------------------------------------------------------------------------------ objects the CRs need
 
-OPERANDS = ("driver", "toolkit", "devicePlugin")    # the env / args the ClusterPolicy carries (spec.<key>.env / args)
-
-
-def _merge_env(env: list[dict], extra: tuple[tuple[str, str], ...]) -> list[dict]:
-    """`extra` over `env` by name, as the operator's setContainerEnv (and gpuop's merge_env) applies them."""
-    out = {e["name"]: dict(e) for e in env}
-    for name, value in extra:
-        out[name] = {"name": name, "value": value}
-    return list(out.values())
-
-
-def carried(plan: StackPlan) -> dict:
-    """The plan's chart values with the profile settings NVIDIA's ClusterPolicy (and NVIDIADriver CRD) carry as
-    the operator's own fields, written as gpuop's stack renders them: the host paths (spec.hostPaths), the
-    operands' labels and annotations (spec.daemonsets), env / args of the driver, toolkit and device plugin (the
-    proxy among their env: spec.proxy), the driver's repo / cert ConfigMaps (spec.driver.repoConfig /
-    certConfig). What the operator has no input for is refused (validate/operator.py)."""
-    v = copy.deepcopy(plan.operator.values)
-    v["hostPaths"] = {**(v.get("hostPaths") or {}), "rootFS": plan.root_fs, "driverInstallDir": plan.driver_root,
-                      "kubeletRootDir": plan.kubelet_root_dir}
-    ds = v.setdefault("daemonsets", {})
-    if plan.pod_labels:
-        ds["labels"] = dict(plan.pod_labels)
-    if plan.pod_annotations:
-        ds["annotations"] = dict(plan.pod_annotations)
-    for key in OPERANDS:
-        o = plan.operand(key)
-        sec = v.setdefault(key, {})
-        if o.env:
-            sec["env"] = _merge_env(sec.get("env") or [], o.env)
-        if o.args:                       # the operator applies args only when there are some
-            sec["args"] = list(o.args)
-    d = v["driver"]
-    if plan.driver_repo_config:
-        d["repoConfig"] = {"configMapName": plan.driver_repo_config[0]}
-    if plan.driver_cert_config:
-        d["certConfig"] = {"name": plan.driver_cert_config[0]}
-    return v
-
-
 def driver_fields(values: dict) -> dict:
-    """The carried driver settings an NVIDIADriver CR takes (as the chart's nvidiadriver.yaml renders them)."""
+    """The driver settings of the values an NVIDIADriver CR takes (as the chart's nvidiadriver.yaml renders them):
+    env (the proxy's among them), args, the repo / cert ConfigMaps."""
     d = values["driver"]
     out = {k: copy.deepcopy(d[k]) for k in ("env", "args") if d.get(k)}
     if d.get("repoConfig"):
@@ -147,7 +107,7 @@ def node_feature_rule(plan: StackPlan) -> dict | None:
 def chart_values(plan: StackPlan) -> dict:
     """NVIDIA's chart values: the plan's, plus the objects the chart only takes as extraObjects."""
     op = plan.operator
-    v = carried(plan)                  # hostPaths.kubeletRootDir written: the CRD's default otherwise (drift)
+    v = copy.deepcopy(op.values)       # hostPaths.kubeletRootDir written: the CRD's default otherwise (drift)
     extra = [nvidia_driver(d["name"], d["spec"], v) for d in op.drivers if not d["spec"]["default"]]
     nfr = node_feature_rule(plan)
     if nfr is not None:
@@ -288,7 +248,7 @@ def cluster_policy_spec(values: dict, base: dict | None = None, images: dict[str
 def olm_cluster_policy(plan: StackPlan) -> dict:
     op = plan.operator
     return {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": OLM_CLUSTER_POLICY},
-            "spec": cluster_policy_spec(carried(plan), operator_catalog.olm_cluster_policy(op.version),
+            "spec": cluster_policy_spec(op.values, operator_catalog.olm_cluster_policy(op.version),
                                         release_images(plan))}
 
 
@@ -368,9 +328,8 @@ def olm_policy(plan: StackPlan) -> list[dict]:
     out = [_annotate(cm, "0") for cm in configmaps(plan)]
     if op.values["clusterPolicy"]["deployCR"]:
         out.append(_annotate(olm_cluster_policy(plan), "1", True))
-    values = carried(plan)
     for d in op.drivers:
-        out.append(_annotate(nvidia_driver(d["name"], d["spec"], values), "1", True))
+        out.append(_annotate(nvidia_driver(d["name"], d["spec"], op.values), "1", True))
     nfr = node_feature_rule(plan)
     if nfr is not None:
         out.append(_annotate(nfr, "1", True))

@@ -20,6 +20,7 @@ from typing import Protocol
 from gpuop.catalog import Catalog, distributions
 from gpuop.errors import UserError
 from gpuop.catalog.distributions import distribution_runtime_files
+from gpuop.plan import chartmap
 from gpuop.plan import operator as operator_plan
 from gpuop.plan import dra as dra_rules
 from gpuop.plan import pools as pool_rules
@@ -210,12 +211,8 @@ def _proxy_env(proxy, key: str) -> tuple[tuple[str, str], ...]:
     """spec.proxy as env, both cases (tools differ in which they read), before the component's own env."""
     if proxy is None or key not in PROXIED:
         return ()
-    out = []
-    for name, value in (("HTTP_PROXY", proxy.httpProxy), ("HTTPS_PROXY", proxy.httpsProxy),
-                        ("NO_PROXY", ",".join(proxy.noProxy) or None)):
-        if value:
-            out += [(name, value), (name.lower(), value)]
-    return tuple(out)
+    # the mapping table's entries: operator mode writes the same, and its import reads them back
+    return tuple((e["name"], e["value"]) for e in chartmap.proxy_env(proxy.model_dump(mode="json")))
 
 
 def _sidecar(release: str, name: str) -> Image:

@@ -40,16 +40,23 @@ Public API (stable: the importer and `gpuop import --check` call it):
 - `policy_paths(values_path: str) -> tuple[str, ...]`  (ClusterPolicy spec paths a value path renders to)
 - `get_path(tree, dotted, default)`, `set_path(tree, dotted, value)`, `leaves(tree)`  (dotted paths; a key
   holding dots is not used by any row)
+- `proxy_env(proxy: dict | None) -> list[dict]` (spec.proxy as the driver's / toolkit's env entries),
+  `split_proxy(driver_env, toolkit_env) -> (proxy | None, driver env, toolkit env)` (the inverse: a proxy only
+  when writing it back gives both lists exactly)
 - `distribution_env(distribution: str | None) -> list[dict]` (toolkit.env of k3s / RKE2 / MicroK8s,
   `RUNTIME_ENV_DISTRIBUTIONS`), `parse_metrics(csv: str) -> list[dict]` (dcgm-metrics.csv -> profile metrics)
 - `Unexpressible(reason, value=None, paths=())`: what an inverse raises; constants `DEFAULT_VERSION`,
   `COMPONENTS` (values key -> (profile section, release component)), `PLUGIN_CONFIG_MAP`, `MIG_CONFIG_MAP`,
-  `DCGM_METRICS_MAP` (the ConfigMap names gpuop writes)
+  `DCGM_METRICS_MAP` (the ConfigMap names gpuop writes), `KUBELET_ROOT`
+
+A row's `merge` list is merged over the rows' before by name (its entries win); a `fill` list is appended for
+the names they lack (theirs win: the proxy after a component's own env).
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -180,6 +187,7 @@ class Row:
     kind: str = "field"                   # field | image | fixed | derived
     why: str = ""
     merge: bool = False                   # a list of name/value entries merged by name over the rows' before
+    fill: bool = False                    # a list of name/value entries appended for the names the rows before lack
 
 
 def _same(*paths):
@@ -203,12 +211,13 @@ def field_row(profile: str, values: str | tuple, default=None, policy=None, fwd=
                fwd or f, inv or i, "field", why)
 
 
-def fixed_row(path: str, value, why: str, policy=None) -> Row:
+def fixed_row(path: str, value, why: str, policy=None, absent: tuple = ()) -> Row:
+    """`absent`: values that mean the same as `value` (the chart's empty default)."""
     def fwd(_, __):
         return (copy.deepcopy(value),)
 
     def inv(vals, _):
-        if vals[0] != value:
+        if vals[0] != value and vals[0] not in absent:
             raise Unexpressible(f"gpuop always sets {path}: {value!r} ({why})")
         return None
     return Row("", (path,), (policy or path,), None, fwd, inv, "fixed", why)
@@ -440,7 +449,7 @@ def _str_list(v, path: str) -> list:
 
 def _env_row(profile: str, path: str) -> Row:
     def inv(vals, _):
-        env = list(vals[0] or [])
+        env = _env_list(vals[0])
         for e in env:
             if not (isinstance(e, dict) and set(e) <= {"name", "value"} and isinstance(e.get("name"), str)
                     and isinstance(e.get("value", ""), str)):
@@ -449,6 +458,114 @@ def _env_row(profile: str, path: str) -> Row:
         return [{"name": e["name"], "value": e.get("value", "")} for e in env] or []
     return field_row(profile, path, [], fwd=lambda v, _: ([dict(e) for e in v] if v else None,), inv=inv,
                      why="merged over the operand's env by name, as gpuop's stack does")
+
+
+def _env_list(v) -> list:
+    return list(v) if isinstance(v, list) else list(v or [])
+
+
+# spec.proxy as the driver's and the toolkit's env (plan/build.py PROXIED: the containers that fetch from outside),
+# in this order, both cases (tools differ in which they read), after the component's own env, which wins by name
+PROXY_ENV = (("httpProxy", ("HTTP_PROXY", "http_proxy")), ("httpsProxy", ("HTTPS_PROXY", "https_proxy")),
+             ("noProxy", ("NO_PROXY", "no_proxy")))
+PROXY_NAMES = tuple(n for _, names in PROXY_ENV for n in names)
+PROXY_URL = re.compile(r"^https?://[^\s]+$")            # profile/models.py Proxy
+NO_PROXY_ITEM = re.compile(r"^[^\s,]+$")
+
+
+def proxy_env(proxy) -> list[dict]:
+    """The env entries spec.proxy (a plain dict, missing keys or None meaning unset) gives the driver and the
+    toolkit, as gpuop's stack sets them (plan/build.py)."""
+    proxy = proxy or {}
+    out = []
+    for key, names in PROXY_ENV:
+        value = ",".join(proxy.get(key) or []) if key == "noProxy" else proxy.get(key)
+        if value:
+            out += [{"name": n, "value": value} for n in names]
+    return out
+
+
+def _fill(env: list, extra: list) -> list:
+    names = {e.get("name") for e in env if isinstance(e, dict)}
+    return list(env) + [e for e in extra if e["name"] not in names]
+
+
+def _proxy_of(tail: list) -> dict | None:
+    """The spec.proxy a run of proxy env entries says, or None when they are not one (cases that disagree, a value
+    the profile's Proxy refuses)."""
+    found: dict = {}
+    for e in tail:
+        if not (isinstance(e, dict) and set(e) <= {"name", "value"} and e.get("name") in PROXY_NAMES
+                and isinstance(e.get("value", ""), str)):
+            return None
+        key = next(k for k, names in PROXY_ENV if e["name"] in names)
+        if found.setdefault(key, e.get("value", "")) != e.get("value", ""):
+            return None
+    out: dict = {}
+    for key, value in found.items():
+        if key == "noProxy":
+            items = value.split(",")
+            if not value or not all(NO_PROXY_ITEM.match(i) for i in items):
+                return None
+            out[key] = items
+        elif PROXY_URL.match(value or ""):
+            out[key] = value
+        else:
+            return None
+    return out or None
+
+
+def split_proxy(driver_env, toolkit_env) -> tuple[dict | None, list, list]:
+    """driver.env, toolkit.env -> (the spec.proxy they carry, or None; the driver's env without it; the toolkit's
+    without it). A proxy is read only when writing it back over the rest gives both lists exactly (the proxy's
+    entries the last of the driver's env, in gpuop's order, and the same in the toolkit's), so a driver env
+    that merely names a proxy, or only the driver's, stays the component's env: the import keeps it as it is."""
+    d, t = _env_list(driver_env), _env_list(toolkit_env)
+    for k in range(min(len(PROXY_NAMES), len(d)), 0, -1):
+        tail = d[-k:]
+        order = [PROXY_NAMES.index(e.get("name")) if isinstance(e, dict) and e.get("name") in PROXY_NAMES else -1
+                 for e in tail]
+        if -1 in order or order != sorted(set(order)):
+            continue
+        proxy = _proxy_of(tail)
+        if proxy is None:
+            continue
+        env = proxy_env(proxy)
+        if _fill(d[:-k], env) != d:
+            continue
+        for j in range(min(len(PROXY_NAMES), len(t)), -1, -1):
+            if _fill(t[:len(t) - j], env) == t:
+                return proxy, d[:-k], t[:len(t) - j]
+    return None, d, t
+
+
+def _proxy_row() -> Row:
+    """After the driver's and the toolkit's env rows: the proxy's entries appended for the names they lack."""
+    def fwd(v, _):
+        env = proxy_env(v)
+        return (env or None, copy.deepcopy(env) or None)
+
+    def inv(vals, _):
+        return split_proxy(vals[0], vals[1])[0]
+    return Row("proxy", ("driver.env", "toolkit.env"), ("driver.env", "toolkit.env"), None, fwd, inv, "field",
+               "HTTP_PROXY / HTTPS_PROXY / NO_PROXY, both cases, after the driver's and the toolkit's own env",
+               fill=True)
+
+
+def _driver_env_row() -> Row:
+    """The driver's own env: driver.env without the proxy's entries (the proxy row's)."""
+    env_row = _env_row("driver.env", "driver.env")
+
+    def fwd(v, rel):
+        return env_row.to_values(v, rel) + (None,)
+
+    def inv(vals, rel):
+        try:
+            return env_row.to_profile((split_proxy(vals[0], vals[1])[1],), rel)
+        except Unexpressible as exc:
+            raise Unexpressible(exc.reason, exc.value, ("driver.env",)) from None
+    return Row("driver.env", ("driver.env", "toolkit.env"), ("driver.env", "toolkit.env"), [], fwd, inv, "field",
+               env_row.why)
 
 
 # components whose env the profile has no section field for (driver, toolkit, devicePlugin have spec.<c>.env)
@@ -576,10 +693,32 @@ def _toolkit_env_row() -> Row:
     stack and the operator's transformToolkit do), the inverse what is not the distribution's."""
     env_row = _env_row("toolkit.env", "toolkit.env")
 
+    def fwd(v, rel):
+        return env_row.to_values(v, rel) + (None,)
+
     def inv(vals, rel):
-        return env_row.to_profile((split_toolkit_env(vals[0])[1],), rel)
-    return Row("toolkit.env", ("toolkit.env",), ("toolkit.env",), [], env_row.to_values, inv, "field",
-               "merged over the distribution's containerd paths by name", merge=True)
+        try:
+            return env_row.to_profile((split_toolkit_env(split_proxy(vals[1], vals[0])[2])[1],), rel)
+        except Unexpressible as exc:
+            raise Unexpressible(exc.reason, exc.value, ("toolkit.env",)) from None
+    return Row("toolkit.env", ("toolkit.env", "driver.env"), ("toolkit.env", "driver.env"), [], fwd, inv, "field",
+               "merged over the distribution's containerd paths by name (the proxy's entries are the proxy row's)",
+               merge=True)
+
+
+KUBELET_ROOT = "/var/lib/kubelet"
+
+
+def _host_path_row(profile: str, default: str, why: str) -> Row:
+    """A host path, written explicitly (its default too: a ClusterPolicy without it is the CRD's default, which
+    may not stay the chart's); the default reads back as omitted."""
+    def fwd(v, _):
+        return (v or default,)
+
+    def inv(vals, _):
+        v = vals[0]
+        return None if v in (None, "", default) else str(v)
+    return Row(profile, (profile,), (profile,), default, fwd, inv, "field", f"{why}; omitted: {default}")
 
 
 def _platform_row() -> Row:
@@ -637,10 +776,21 @@ def _rows() -> tuple[Row, ...]:
         _config_map_row("delivery.operator.devicePluginConfig", "devicePlugin", PLUGIN_CONFIG_MAP, with_default=True),
         _config_map_row("delivery.operator.migManagerConfig", "migManager", MIG_CONFIG_MAP),
         _component_env_row(),
-        _env_row("driver.env", "driver.env"),
+        _driver_env_row(),
+        # after the driver's and the toolkit's own env: they win by name
+        _proxy_row(),
         _env_row("devicePlugin.env", "devicePlugin.env"),
-        field_row("devicePlugin.args", "devicePlugin.args", None, fwd=lambda v, _: (list(v) if v else None,),
-                  inv=lambda vals, _: _str_list(vals[0], "devicePlugin.args") or None),
+        *(field_row(f"{k}.args", f"{k}.args", None, fwd=lambda v, _: (list(v) if v else None,),
+                    inv=lambda vals, _, p=f"{k}.args": _str_list(vals[0], p) or None,
+                    why="replace the operand's args (the operator applies them only when there are some)")
+          for k in ("driver", "devicePlugin")),
+        _host_path_row("hostPaths.rootFS", "/", "the host's root filesystem"),
+        # GKE's own driver root is refused in operator mode (validate/operator.py check_distribution_fit), so
+        # omitted is the driver container's root
+        _host_path_row("hostPaths.driverInstallDir", "/run/nvidia/driver", "where the driver's files are on the host"),
+        fixed_row("hostPaths.kubeletRootDir", KUBELET_ROOT, "the only kubelet root v26.7 honours for every operand "
+                  "(validate/operator.py check_kubelet_root_dir); the chart's empty default means the same",
+                  absent=("", None)),
         _pod_meta_row("daemonsets.labels"),
         _pod_meta_row("daemonsets.annotations"),
         _config_files_row("driver.repoConfig", "driver.repoConfig.configMapName"),
@@ -670,8 +820,6 @@ def _rows() -> tuple[Row, ...]:
         derived_row(("driver.manager.env",), "autoUpgrade: false: the driver manager's drain settings "
                     "(ENABLE_AUTO_DRAIN, DRAIN_*) from spec.driver.upgradePolicy, which the operator gives it only "
                     "through this env (plan/operator.py manager_env)"),
-        derived_row(("hostPaths.kubeletRootDir",), "written as the CRD default /var/lib/kubelet "
-                    "(outputs/operator.py drift table)"),
         derived_row(("extraObjects",), "gpuop's per-pool NVIDIADriver CRs and NodeFeatureRule"),
     ]
     return tuple(rows)
@@ -689,7 +837,7 @@ UNEXPRESSED: tuple[tuple[str, str], ...] = (
     ("nfd.nodefeaturerules", "NVIDIA's own NodeFeatureRules (gpuop writes its per-pool rule instead)"),
     ("psa", "pod security admission labels by the operator"),
     ("cdi.nriPluginEnabled", "the NRI plugin"), ("cdi.default", "CDI as the default runtime mode"),
-    ("sandboxWorkloads", "sandboxed (VM) workloads"), ("hostPaths", "host paths (spec.hostPaths: stack mode only)"),
+    ("sandboxWorkloads", "sandboxed (VM) workloads"),
     ("daemonsets.updateStrategy", "the operands' update strategy"),
     ("daemonsets.rollingUpdate", "the operands' rolling update"),
     ("driver.licensingConfig", "vGPU licensing"), ("driver.virtualTopology", "vGPU topology"),
@@ -772,6 +920,8 @@ def profile_to_values(settings: dict, images: ReleaseImages) -> dict:
             if v is not None and r.merge:
                 mine = {e["name"] for e in v}
                 v = [e for e in get_path(out, path) or [] if e["name"] not in mine] + v
+            elif v is not None and r.fill:
+                v = _fill(get_path(out, path) or [], v)
             if v is not None:
                 set_path(out, path, v)
     return out

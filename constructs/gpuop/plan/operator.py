@@ -102,6 +102,7 @@ def chart_values(spec, plan: StackPlan, cat, groups: list[DriverGroup]) -> dict:
     rel = _release_images(plan)
     settings = spec.model_dump(mode="json")
     settings["images"]["registry"] = registry
+    settings["hostPaths"]["driverInstallDir"] = plan.driver_root      # the distribution's when the profile names none
     v = chartmap.profile_to_values(settings, rel)
     pc = plan.pool_configs
     # derived rows

@@ -105,7 +105,7 @@ OPERATOR_DISTRIBUTIONS = ("generic", "eks", "aks", *RUNTIME_ENV_DISTRIBUTIONS)
 
 # Profile settings gpuop does not pass to NVIDIA's operator (what the ClusterPolicy has -- host paths, operand
 # labels and annotations, env / args of the driver, toolkit and device plugin, the proxy as their env, the driver's
-# repo / cert ConfigMaps -- outputs/operator.py `carried` passes on), each with the reason and what to do instead.
+# repo / cert ConfigMaps -- the rows of plan/chartmap.py write), each with the reason and what to do instead.
 NOT_CARRIED = (
     (("spec", "platform", "containerdMajor"), "the toolkit env gpuop passes for k3s / RKE2 / MicroK8s names the "
      "containerd config of the distribution's default major (plan/chartmap.py distribution_env); remove it"),
