@@ -46,6 +46,7 @@ class Selection:
     fleet: bool = False                       # fleet-level files differ from the base
     orphans: tuple = ()                       # in the output, no profile names them any more
     changed_paths: tuple = ()                 # output paths (relative) that differ from the base
+    base_index: bytes | None = None           # the base's index.json as committed (git proves its bytes)
 
     @property
     def proven(self) -> int:
@@ -201,7 +202,7 @@ def select(paths: list[Path], output: Path, settings, against: str | None, every
     base_raw = git_blob(commit, f"{folder}/index.json") if commit else None
     base = _entries(base_raw)
     current = current_records(paths, settings, base)
-    sel = Selection(commit if base_raw is not None else None, base, current, disk)
+    sel = Selection(commit if base_raw is not None else None, base, current, disk, base_index=base_raw)
     sel.orphans = tuple(sorted(set(disk) - set(current)))
     if sel.base_rev is None:
         sel.clusters = {n: "checked in full" if everything or against is None else
@@ -262,11 +263,26 @@ def verify(sel: Selection, paths: list[Path], output: Path, settings) -> tuple[l
         # that differ from it are not carried, so the compile packages the current ones again to compare
         import yaml
 
-        raw = git_blob(sel.base_rev, f"{output.as_posix().rstrip('/')}/charts/index.yaml")
-        doc = yaml.load(raw, Loader=yaml.CSafeLoader) if raw else None
+        folder = output.as_posix().rstrip('/')
+        from gpuop.outputs.charts import blocks
+
+        raw = git_blob(sel.base_rev, f"{folder}/charts/index.yaml")
+        text = _text(raw)
+        if blocks(text) is not None:       # laid out as gpuop prints it: read block by block, never parsed whole
+            doc = None
+        else:
+            doc = yaml.load(raw, Loader=yaml.CSafeLoader) if raw else None
+            doc, text = (doc, None) if isinstance(doc, dict) else (None, None)
         changed = frozenset(p for p in sel.changed_paths if p.startswith("charts/") and p.endswith(".tgz"))
-        previous = read_previous(output, repair=True, charts_unchanged=isinstance(doc, dict),
-                                 charts_doc=doc if isinstance(doc, dict) else None, skip=changed)
+        # the base's index.json and lock as printed: the items of unchanged clusters are copied from them
+        lock_raw = git_blob(sel.base_rev, f"{folder}/versions.lock.json")
+        try:
+            base_lock = json.loads(lock_raw)["clusters"] if lock_raw else None
+        except (ValueError, TypeError, KeyError):
+            base_lock = None
+        texts = (_text(sel.base_index), list(sel.base.values()), _text(lock_raw), base_lock)
+        previous = read_previous(output, repair=True, charts_unchanged=doc is not None or text is not None,
+                                 charts_doc=doc, skip=changed, base_texts=texts, charts_text=text)
     else:
         previous = read_previous(output, repair=True)
     result = compile_profiles(paths if everything else files, settings, previous, cache_dir=None, reuse=False,
@@ -295,6 +311,13 @@ def verify(sel: Selection, paths: list[Path], output: Path, settings) -> tuple[l
             stale.append(Stale(rel, "differs from the base and is not the chart the profiles compile to "
                                "(a published chart archive never changes)"))
     return stale, result
+
+
+def _text(raw: bytes | None) -> str | None:
+    try:
+        return raw.decode("utf-8") if raw is not None else None
+    except UnicodeDecodeError:
+        return None
 
 
 def _read(path: Path) -> bytes | None:
