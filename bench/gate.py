@@ -132,8 +132,13 @@ def main() -> None:
     res: dict = {"profiles": a.profiles, "cpus": os.cpu_count(), "loadavg": {"start": os.getloadavg()}}
 
     gpuop(repo, "--version", ok=(0, 1, 2))         # the bytecode written once, before anything is timed
+    partial = a.out.with_suffix(".partial.json")     # each step's figures as soon as they are known (a long run)
+
+    def save() -> None:
+        partial.write_text(json.dumps(res, indent=2, sort_keys=True) + "\n")
     res["cold_s"], rss, err = gpuop(repo, "synth", "--no-progress")
     res["loadavg"]["after_cold"] = os.getloadavg()
+    save()
     peak = max(peak, rss)
     res["runs"] = {"cold": err.strip().splitlines()[-1]}
     git(repo, "init", "-q", "-b", "main")
@@ -146,11 +151,13 @@ def main() -> None:
     res["one_changed_warm_s"], rss, err = gpuop(repo, "synth", "--no-progress")
     peak = max(peak, rss)
     res["runs"]["one_changed_warm"] = err.strip().splitlines()[-1]
+    save()
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "cluster-0000: new node selector")
     res["noop_s"], rss, err = gpuop(repo, "synth", "--no-progress")
     peak = max(peak, rss)
     res["runs"]["noop"] = err.strip().splitlines()[-1]
+    save()
 
     res["loadavg"]["before_gate"] = os.getloadavg()
     for key, branch in (("gate_fresh_clone_one_changed", "pr"), ("gate_fresh_clone_nothing_changed", "main")):
@@ -162,6 +169,7 @@ def main() -> None:
         res[f"{key}_phases"] = phases(err)
         res[f"{key}_selected"] = selected(err)
         res["runs"][key] = err.strip().splitlines()[-1]
+        save()
 
     res["loadavg"]["before_floors"] = os.getloadavg()
     dumped, _, n_objs = fleet.floors(repo / "dist")
@@ -186,6 +194,7 @@ def main() -> None:
         print(f"  {k:<34} {t['value']:>10} <= {t['limit']:<10} {'ok' if t['ok'] else 'MISSED'}")
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(res, indent=2, sort_keys=True) + "\n")
+    partial.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

@@ -270,9 +270,9 @@ def _stable(previous, proof: dict | None, salt_digest: str, shared: dict) -> dic
             continue
         if not all(isinstance(p, str) and os.path.join(cwd, p) in files for p in prov["files"]):
             continue
-        package = entry.get("package")
+        package, locked = entry.get("package"), previous.lock.get("clusters", {}).get(name)
         if not isinstance(package, str) or package.rpartition("/")[2] not in previous.charts \
-                or previous.lock.get("clusters", {}).get(name, {}).get("version") != entry.get("chartVersion"):
+                or not isinstance(locked, dict) or locked.get("version") != entry.get("chartVersion"):
             continue
         out[prov["profile"]] = name
     return out
