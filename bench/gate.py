@@ -17,7 +17,10 @@ The run, each step the real CLI in a fresh process (wall time includes interpret
    profile and no output, e.g. a README edit).
 
 Peak memory: the sum of VmRSS over each step's process tree, sampled every 20 ms (bench/fleet.py), the
-maximum over every step. Floors (bench/floors.py, bench/fleet.py): the libyaml dump of the fleet's
+maximum over every step. Beside each wall time, `<step>_cpu_s`: the CPU seconds of that step's process tree,
+and `loadavg`: the machine's load when the steps started (on a shared machine the wall time is the CPU time
+times the contention). Bytecode is kept in the run's folder (see gpuop()). Each step's figures are written to
+`<out>.partial.json` as soon as they are known. Floors (bench/floors.py, bench/fleet.py): the libyaml dump of the fleet's
 objects (cold), one lstat of every entry of the output (nothing changed), a fresh interpreter and one
 importing cdk8s (the part of any run that synthesizes a cluster that no gpuop work can remove).
 
@@ -34,6 +37,7 @@ import atexit
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -62,6 +66,7 @@ def git(cwd: Path, *args: str) -> str:
 
 
 PYCACHE: list = []      # where the gpuop processes keep their bytecode (set in main)
+CPU: list = []          # CPU seconds of each gpuop command's process tree, in order
 
 
 def gpuop(cwd: Path, *args: str, ok=(0,)) -> tuple[float, float, str]:
@@ -85,8 +90,13 @@ def gpuop(cwd: Path, *args: str, ok=(0,)) -> tuple[float, float, str]:
             time.sleep(0.02)
     t = threading.Thread(target=sample)
     t.start()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     _, err = proc.communicate()
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU seconds of the process tree (its reaped children included): on a shared machine the wall time is
+    # this times the contention, so both are recorded
+    CPU.append(round(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, 3))
     t.join()
     if proc.returncode not in ok:
         raise SystemExit(f"gpuop {' '.join(args)} exited {proc.returncode}:\n{err}")
@@ -141,6 +151,7 @@ def main() -> None:
     save()
     peak = max(peak, rss)
     res["runs"] = {"cold": err.strip().splitlines()[-1]}
+    res["cold_cpu_s"] = CPU[-1]
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "fleet")
@@ -151,12 +162,14 @@ def main() -> None:
     res["one_changed_warm_s"], rss, err = gpuop(repo, "synth", "--no-progress")
     peak = max(peak, rss)
     res["runs"]["one_changed_warm"] = err.strip().splitlines()[-1]
+    res["one_changed_warm_cpu_s"] = CPU[-1]
     save()
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "cluster-0000: new node selector")
     res["noop_s"], rss, err = gpuop(repo, "synth", "--no-progress")
     peak = max(peak, rss)
     res["runs"]["noop"] = err.strip().splitlines()[-1]
+    res["noop_cpu_s"] = CPU[-1]
     save()
 
     res["loadavg"]["before_gate"] = os.getloadavg()
@@ -166,6 +179,7 @@ def main() -> None:
         wall, rss, err = gpuop(clone, "-v", "check", "--against", "origin/main")
         peak = max(peak, rss)
         res[f"{key}_s"] = round(wall, 3)
+        res[f"{key}_cpu_s"] = CPU[-1]
         res[f"{key}_phases"] = phases(err)
         res[f"{key}_selected"] = selected(err)
         res["runs"][key] = err.strip().splitlines()[-1]
