@@ -129,15 +129,23 @@ def git_files(commit: str, paths: list[str]) -> dict[str, bytes]:
 
 def changed_paths(commit: str, folder: str) -> set[str] | None:
     """Paths under `folder` (relative to it) whose committed or working-tree bytes differ from `commit`,
-    untracked files included; None when git cannot tell."""
-    _git("update-index", "-q", "--refresh")       # stale stat info only costs a false "changed"; refresh it
-    proc = _git("diff-index", "-z", "--name-only", "--no-renames", "--relative", commit, "--", folder)
-    if proc.returncode != 0:
+    untracked and ignored files included; None when git cannot tell. Two questions, each at its own cost:
+    what the commits changed (`diff-tree` of the base against HEAD: unchanged subtrees are skipped by their
+    hash, so it costs the change) and what the working tree changed against HEAD (one `status`: one stat of
+    every file, untracked ones listed — a path changed and changed back only costs a false "changed")."""
+    prefix = _prefix()
+    top = prefix + folder
+    committed = _git("diff-tree", "-r", "-z", "--name-only", "--no-renames", commit, "HEAD", "--", top)
+    if committed.returncode != 0:
         return None
-    names = {n.decode(errors="surrogateescape") for n in proc.stdout.split(b"\0") if n}
-    others = _git("ls-files", "-z", "--others", "--", folder)
-    names |= {n.decode(errors="surrogateescape") for n in others.stdout.split(b"\0") if n}
-    return {n[len(folder) + 1:] for n in names if n.startswith(folder + "/")}
+    names = {n.decode(errors="surrogateescape") for n in committed.stdout.split(b"\0") if n}
+    # porcelain v1 paths are relative to the repository root whatever the working folder
+    work = _git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames",
+                "--", top)
+    if work.returncode != 0:
+        return None
+    names |= {rec[3:].decode(errors="surrogateescape") for rec in work.stdout.split(b"\0") if len(rec) > 3}
+    return {n[len(top) + 1:] for n in names if n.startswith(top + "/")}
 
 
 # ---- the selection -----------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ import shutil
 import signal
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpuop.profile.bounded import MAX_JSON_BYTES, parse_json, read_bytes, read_json
@@ -45,34 +45,57 @@ from gpuop.kube.yamlio import dump_json
 MARKER = ".gpuop-output"
 
 
-# ---- test hook: stop at the Nth file-system step ------------------------------------------------
+# ---- test hooks: stop at the Nth file-system step, force the fallback --------------------------------
 
-_steps = 0
-_named: dict = {}
+@dataclass
+class Hooks:
+    """What the crash-safety tests inject into the writer (the CLI builds it from the environment, Hooks.from_env;
+    the library itself reads no environment): `kill_at` N (a number), NAME (a named step such as `exchange`)
+    or NAME:K (the Kth step of that name) makes the process kill itself with `sig` right before that step,
+    so a run stops at an exact point; `no_exchange` forces the two-rename fallback. Unset (always, outside the
+    tests) a step costs one counter."""
+    kill_at: str | None = None
+    sig: int = signal.SIGKILL
+    no_exchange: bool = False
+    steps: int = 0
+    named: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, env=None) -> "Hooks":
+        env = os.environ if env is None else env
+        return cls(kill_at=env.get("GPUOP_KILL_AT") or None,
+                   sig=signal.SIGINT if env.get("GPUOP_KILL_SIGNAL") == "INT" else signal.SIGKILL,
+                   no_exchange=bool(env.get("GPUOP_TEST_NO_EXCHANGE")))
+
+    def step(self, what: str) -> None:
+        self.steps += 1
+        at = self.kill_at
+        if at and ":" in at:               # NAME:K, the Kth step of that name (a kill among the journal's steps)
+            name, _, k = at.partition(":")
+            if name == what:
+                self.named[what] = self.named.get(what, 0) + 1
+                at = what if k.isdigit() and int(k) == self.named[what] else None
+            else:
+                at = None
+        if at and (at == what or (at.isdigit() and int(at) == self.steps)):
+            os.kill(os.getpid(), self.sig)
+
+
+_HOOKS = [Hooks()]
+
+
+def use_hooks(hooks: Hooks) -> None:
+    """Install the hooks the writer's steps go through (the CLI: Hooks.from_env())."""
+    _HOOKS[0] = hooks
 
 
 def step(what: str) -> None:
-    """Counts the writer's file-system steps. GPUOP_KILL_AT=N (a number), =NAME (a named step such
-    as `exchange`) or =NAME:K (the Kth step of that name) makes the process SIGKILL itself (SIGINT with GPUOP_KILL_SIGNAL=INT) right before that
-    step, so the crash-safety tests can stop a run at an exact point; unset (always, outside the
-    tests) it costs one counter."""
-    global _steps
-    _steps += 1
-    at = os.environ.get("GPUOP_KILL_AT")
-    if at and ":" in at:               # NAME:K, the Kth step of that name (a kill among the journal's steps)
-        name, _, k = at.partition(":")
-        if name == what:
-            _named[what] = _named.get(what, 0) + 1
-            at = what if k.isdigit() and int(k) == _named[what] else None
-        else:
-            at = None
-    if at and (at == what or (at.isdigit() and int(at) == _steps)):
-        sig = signal.SIGINT if os.environ.get("GPUOP_KILL_SIGNAL") == "INT" else signal.SIGKILL
-        os.kill(os.getpid(), sig)
+    """One file-system step of the writer, through the installed hooks (Hooks)."""
+    _HOOKS[0].step(what)
 
 
 def steps_taken() -> int:
-    return _steps
+    return _HOOKS[0].steps
 
 
 # ---- reading the previous output -----------------------------------------------------------------
@@ -640,7 +663,7 @@ AT_FDCWD = -100
 def _exchange(a: Path, b: Path) -> bool:
     """renameat2(a, b, RENAME_EXCHANGE): both names swap in one step. False when unsupported."""
     libc = _libc()
-    if libc is None or not hasattr(libc, "renameat2") or os.environ.get("GPUOP_TEST_NO_EXCHANGE"):
+    if libc is None or not hasattr(libc, "renameat2") or _HOOKS[0].no_exchange:
         return False              # the test hook exercises the two-rename fallback
     rc = libc.renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE)
     if rc == 0:
