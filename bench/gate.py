@@ -17,7 +17,10 @@ The run, each step the real CLI in a fresh process (wall time includes interpret
    profile and no output, e.g. a README edit).
 
 Peak memory: the sum of VmRSS over each step's process tree, sampled every 20 ms (bench/fleet.py), the
-maximum over every step. Floors (bench/floors.py, bench/fleet.py): the libyaml dump of the fleet's
+maximum over every step. Beside each wall time, `<step>_cpu_s`: the CPU seconds of that step's process tree,
+and `loadavg`: the machine's load when the steps started (on a shared machine the wall time is the CPU time
+times the contention). Bytecode is kept in the run's folder (see gpuop()). Each step's figures are written to
+`<out>.partial.json` as soon as they are known. Floors (bench/floors.py, bench/fleet.py): the libyaml dump of the fleet's
 objects (cold), one lstat of every entry of the output (nothing changed), a fresh interpreter and one
 importing cdk8s (the part of any run that synthesizes a cluster that no gpuop work can remove).
 
@@ -34,6 +37,7 @@ import atexit
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -61,10 +65,20 @@ def git(cwd: Path, *args: str) -> str:
     return proc.stdout
 
 
+PYCACHE: list = []      # where the gpuop processes keep their bytecode (set in main)
+CPU: list = []          # CPU seconds of each gpuop command's process tree, in order
+
+
 def gpuop(cwd: Path, *args: str, ok=(0,)) -> tuple[float, float, str]:
-    """(wall seconds, peak MiB of the process tree, stderr) of one gpuop command in a fresh process."""
+    """(wall seconds, peak MiB of the process tree, stderr) of one gpuop command in a fresh process.
+    Bytecode is kept (in a folder of the run, not the source tree) even where the environment says not to
+    write it: an installed gpuop has its bytecode compiled at install time, and compiling ~300 modules from
+    source in every process is not what a CI runner or a developer pays."""
     env = {**os.environ, **GIT_ENV, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20", "CI": "true",
            "PATH": f"{ROOT / 'node_modules' / '.bin'}:{os.environ.get('PATH', '')}"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if PYCACHE:
+        env["PYTHONPYCACHEPREFIX"] = str(PYCACHE[0])
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "gpuop.cli", *args], cwd=cwd, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -76,8 +90,13 @@ def gpuop(cwd: Path, *args: str, ok=(0,)) -> tuple[float, float, str]:
             time.sleep(0.02)
     t = threading.Thread(target=sample)
     t.start()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     _, err = proc.communicate()
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU seconds of the process tree (its reaped children included): on a shared machine the wall time is
+    # this times the contention, so both are recorded
+    CPU.append(round(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, 3))
     t.join()
     if proc.returncode not in ok:
         raise SystemExit(f"gpuop {' '.join(args)} exited {proc.returncode}:\n{err}")
@@ -115,14 +134,24 @@ def main() -> None:
     if not a.keep:
         atexit.register(shutil.rmtree, top, True)
     repo = top / "origin"
+    PYCACHE.append(top / "pycache")
     fleet.generate(a.profiles, repo)
     (repo / ".gitignore").write_text(".gpuop-cache/\n")
     peak = 0.0
-    res: dict = {"profiles": a.profiles, "cpus": os.cpu_count()}
+    # the machine is shared: the load average beside the figures (1, 5, 15 min) when each step started
+    res: dict = {"profiles": a.profiles, "cpus": os.cpu_count(), "loadavg": {"start": os.getloadavg()}}
 
+    gpuop(repo, "--version", ok=(0, 1, 2))         # the bytecode written once, before anything is timed
+    partial = a.out.with_suffix(".partial.json")     # each step's figures as soon as they are known (a long run)
+
+    def save() -> None:
+        partial.write_text(json.dumps(res, indent=2, sort_keys=True) + "\n")
     res["cold_s"], rss, err = gpuop(repo, "synth", "--no-progress")
+    res["loadavg"]["after_cold"] = os.getloadavg()
+    save()
     peak = max(peak, rss)
     res["runs"] = {"cold": err.strip().splitlines()[-1]}
+    res["cold_cpu_s"] = CPU[-1]
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "fleet")
@@ -133,22 +162,30 @@ def main() -> None:
     res["one_changed_warm_s"], rss, err = gpuop(repo, "synth", "--no-progress")
     peak = max(peak, rss)
     res["runs"]["one_changed_warm"] = err.strip().splitlines()[-1]
+    res["one_changed_warm_cpu_s"] = CPU[-1]
+    save()
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "cluster-0000: new node selector")
     res["noop_s"], rss, err = gpuop(repo, "synth", "--no-progress")
     peak = max(peak, rss)
     res["runs"]["noop"] = err.strip().splitlines()[-1]
+    res["noop_cpu_s"] = CPU[-1]
+    save()
 
+    res["loadavg"]["before_gate"] = os.getloadavg()
     for key, branch in (("gate_fresh_clone_one_changed", "pr"), ("gate_fresh_clone_nothing_changed", "main")):
         clone = top / f"clone-{branch}"
         git(top, "clone", "-q", "--branch", branch, str(repo), clone.name)
         wall, rss, err = gpuop(clone, "-v", "check", "--against", "origin/main")
         peak = max(peak, rss)
         res[f"{key}_s"] = round(wall, 3)
+        res[f"{key}_cpu_s"] = CPU[-1]
         res[f"{key}_phases"] = phases(err)
         res[f"{key}_selected"] = selected(err)
         res["runs"][key] = err.strip().splitlines()[-1]
+        save()
 
+    res["loadavg"]["before_floors"] = os.getloadavg()
     dumped, _, n_objs = fleet.floors(repo / "dist")
     files, folders = floors.entries(repo / "dist")
     paths = files + folders
@@ -162,6 +199,7 @@ def main() -> None:
         res[k] = round(res[k], 3)
     res["peak_rss_mb"] = round(peak, 1)
     res["targets"] = targets(a.profiles, res)
+    res["loadavg"]["end"] = os.getloadavg()
     for k, v in res.items():
         if k not in ("runs", "targets"):
             print(f"{k:<40} {v}")
@@ -170,6 +208,7 @@ def main() -> None:
         print(f"  {k:<34} {t['value']:>10} <= {t['limit']:<10} {'ok' if t['ok'] else 'MISSED'}")
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(res, indent=2, sort_keys=True) + "\n")
+    partial.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_gpuop
-from test_fleet import built, make_fleet, tree
+from test_fleet import built, make_fleet, summary_counts, tree
 
 pytestmark = pytest.mark.slow       # compiles a small fleet several times
 
@@ -118,3 +118,54 @@ def test_a_file_added_removed_or_replaced_anywhere_in_the_output_is_seen_and_rep
     proc = _synth(w)
     assert os.stat(w / "dist" / "index.json").st_ino != before, proc.stderr      # the normal path ran: index.json written again
     assert tree(w / "dist") == clean
+
+
+def _cold(w: Path) -> dict:
+    """The same profiles compiled from nothing (no cache, a new output folder)."""
+    shutil.rmtree(w / "cold", ignore_errors=True)
+    run_gpuop("synth", "-o", "cold", "--no-cache", "--no-progress", cwd=w, check=True)
+    return tree(w / "cold")
+
+
+def test_one_profile_changed_takes_the_others_as_they_are_and_writes_the_bytes_of_a_cold_compile(w):
+    # the clusters whose inputs and folder have the stats the last run left are taken without reading their
+    # profile, cache entry or folder (noop.proven); index.json, the lock and the Helm index are printed item
+    # by item with the unchanged items copied from the previous texts: the bytes must be a cold compile's
+    one = w / "profiles" / "c01.yaml"
+    one.write_text(one.read_text().replace("pool: p1", "pool: p1-changed"))
+    proc = _synth(w)
+    assert summary_counts(proc) == (1, 0, 5), proc.stderr
+    assert tree(w / "dist") == _cold(w)
+
+
+def test_warnings_of_clusters_taken_as_they_are_are_printed_when_another_profile_changed(w):
+    warned_profile = w / "profiles" / "c00.yaml"
+    warned_profile.write_text(warned_profile.read_text()
+                              + "  devicePlugin: {env: [{name: NVIDIA_MIG_MONITOR_DEVICES, value: all}]}\n")
+    first = _synth(w)
+    warned = [line for line in first.stderr.splitlines() if ": warning: " in line]
+    assert warned, first.stderr
+    other = w / "profiles" / "c03.yaml"
+    other.write_text(other.read_text().replace("pool: p3", "pool: p3-changed"))
+    proc = _synth(w)
+    assert summary_counts(proc) == (1, 0, 5), proc.stderr
+    assert [line for line in proc.stderr.splitlines() if ": warning: " in line] == warned
+
+
+def test_a_hand_edit_beside_a_changed_profile_is_repaired_and_the_next_run_sees_it_clean(w):
+    one = w / "profiles" / "c01.yaml"
+    one.write_text(one.read_text().replace("pool: p1", "pool: p1-changed"))
+    edited = next((w / "dist" / "c02" / "manifests").glob("*.yaml"))
+    st = edited.stat()
+    edited.write_bytes(edited.read_bytes().replace(b"gpu-operator", b"gpu-operatoX", 1))
+    os.utime(edited, ns=(st.st_atime_ns, st.st_mtime_ns))         # only the ctime tells
+    proc = _synth(w)
+    assert summary_counts(proc)[0] == 1, proc.stderr                # c01 built; c02 rewritten from the cache
+    clean = _cold(w)
+    assert tree(w / "dist") == clean
+    again = _synth(w)                                                # nothing changed since: the shortcut
+    assert summary_counts(again) == (0, 0, 6)
+    edited.write_bytes(edited.read_bytes().replace(b"gpu-operator", b"gpu-operatoX", 1))
+    one.write_text(one.read_text().replace("pool: p1-changed", "pool: p1-again"))
+    _synth(w)                                                        # an edit after a proven run is seen too
+    assert tree(w / "dist") == _cold(w)

@@ -187,9 +187,14 @@ def _synth(args, cache_dir, options) -> int:
         inputs = None if args.previous else noop.inputs_fingerprint(_paths(args), args.settings, args.output, options)
         source = _previous_folder(args, settings, project)
         # folders untouched since the last run wrote them (stats): reused without reading their bytes
-        trusted = noop.unchanged_folders(noop.load(cache, args.output), args.output) if source == args.output else frozenset()
+        state = noop.load(cache, args.output)
+        trusted = noop.unchanged_folders(state, args.output) if source == args.output else frozenset()
+        # clusters whose inputs and folder are as the last run left them (stats): taken without being read
+        files = noop.input_stats(_paths(args)) if inputs is not None else None
+        proof = noop.proven(state, files, trusted)
         noop.forget(cache, args.output)
-        previous = read_previous(source, repair=source == args.output, charts_unchanged="charts" in trusted)
+        previous = read_previous(source, repair=source == args.output, charts_unchanged="charts" in trusted,
+                                 texts={"index.json", "versions.lock.json"} <= trusted)
         if previous.charts and not previous.lock.get("clusters"):
             print(f"{source}: warning: packaged charts but no version lock ({source}/versions.lock.json): chart "
                   "versions restart at 0.1.0, and a Flux HelmRelease on a Git source (reconcileStrategy ChartVersion) "
@@ -199,7 +204,7 @@ def _synth(args, cache_dir, options) -> int:
         try:
             result = compile_profiles(_paths(args), settings, previous, jobs=args.jobs, cache_dir=cache_dir,
                                       shard=args.shard, progress=not args.no_progress, sink=staging,
-                                      trusted=trusted)
+                                      trusted=trusted, proof=proof)
         except BaseException:
             staging.discard()
             raise
@@ -219,8 +224,14 @@ def _synth(args, cache_dir, options) -> int:
         noop.record(cache, args.output, inputs, {
             "warnings": [w.__dict__ for w in result.warnings],
             "summary": f"gpuop: compiled {len(result.names)} cluster(s){shard} into {args.output} "
-                       f"(0 built, 0 reused from the cache, {len(result.names)} unchanged on disk{kept})"},
-                   unverified=result.kept)
+                       f"(0 built, 0 reused from the cache, {len(result.names)} unchanged on disk{kept})",
+            # the next run's per-cluster proof (noop.proven): the input files' stats as read before this run
+            **({"files": files, "salt": result.salt, "clusterWarnings": result.cluster_warnings}
+               if files is not None and not result.kept else {})},
+                   unverified=result.kept, before=state,
+                   # untouched by this commit: cluster folders it did not write (the journaled commit leaves them
+                   # in place; the whole-tree exchange links every file, which moves its ctime)
+                   kept=trusted & {r for r in result.reuse if "/" not in r} if staging.journaled else frozenset())
     return 0
 
 
@@ -498,6 +509,11 @@ COMMANDS = {"images": cmd_images, "synth": cmd_synth, "validate": cmd_validate, 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if any(k in os.environ for k in ("GPUOP_KILL_AT", "GPUOP_TEST_NO_EXCHANGE")):
+        # the crash-safety tests' hooks, injected into the writer here: the library reads no environment
+        from gpuop.pipeline import write
+
+        write.use_hooks(write.Hooks.from_env())
     try:
         return COMMANDS[args.command](args)
     except UserError as exc:

@@ -359,6 +359,10 @@ def applicationset_clusters(tree: Tree, root: str) -> set[str]:
     for path, data in tree.items():
         if not path.startswith(f"{FLEET}/"):
             continue
+        # the AppProject lists every cluster (megabytes at 10,000): not parsed when no document of the file
+        # can be an ApplicationSet — YAML and JSON spell that kind only literally or through a backslash escape
+        if b"ApplicationSet" not in data and b"\\" not in data:
+            continue
         for doc in _docs(path, data) or []:
             if not (_is_object(doc) and doc["kind"] == "ApplicationSet"):
                 continue

@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import re
 import tarfile
 
 from gpuop.catalog import versions
@@ -96,14 +97,80 @@ def entries_from(archives: dict, index: dict | None = None, made: dict | None = 
     return out
 
 
+HEADER = "# Helm repository index of gpuop's packaged charts (`helm repo add NAME URL-of-this-folder`).\n"
+
+
+def _versions(name: str, entries: list[dict]) -> list[dict]:
+    return [{"apiVersion": "v2", "name": name, "version": e["version"], "appVersion": e["appVersion"],
+             "kubeVersion": e["kubeVersion"], "description": e["description"], "type": "application",
+             "digest": e["digest"], "urls": [e["file"]]}
+            for e in sorted(entries, key=lambda e: versions.key(e["version"]), reverse=True)]
+
+
 def index_yaml(entries: dict[str, list[dict]]) -> str:
     """entries: chart name -> [{version, appVersion, kubeVersion, description, digest, file}]."""
     doc = {"apiVersion": "v1", "entries": {}}
     for name in sorted(entries):
-        doc["entries"][name] = [
-            {"apiVersion": "v2", "name": name, "version": e["version"], "appVersion": e["appVersion"],
-             "kubeVersion": e["kubeVersion"], "description": e["description"], "type": "application",
-             "digest": e["digest"], "urls": [e["file"]]}
-            for e in sorted(entries[name], key=lambda e: versions.key(e["version"]), reverse=True)]
-    return "# Helm repository index of gpuop's packaged charts (`helm repo add NAME URL-of-this-folder`).\n" \
-        + dump_plain(doc)
+        doc["entries"][name] = _versions(name, entries[name])
+    return HEADER + dump_plain(doc)
+
+
+# ---- the Helm repository index at the cost of the change ------------------------------------------------
+# index.yaml lists every chart version of the fleet (megabytes at 10,000 clusters); parsing it and printing
+# it again with PyYAML costs seconds. Each chart's block is self-contained (block style, no anchors), so the
+# index is the header and the blocks in name order: a block whose archives did not change is copied from the
+# previous index's text, which the caller vouches for (as the last run wrote it, or the base revision's in
+# git); only the blocks of charts with a new or dropped archive are parsed and printed again.
+
+_TOP = "apiVersion: v1\nentries:\n"
+_BLOCK = re.compile(r"^  (?=[^ -])", re.M)
+_HEAD = re.compile(r"  ([a-z0-9][a-z0-9.-]*):\n")
+_URL = re.compile(r"^    - (.+)$", re.M)
+
+
+def blocks(text: str | None) -> dict | None:
+    """chart name -> (archive files, block text) of an index.yaml index_yaml wrote; None when the text is not
+    laid out so (then the index is parsed and printed whole)."""
+    if not text or not text.startswith(HEADER + _TOP):
+        return None
+    body = text[len(HEADER) + len(_TOP):]
+    starts = [m.start() for m in _BLOCK.finditer(body)]
+    if not starts or starts[0] != 0 or not body.endswith("\n"):
+        return None
+    out = {}
+    for a, b in zip(starts, starts[1:] + [len(body)]):
+        block = body[a:b]
+        head = _HEAD.match(block)
+        if head is None or head.group(1) in out:
+            return None
+        out[head.group(1)] = (tuple(_URL.findall(block)), block)
+    return out
+
+
+def splice_index(archives: dict, known: dict, made: dict | None = None, trusted: bool = False) -> str | None:
+    """index_yaml(entries_from(archives, ...)) with the blocks of `known` (blocks()) copied where a chart's
+    archives are the same; None when an archive is not accounted for (the caller prints the whole index)."""
+    import yaml
+
+    owner = {u: name for name, (urls, _) in known.items() for u in urls}
+    by_name: dict[str, set] = {}
+    for file in archives:
+        name = made[file]["name"] if made and file in made else owner.get(file)
+        if name is None:
+            return None
+        by_name.setdefault(name, set()).add(file)
+    if not by_name:
+        return None
+    parts = []
+    for name in sorted(by_name):
+        files = by_name[name]
+        block = known.get(name)
+        if block is not None and set(block[0]) == files and not (made and files & set(made)):
+            parts.append(block[1])
+            continue
+        previous = yaml.load(_TOP + block[1], Loader=yaml.CSafeLoader) if block is not None else None
+        mine = entries_from({f: archives[f] for f in files}, previous, made, trusted=trusted)
+        if set(mine) != {name}:      # an archive naming another chart: the whole index decides
+            return None
+        parts.append(dump_plain({"entries": {name: _versions(name, mine[name])}})[len("entries:\n"):])
+    return HEADER + _TOP + "".join(parts)

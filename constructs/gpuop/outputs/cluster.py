@@ -24,7 +24,6 @@ import stat
 from dataclasses import dataclass, field
 
 from gpuop import __version__
-from gpuop.kube.yamlio import dump_json
 from gpuop.outputs import node_labels
 from gpuop.outputs import dra
 from gpuop.outputs import argocd
@@ -246,15 +245,20 @@ def assemble(builds: list[ClusterBuild], previous, settings=None, keep: tuple = 
     index = sorted(index + kept, key=lambda e: e["name"])
     reuse += [f"charts/{name}" for name in carried]
     if new_archives or previous is None or not previous.charts_index_ok():
-        files["charts/index.yaml"] = charts.index_yaml(charts.entries_from(
-            {**carried, **new_archives}, previous.charts_index() if previous else None, made,
+        archives = {**carried, **new_archives}
+        blocks = getattr(previous, "charts_blocks", None)     # unchanged charts' blocks copied from its text
+        text = charts.splice_index(archives, blocks, made, trusted=previous.charts_trusted) if blocks else None
+        files["charts/index.yaml"] = text if text is not None else charts.index_yaml(charts.entries_from(
+            archives, previous.charts_index() if previous else None, made,
             trusted=bool(previous and previous.charts_trusted)))
     else:                                           # no new version: the repository index is unchanged
         reuse.append("charts/index.yaml")
     if settings is not None:
         files.update(fleet.write(settings.gitops, index))
-    files["index.json"] = dump_json({"apiVersion": "gpuop/v1alpha1", "kind": "Index", "gpuop": __version__,
-                                     "clusters": index})
-    files[version.LOCK_FILE] = dump_json({"apiVersion": "gpuop/v1alpha1", "kind": "VersionLock",
-                                          "clusters": dict(sorted(lock.items()))})
+    # printed item by item, unchanged items copied from the previous texts (a fleet's index is tens of MB)
+    files["index.json"] = fleet.listing_json({"apiVersion": "gpuop/v1alpha1", "kind": "Index", "gpuop": __version__,
+                                              "clusters": index}, "clusters", getattr(previous, "index_known", None))
+    files[version.LOCK_FILE] = fleet.listing_json({"apiVersion": "gpuop/v1alpha1", "kind": "VersionLock",
+                                                   "clusters": dict(sorted(lock.items()))}, "clusters",
+                                                  getattr(previous, "lock_known", None))
     return Output(files, tuple(reuse))

@@ -23,6 +23,7 @@ own per-cluster projects (outputs/argocd.py).
 
 from __future__ import annotations
 
+import json
 import re
 
 from gpuop.kube.yamlio import dump, dump_json
@@ -132,3 +133,67 @@ def write(gitops, entries: list[dict]) -> dict[str, str]:
              "fleet/argocd/appproject.yaml": dump(app_project(gitops, entries)),
              "fleet/argocd/argocd-cm-health.yaml": dump(health.argocd_cm(gitops, entries))}
     return files
+
+
+# ---- index.json and the version lock at the cost of the change -------------------------------------------
+# Both are one pretty-printed JSON document listing every cluster (tens of MB at 10,000 clusters), and
+# json's indenting encoder runs in Python: printing them whole costs seconds when one cluster changed. So
+# each cluster's item is printed alone (the same bytes json.dumps gives it inside the document, shifted two
+# levels) and an item equal to the previous output's is copied from that file's text, which the caller
+# vouches for (as the last run wrote it, or the base revision's in git): the bytes stay those of a cold
+# compile.
+
+_SPLICE = "\0gpuop-splice\0"
+_SPLICED = '    "\\u0000gpuop-splice\\u0000"'
+
+
+def _item_text(item) -> str:
+    return json.dumps(item, indent=2, sort_keys=True, ensure_ascii=False).replace("\n", "\n    ")
+
+
+def listing_json(doc: dict, key: str, known: dict | None = None) -> str:
+    """`json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\\n"`, byte for byte, where doc[key]
+    is a list of items with a `name` or a dict by name; `known` (listing_texts): name -> (item, text) of the
+    previous document, used for every item equal to it."""
+    items = doc[key]
+    if not items:
+        return dump_json(doc)
+    known = known or {}
+    parts = []
+    if isinstance(items, list):
+        head = dump_json({**doc, key: [_SPLICE]})
+        for item in items:
+            k = known.get(item.get("name")) if isinstance(item, dict) else None
+            parts.append(k[1] if k is not None and k[0] == item else "    " + _item_text(item))
+        return head.replace(_SPLICED, ",\n".join(parts), 1)
+    head = dump_json({**doc, key: {_SPLICE: 0}})
+    for name in sorted(items):
+        k = known.get(name)
+        parts.append(k[1] if k is not None and k[0] == items[name] else
+                     f"    {json.dumps(name, ensure_ascii=False)}: {_item_text(items[name])}")
+    return head.replace(_SPLICED + ": 0", ",\n".join(parts), 1)
+
+
+def listing_texts(text: str | None, items, key: str) -> dict:
+    """name -> (item, its text) of a document listing_json wrote, `items` being its parsed doc[key]; {} when
+    the text is not laid out as listing_json writes it (then every item is printed again)."""
+    if not text or not items or not isinstance(items, (list, dict)):
+        return {}
+    is_list = isinstance(items, list)
+    opening = f'\n  "{key}": ' + ("[\n" if is_list else "{\n")
+    start = text.find(opening)
+    end = text.find("\n  ]" if is_list else "\n  }", start)
+    if start < 0 or end < 0:
+        return {}
+    pieces = text[start + len(opening):end].split("\n    },\n")
+    pairs = [(i.get("name") if isinstance(i, dict) else None, i) for i in items] if is_list else list(items.items())
+    if len(pieces) != len(pairs):
+        return {}
+    out = {}
+    for n, (piece, (name, item)) in enumerate(zip(pieces, pairs)):
+        text_n = piece if n == len(pieces) - 1 else piece + "\n    }"
+        lead = "    {" if is_list else f"    {json.dumps(name, ensure_ascii=False)}: {{"
+        if not isinstance(name, str) or not text_n.startswith(lead) or not text_n.endswith("}"):
+            return {}
+        out[name] = (item, text_n)
+    return out

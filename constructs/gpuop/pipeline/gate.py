@@ -47,6 +47,7 @@ class Selection:
     fleet: bool = False                       # fleet-level files differ from the base
     orphans: tuple = ()                       # in the output, no profile names them any more
     changed_paths: tuple = ()                 # output paths (relative) that differ from the base
+    base_index: bytes | None = None           # the base's index.json as committed (git proves its bytes)
 
     @property
     def proven(self) -> int:
@@ -129,15 +130,23 @@ def git_files(commit: str, paths: list[str]) -> dict[str, bytes]:
 
 def changed_paths(commit: str, folder: str) -> set[str] | None:
     """Paths under `folder` (relative to it) whose committed or working-tree bytes differ from `commit`,
-    untracked files included; None when git cannot tell."""
-    _git("update-index", "-q", "--refresh")       # stale stat info only costs a false "changed"; refresh it
-    proc = _git("diff-index", "-z", "--name-only", "--no-renames", "--relative", commit, "--", folder)
-    if proc.returncode != 0:
+    untracked and ignored files included; None when git cannot tell. Two questions, each at its own cost:
+    what the commits changed (`diff-tree` of the base against HEAD: unchanged subtrees are skipped by their
+    hash, so it costs the change) and what the working tree changed against HEAD (one `status`: one stat of
+    every file, untracked ones listed — a path changed and changed back only costs a false "changed")."""
+    prefix = _prefix()
+    top = prefix + folder
+    committed = _git("diff-tree", "-r", "-z", "--name-only", "--no-renames", commit, "HEAD", "--", top)
+    if committed.returncode != 0:
         return None
-    names = {n.decode(errors="surrogateescape") for n in proc.stdout.split(b"\0") if n}
-    others = _git("ls-files", "-z", "--others", "--", folder)
-    names |= {n.decode(errors="surrogateescape") for n in others.stdout.split(b"\0") if n}
-    return {n[len(folder) + 1:] for n in names if n.startswith(folder + "/")}
+    names = {n.decode(errors="surrogateescape") for n in committed.stdout.split(b"\0") if n}
+    # porcelain v1 paths are relative to the repository root whatever the working folder
+    work = _git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames",
+                "--", top)
+    if work.returncode != 0:
+        return None
+    names |= {rec[3:].decode(errors="surrogateescape") for rec in work.stdout.split(b"\0") if len(rec) > 3}
+    return {n[len(top) + 1:] for n in names if n.startswith(top + "/")}
 
 
 # ---- the selection -----------------------------------------------------------------------------------
@@ -172,7 +181,7 @@ def current_records(paths: list[Path], settings, base: dict | None = None) -> di
 
     out = {}
     for f in discover(paths):
-        known = by_profile.get(_rel(f))
+        known = by_profile.get(_quick_rel(f, _rel))
         if known and all(digest(p) == d for p, d in known[1]["files"].items()):
             record = {**known[1], **shared, "catalog": catalog_now(known[1])}
             record["inputs"] = inputs_digest(record)
@@ -182,6 +191,15 @@ def current_records(paths: list[Path], settings, base: dict | None = None) -> di
         if w is not None:
             out[w[1]] = (f, provenance(w[0], shared))
     return out
+
+
+def _quick_rel(f: Path, rel) -> str:
+    """keys._rel (`rel`) without its system calls for the common case, a relative path without `.` or `..`
+    parts (ten thousand profiles: a second of path arithmetic)."""
+    s = f.as_posix()
+    if s.startswith("/") or "/../" in f"/{s}/" or "/./" in f"/{s}/":
+        return rel(f)
+    return s
 
 
 def _entries(raw: bytes | None) -> dict:
@@ -202,7 +220,7 @@ def select(paths: list[Path], output: Path, settings, against: str | None, every
     base_raw = git_blob(commit, f"{folder}/index.json") if commit else None
     base = _entries(base_raw)
     current = current_records(paths, settings, base)
-    sel = Selection(commit if base_raw is not None else None, base, current, disk)
+    sel = Selection(commit if base_raw is not None else None, base, current, disk, base_index=base_raw)
     sel.orphans = tuple(sorted(set(disk) - set(current)))
     if sel.base_rev is None:
         sel.clusters = {n: "checked in full" if everything or against is None else
@@ -263,11 +281,26 @@ def verify(sel: Selection, paths: list[Path], output: Path, settings) -> tuple[l
         # that differ from it are not carried, so the compile packages the current ones again to compare
         import yaml
 
-        raw = git_blob(sel.base_rev, f"{output.as_posix().rstrip('/')}/charts/index.yaml")
-        doc = yaml.load(raw, Loader=yaml.CSafeLoader) if raw else None
+        folder = output.as_posix().rstrip('/')
+        from gpuop.outputs.charts import blocks
+
+        raw = git_blob(sel.base_rev, f"{folder}/charts/index.yaml")
+        text = _text(raw)
+        if blocks(text) is not None:       # laid out as gpuop prints it: read block by block, never parsed whole
+            doc = None
+        else:
+            doc = yaml.load(raw, Loader=yaml.CSafeLoader) if raw else None
+            doc, text = (doc, None) if isinstance(doc, dict) else (None, None)
         changed = frozenset(p for p in sel.changed_paths if p.startswith("charts/") and p.endswith(".tgz"))
-        previous = read_previous(output, repair=True, charts_unchanged=isinstance(doc, dict),
-                                 charts_doc=doc if isinstance(doc, dict) else None, skip=changed)
+        # the base's index.json and lock as printed: the items of unchanged clusters are copied from them
+        lock_raw = git_blob(sel.base_rev, f"{folder}/versions.lock.json")
+        try:
+            base_lock = json.loads(lock_raw)["clusters"] if lock_raw else None
+        except (ValueError, TypeError, KeyError):
+            base_lock = None
+        texts = (_text(sel.base_index), list(sel.base.values()), _text(lock_raw), base_lock)
+        previous = read_previous(output, repair=True, charts_unchanged=doc is not None or text is not None,
+                                 charts_doc=doc, skip=changed, base_texts=texts, charts_text=text)
     else:
         previous = read_previous(output, repair=True)
     result = compile_profiles(paths if everything else files, settings, previous, cache_dir=None, reuse=False,
@@ -296,6 +329,13 @@ def verify(sel: Selection, paths: list[Path], output: Path, settings) -> tuple[l
             stale.append(Stale(rel, "differs from the base and is not the chart the profiles compile to "
                                "(a published chart archive never changes)"))
     return stale, result
+
+
+def _text(raw: bytes | None) -> str | None:
+    try:
+        return raw.decode("utf-8") if raw is not None else None
+    except UnicodeDecodeError:
+        return None
 
 
 def _read(path: Path) -> bytes | None:

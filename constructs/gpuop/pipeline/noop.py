@@ -110,17 +110,34 @@ def _folder(out: Path):
         os.close(fd)
 
 
-def describe(out: Path) -> dict | None:
+def describe(out: Path, before: dict | None = None, kept: frozenset = frozenset()) -> dict | None:
     """The output as written, for the next run's checks: the folder's inode, the shape of each top-level
     entry (a cluster folder, index.json, charts/, ...; clusters of one design share a shape, so the state
-    stays small) and the digest of its entries' stats. None when `out` is not a folder."""
+    stays small) and the digest of its entries' stats. None when `out` is not a folder.
+    `before`, `kept`: the tree the last run recorded and the entries this run found as recorded there by
+    their stats (unchanged_folders) and did not write: their shape and digest are taken from it, neither
+    listed nor stat'ed again. The writes of this run never touch them (the journaled commit exchanges only
+    the changed clusters; the whole-tree exchange links every file, which moves its ctime, so nothing is
+    kept then: see _synth)."""
     try:
         base = os.fspath(Path(out).absolute())
+        old_shapes = (before or {}).get("shapes") or []
+        old_parts = (before or {}).get("parts") or {}
         with _folder(base) as fd:
             shapes: list = []
             index: dict = {}
             parts = {}
             for name in sorted(os.listdir(fd)):
+                if name in kept and name in old_parts:
+                    # as recorded: an edit since this run's check moved a ctime away from it, so the next
+                    # run sees that edit as it would have seen it now
+                    shape = old_shapes[old_parts[name][0]]
+                    key = "\0".join(shape)
+                    if key not in index:
+                        index[key] = len(shapes)
+                        shapes.append(shape)
+                    parts[name] = [index[key], old_parts[name][1]]
+                    continue
                 is_dir = stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
                 shape = _shape(f"{base}/{name}") if is_dir else []
                 key = "\0".join(shape)
@@ -222,9 +239,9 @@ def replay(cache: BuildCache, out: Path, inputs: str | None) -> dict | None:
 
 
 def unchanged_folders(state: dict | None, out: Path) -> frozenset:
-    """Top-level entries of `out` (cluster folders, charts/) whose every entry is as the last run wrote
-    it (stats), while index.json is too: their bytes still hash to the treeDigest index.json records,
-    with no need to read them. Folders the last run kept unverified are not among them."""
+    """Top-level entries of `out` (cluster folders, charts/, index.json, the lock) whose every entry is as the
+    last run wrote it (stats), while index.json is too: their bytes still hash to the treeDigest index.json
+    records, with no need to read them. Folders the last run kept unverified are not among them."""
     tree = (state or {}).get("tree")
     if not isinstance(tree, dict):
         return frozenset()
@@ -243,12 +260,13 @@ def unchanged_folders(state: dict | None, out: Path) -> frozenset:
                     return False
             if "index.json" not in parts or not same("index.json"):
                 return frozenset()
-            return frozenset(n for n in parts if n != "index.json" and n not in skip and same(n))
+            return frozenset(n for n in parts if n == "index.json" or (n not in skip and same(n)))
     except (OSError, KeyError, TypeError, ValueError, IndexError):
         return frozenset()
 
 
-def record(cache: BuildCache, out: Path, inputs: str | None, result: dict, unverified: tuple = ()) -> None:
+def record(cache: BuildCache, out: Path, inputs: str | None, result: dict, unverified: tuple = (),
+           before: dict | None = None, kept: frozenset = frozenset()) -> None:
     """After a successful synth: the inputs, the stats of the tree just written and what was printed.
     `unverified`: folders the run kept without checking their bytes against index.json (a subset compile's
     other clusters): never trusted by the next run's per-folder check, so it does check them. A failure
@@ -257,7 +275,8 @@ def record(cache: BuildCache, out: Path, inputs: str | None, result: dict, unver
         return
     path = _state_path(cache.root, out)
     try:
-        _atomic_write(path, json.dumps({"version": STATE_VERSION, "inputs": inputs, "tree": describe(out),
+        _atomic_write(path, json.dumps({"version": STATE_VERSION, "inputs": inputs,
+                                        "tree": describe(out, (before or {}).get("tree"), kept),
                                         "unverified": sorted(unverified), **result}, sort_keys=True))
     except OSError:
         pass
@@ -274,3 +293,34 @@ def forget(cache: BuildCache, out: Path) -> None:
 
 def issues_of(state: dict) -> list[Issue]:
     return [Issue(**w) for w in state.get("warnings", [])]
+
+
+def input_stats(paths: list[Path]) -> dict | None:
+    """path -> [inode, ctime] of every file of the profiles trees (the same walk as inputs_fingerprint), for
+    the next run's per-cluster proof (proven); None where the shortcut does not apply."""
+    roots = set()
+    for p in paths:
+        root = _profiles_root(Path(p))
+        if root is None:
+            return None
+        roots.add(root)
+    try:
+        return {e[0]: [e[1], e[2]] for root in sorted(roots) for e in _subtree(root) if isinstance(e, tuple)}
+    except OSError:
+        return None
+
+
+def proven(state: dict | None, now: dict | None, trusted: frozenset) -> dict | None:
+    """What lets a synth take a cluster as it is without reading its profile, its cache entry or its folder:
+    the input files whose stats are as when the last successful run read them, that run's salt (the catalogs,
+    the settings, gpuop's code, the month) and each cluster's warnings; with `trusted` (unchanged_folders), the
+    folders as that run wrote them; `now`: input_stats as this run found them before reading anything. The
+    compile checks the rest (pipeline/run.py). None: no proof."""
+    if not state or not trusted or not isinstance(state.get("files"), dict) or not isinstance(state.get("salt"), str) \
+            or not isinstance(state.get("clusterWarnings"), dict):
+        return None
+    if now is None:
+        return None
+    old = state["files"]
+    same = frozenset(k for k, v in now.items() if old.get(k) == v)
+    return {"files": same, "salt": state["salt"], "warnings": state["clusterWarnings"], "trusted": trusted}

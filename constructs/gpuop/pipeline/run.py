@@ -41,6 +41,8 @@ class CompileResult:
     removed: tuple = ()                    # full compile: previous clusters whose profile is gone
     from_cache: int = 0                    # of the clusters not built: written again from the build cache
     unchanged: int = 0                     # of the clusters not built: their folder on disk kept as it is
+    salt: str = ""                         # digest of what every cluster shares (catalogs, settings, code, month)
+    cluster_warnings: dict = field(default_factory=dict)   # name -> its warnings (Issue fields), for the next run
 
 
 def _plan_one(f: Path, cat) -> tuple[StackPlan | None, list[Issue], list[Issue]]:
@@ -90,7 +92,8 @@ def _duplicate_names(named: list[tuple[Path, str]]) -> list[Issue]:
 def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | None = 1,
                      cache_dir: Path | None = None, shard: tuple[int, int] | None = None,
                      progress: bool = False, reuse: bool = True, sink=None,
-                     trusted: frozenset = frozenset(), check_kept: bool = True) -> CompileResult:
+                     trusted: frozenset = frozenset(), check_kept: bool = True,
+                     proof: dict | None = None) -> CompileResult:
     """`previous` (write.Previous) is the last output: versions continue from its lock, and with
     `reuse` a cluster whose output would be identical is linked from it instead of rewritten.
 
@@ -105,7 +108,11 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
     `trusted`: cluster folders of `previous` known unchanged since they were written (pipeline/noop.py):
     their treeDigest in index.json is taken as it is instead of hashing the folder's bytes.
     `check_kept`: a subset compile warns about a kept folder that does not match its treeDigest (reading every
-    kept folder); the review gate, which proves the kept folders from git, turns it off."""
+    kept folder); the review gate, which proves the kept folders from git, turns it off.
+    `proof` (pipeline/noop.proven): a cluster whose input files all have the stats the last successful run
+    read them with, under the same salt, whose folder is as that run wrote it (`trusted`) and whose chart
+    archive is there, is taken as it is — index entry, lock entry, folder, warnings — without reading its
+    profile or its cache entry: what a one-profile change costs then does not grow with the fleet."""
     from gpuop.outputs.cluster import ClusterBuild, assemble, disk_tree_digest, expected_tree, reusable, settle
     from gpuop.outputs.version import next_version
 
@@ -123,7 +130,19 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
     carried = set(previous.charts) if previous else set()
     records: dict[Path, dict] = {}     # a profile's provenance if it reads what the previous compile read
     inputs: dict[Path, list] = {}
+    salt_digest = hashlib.sha256(salt.encode()).hexdigest()
+    by_warnings: dict[str, list] = {}
+    stable = _stable(previous, proof, salt_digest, shared) if shard is None else {}
+    proven: list[str] = []
     for f in _files(paths):
+        name = stable.get(_posix_rel(f))
+        if name is not None:
+            proven.append(name)
+            named.append((f, name))
+            ws = [w for w in proof["warnings"].get(name, ()) if isinstance(w, dict)]
+            by_warnings[name] = ws
+            warnings += [Issue(**w) for w in ws]
+            continue
         walked = walk(f, cache)
         if walked is not None:
             inputs[f] = walked[0]
@@ -159,6 +178,7 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
                 hits += 1
                 builds[build.name] = _recorded(build, records.get(f))
                 warnings += [Issue(**w) for w in hit["warnings"]]
+                by_warnings[build.name] = list(hit["warnings"])
             named.append((f, q[1]))
         else:
             todo.append((f, q[0] if q else None))
@@ -172,6 +192,7 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
             named.append((f, name))
             if build is not None:
                 warnings += warns
+                by_warnings[name] = [w.__dict__ for w in warns]
                 files = build.files
                 head = {"build": build.head(), "warnings": [w.__dict__ for w in warns]}
                 if sink is not None and not issues:
@@ -214,14 +235,51 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
                                           "profiles tree (`gpuop synth`) rebuilds it", "warning"))
             else:
                 removed.append(name)
-    out = assemble(list(builds.values()), previous, settings, keep=tuple(kept))
+    out = assemble(list(builds.values()), previous, settings, keep=tuple(sorted(kept + proven)))
     if shard is not None:
         from gpuop.pipeline.write import mark_shard
 
         mark_shard(out.files, shard)
-    return CompileResult(tuple(sorted(builds)), tuple(sorted(warnings)), out.files, out.reuse,
+    return CompileResult(tuple(sorted(set(builds) | set(proven))), tuple(sorted(warnings)), out.files, out.reuse,
                          built=len(builds) - hits, kept=tuple(kept), removed=tuple(removed),
-                         from_cache=hits - from_disk, unchanged=from_disk)
+                         from_cache=hits - from_disk, unchanged=from_disk + len(proven), salt=salt_digest,
+                         cluster_warnings=by_warnings)
+
+
+def _posix_rel(f: Path) -> str:
+    """keys._rel without a system call for the common case (a relative path without `..`)."""
+    s = f.as_posix()
+    if s.startswith("/") or "/../" in f"/{s}/" or "/./" in f"/{s}/":
+        from gpuop.pipeline.keys import _rel
+
+        return _rel(f)
+    return s
+
+
+def _stable(previous, proof: dict | None, salt_digest: str, shared: dict) -> dict:
+    """profile path (as provenance records it) -> cluster name, for the clusters proven unchanged by stats
+    (compile_profiles' `proof`): same salt as the run that wrote them, every input file's stats as that run
+    read them, the shared inputs their provenance records the current ones, the folder as written (trusted),
+    the index entry well formed and the chart archive of its version present."""
+    if previous is None or not proof or proof.get("salt") != salt_digest:
+        return {}
+    # the walk of the profiles trees (noop.input_stats) names files from the real working folder
+    files, trusted, cwd = proof["files"], proof["trusted"], os.path.realpath(os.getcwd())
+    out = {}
+    for name, entry in previous.index.items():
+        prov = entry.get("provenance")
+        if name not in trusted or name not in proof["warnings"] or not isinstance(prov, dict) \
+                or not isinstance(prov.get("files"), dict) or not isinstance(prov.get("profile"), str) \
+                or any(prov.get(k) != v for k, v in shared.items()):
+            continue
+        if not all(isinstance(p, str) and os.path.join(cwd, p) in files for p in prov["files"]):
+            continue
+        package, locked = entry.get("package"), previous.lock.get("clusters", {}).get(name)
+        if not isinstance(package, str) or package.rpartition("/")[2] not in previous.charts \
+                or not isinstance(locked, dict) or locked.get("version") != entry.get("chartVersion"):
+            continue
+        out[prov["profile"]] = name
+    return out
 
 
 def _witness(previous, name: str, record: dict | None, chart_version: str) -> str | None:

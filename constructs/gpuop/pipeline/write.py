@@ -34,7 +34,7 @@ import shutil
 import signal
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpuop.profile.bounded import MAX_JSON_BYTES, parse_json, read_bytes, read_json
@@ -45,34 +45,57 @@ from gpuop.kube.yamlio import dump_json
 MARKER = ".gpuop-output"
 
 
-# ---- test hook: stop at the Nth file-system step ------------------------------------------------
+# ---- test hooks: stop at the Nth file-system step, force the fallback --------------------------------
 
-_steps = 0
-_named: dict = {}
+@dataclass
+class Hooks:
+    """What the crash-safety tests inject into the writer (the CLI builds it from the environment, Hooks.from_env;
+    the library itself reads no environment): `kill_at` N (a number), NAME (a named step such as `exchange`)
+    or NAME:K (the Kth step of that name) makes the process kill itself with `sig` right before that step,
+    so a run stops at an exact point; `no_exchange` forces the two-rename fallback. Unset (always, outside the
+    tests) a step costs one counter."""
+    kill_at: str | None = None
+    sig: int = signal.SIGKILL
+    no_exchange: bool = False
+    steps: int = 0
+    named: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, env=None) -> "Hooks":
+        env = os.environ if env is None else env
+        return cls(kill_at=env.get("GPUOP_KILL_AT") or None,
+                   sig=signal.SIGINT if env.get("GPUOP_KILL_SIGNAL") == "INT" else signal.SIGKILL,
+                   no_exchange=bool(env.get("GPUOP_TEST_NO_EXCHANGE")))
+
+    def step(self, what: str) -> None:
+        self.steps += 1
+        at = self.kill_at
+        if at and ":" in at:               # NAME:K, the Kth step of that name (a kill among the journal's steps)
+            name, _, k = at.partition(":")
+            if name == what:
+                self.named[what] = self.named.get(what, 0) + 1
+                at = what if k.isdigit() and int(k) == self.named[what] else None
+            else:
+                at = None
+        if at and (at == what or (at.isdigit() and int(at) == self.steps)):
+            os.kill(os.getpid(), self.sig)
+
+
+_HOOKS = [Hooks()]
+
+
+def use_hooks(hooks: Hooks) -> None:
+    """Install the hooks the writer's steps go through (the CLI: Hooks.from_env())."""
+    _HOOKS[0] = hooks
 
 
 def step(what: str) -> None:
-    """Counts the writer's file-system steps. GPUOP_KILL_AT=N (a number), =NAME (a named step such
-    as `exchange`) or =NAME:K (the Kth step of that name) makes the process SIGKILL itself (SIGINT with GPUOP_KILL_SIGNAL=INT) right before that
-    step, so the crash-safety tests can stop a run at an exact point; unset (always, outside the
-    tests) it costs one counter."""
-    global _steps
-    _steps += 1
-    at = os.environ.get("GPUOP_KILL_AT")
-    if at and ":" in at:               # NAME:K, the Kth step of that name (a kill among the journal's steps)
-        name, _, k = at.partition(":")
-        if name == what:
-            _named[what] = _named.get(what, 0) + 1
-            at = what if k.isdigit() and int(k) == _named[what] else None
-        else:
-            at = None
-    if at and (at == what or (at.isdigit() and int(at) == _steps)):
-        sig = signal.SIGINT if os.environ.get("GPUOP_KILL_SIGNAL") == "INT" else signal.SIGKILL
-        os.kill(os.getpid(), sig)
+    """One file-system step of the writer, through the installed hooks (Hooks)."""
+    _HOOKS[0].step(what)
 
 
 def steps_taken() -> int:
-    return _steps
+    return _HOOKS[0].steps
 
 
 # ---- reading the previous output -----------------------------------------------------------------
@@ -92,13 +115,28 @@ def read_lock(out: Path) -> dict:
                               "restore it from git (deleting it restarts every chart at version 0.1.0)"))
 
 
-def read_index(out: Path) -> dict:
-    """index.json of an output folder, checked for shape: a UserError (exit 2) when it is not an Index."""
+def read_index(out: Path, raw: bytes | None = None) -> dict:
+    """index.json of an output folder (or its bytes `raw`), checked for shape: a UserError (exit 2) when it is
+    not an Index."""
     path = Path(out) / "index.json"
     try:          # bounded, never through a symlink (gpuop.profile.bounded): the previous output is untrusted
-        raw = read_bytes(path, str(path), limit=MAX_JSON_BYTES, what="an index.json")
+        raw = read_bytes(path, str(path), limit=MAX_JSON_BYTES, what="an index.json") if raw is None else raw
     except UserError as exc:
         raise UserError(Issue(str(path), 0, 0, "", f"{exc.issues[0].message}; not a gpuop output folder"))
+    # one parse per process and content: the review gate reads the same index.json three times (tens of MB
+    # at 10,000 clusters); callers must not change the document
+    import hashlib
+
+    key = hashlib.blake2b(raw, digest_size=16).digest()
+    if key in _READ_INDEX:
+        return _READ_INDEX[key]
+    _READ_INDEX.clear()
+    doc = _parse_index(path, raw)
+    _READ_INDEX[key] = doc
+    return doc
+
+
+def _parse_index(path: Path, raw: bytes) -> dict:
     try:
         doc = parse_json(str(path), raw)
     except UserError as exc:
@@ -129,6 +167,7 @@ def _index_problem(doc) -> tuple[str, str] | None:
 
 
 _PARSED_INDEX: dict = {}
+_READ_INDEX: dict = {}
 
 
 @dataclass(frozen=True)
@@ -141,6 +180,12 @@ class Previous:
 
     charts_trusted: bool = False   # charts/ as the last run wrote it (stats): index.yaml's digests hold
     charts_doc: dict | None = None  # the Helm repository index to trust instead of charts/index.yaml (the base's)
+    # index.json and the lock as gpuop printed them (vouched for by the caller), as outputs/fleet.listing_texts
+    # (name -> (item, its text)): the item of a cluster that did not change is copied instead of printed again
+    index_known: dict | None = None
+    lock_known: dict | None = None
+    charts_text: str | None = None  # charts/index.yaml as gpuop printed it (vouched for: trusted, or the base's)
+    charts_blocks: dict | None = None   # outputs/charts.blocks of charts_text: chart name -> (archives, text)
 
     def charts_index(self) -> dict | None:
         """charts/index.yaml, parsed (only when a new chart version must be added to it). Parsed once per
@@ -149,6 +194,16 @@ class Previous:
 
         if self.charts_doc is not None:
             return self.charts_doc
+        if self.charts_text is not None:
+            key = ("text", id(self), len(self.charts_text))
+            if key not in _PARSED_INDEX:
+                _PARSED_INDEX.clear()
+                try:
+                    _PARSED_INDEX[key] = yaml.load(self.charts_text, Loader=yaml.CSafeLoader)
+                except yaml.YAMLError:
+                    _PARSED_INDEX[key] = None
+            doc = _PARSED_INDEX[key]
+            return doc if isinstance(doc, dict) else None
 
         path = self.out / "charts" / "index.yaml"
         try:
@@ -167,6 +222,8 @@ class Previous:
 
     def charts_index_ok(self) -> bool:
         """The previous index.yaml can be kept as it is: it exists and lists exactly the archives."""
+        if self.charts_blocks is not None:
+            return {u for urls, _ in self.charts_blocks.values() for u in urls} == set(self.charts)
         doc = self.charts_index()
         listed = set()
         for versions in ((doc or {}).get("entries") or {}).values():
@@ -177,32 +234,66 @@ class Previous:
 
 
 def read_previous(out: Path, *, repair: bool = False, charts_unchanged: bool = False,
-                  charts_doc: dict | None = None, skip: frozenset = frozenset()) -> Previous:
+                  charts_doc: dict | None = None, skip: frozenset = frozenset(), texts: bool = False,
+                  base_texts: tuple | None = None, charts_text: str | None = None) -> Previous:
     """`repair`: the folder is known to be gpuop's (check_target passed), so a damaged index.json only
     means nothing is reused; otherwise a present index.json that is not an Index is exit 2.
     `charts_unchanged`: charts/ is as the last run wrote it (its stats, pipeline/noop.py), so the
     archives are listed without reading them again. `charts_doc`: the Helm repository index whose digests
     are trusted (the review gate passes the base revision's, which git proves); `skip`: archives not carried
-    (the gate drops those that differ from the base, so the compile packages them again to compare)."""
+    (the gate drops those that differ from the base, so the compile packages them again to compare).
+    `texts`: index.json and the lock are as the last run wrote them (their stats, pipeline/noop.py), so their
+    texts are kept for the next index to copy unchanged items from; `base_texts`: such texts from elsewhere,
+    (index.json text, its clusters, lock text, its clusters) — the review gate passes the base revision's,
+    which git proves; `charts_text`: the base's charts/index.yaml likewise."""
+    from gpuop.outputs import fleet
+
     out = Path(out)
     lock = read_lock(out)
     index = {}
+    index_known = lock_known = None
     if (out / "index.json").exists():
         try:
-            index = {c["name"]: c for c in read_index(out)["clusters"]}
+            raw = None
+            if texts:
+                path = out / "index.json"
+                raw = read_bytes(path, str(path), limit=MAX_JSON_BYTES, what="an index.json")
+            clusters = read_index(out, raw)["clusters"]
+            index = {c["name"]: c for c in clusters}
+            if texts:
+                index_known = fleet.listing_texts(raw.decode("utf-8", "replace"), clusters, "clusters")
         except UserError:
             if not repair:
                 raise
-    prev = Previous(out, lock, index, {}, charts_doc=charts_doc)
+    if texts and lock:
+        try:
+            lock_known = fleet.listing_texts((out / LOCK_FILE).read_text(encoding="utf-8"), lock["clusters"], "clusters")
+        except (OSError, UnicodeDecodeError):
+            pass
+    if base_texts is not None:
+        index_known = fleet.listing_texts(base_texts[0], base_texts[1], "clusters")
+        lock_known = fleet.listing_texts(base_texts[2], base_texts[3], "clusters")
+    from gpuop.outputs import charts as charts_mod
+
     folder = out / "charts"
+    if charts_unchanged and charts_text is None and charts_doc is None:
+        try:          # as the last run wrote it (stats): its text is what the next index copies blocks from
+            path = folder / "index.yaml"
+            charts_text = read_bytes(path, str(path), limit=MAX_JSON_BYTES, what="a Helm repository index").decode()
+        except (UserError, UnicodeDecodeError):
+            charts_text = None
+    blocks = charts_mod.blocks(charts_text) if charts_unchanged else None
+    charts_text = charts_text if blocks is not None else None
+    prev = Previous(out, lock, index, {}, charts_doc=charts_doc, charts_text=charts_text)
     charts = {}
     if folder.is_dir():
         known = {}
-        for versions in ((prev.charts_index() or {}).get("entries") or {}).values():
+        if blocks is not None:     # trusted: the archives it lists are taken as they are (no digest needed)
+            known = {u: "" for urls, _ in blocks.values() for u in urls}
+        for versions in ((prev.charts_index() or {}).get("entries") or {}).values() if blocks is None else ():
             for e in versions or ():
                 if isinstance(e, dict) and e.get("urls") and e.get("digest"):
                     known[e["urls"][0]] = e["digest"]
-        from gpuop.outputs import charts as charts_mod
 
         for f in sorted(folder.glob("*.tgz")):
             if not f.is_file() or f.is_symlink() or f"charts/{f.name}" in skip:
@@ -219,7 +310,8 @@ def read_previous(out: Path, *, repair: bool = False, charts_unchanged: bool = F
                 except Exception:   # noqa: BLE001 - not a chart archive: not carried, never served
                     continue
             charts[f.name] = f
-    return Previous(out, lock, index, charts, charts_trusted=charts_unchanged, charts_doc=charts_doc)
+    return Previous(out, lock, index, charts, charts_trusted=charts_unchanged, charts_doc=charts_doc,
+                    index_known=index_known, lock_known=lock_known, charts_text=charts_text, charts_blocks=blocks)
 
 
 # ---- ownership: what may be replaced ---------------------------------------------------------------
@@ -571,7 +663,7 @@ AT_FDCWD = -100
 def _exchange(a: Path, b: Path) -> bool:
     """renameat2(a, b, RENAME_EXCHANGE): both names swap in one step. False when unsupported."""
     libc = _libc()
-    if libc is None or not hasattr(libc, "renameat2") or os.environ.get("GPUOP_TEST_NO_EXCHANGE"):
+    if libc is None or not hasattr(libc, "renameat2") or _HOOKS[0].no_exchange:
         return False              # the test hook exercises the two-rename fallback
     rc = libc.renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE)
     if rc == 0:
@@ -630,8 +722,8 @@ def output_issues(out: Path, only: frozenset | None = None) -> list[Issue]:
     served = {}
     idx_path = out / "charts" / "index.yaml"
     try:
-        idx = yaml.load(read_bytes(idx_path, str(idx_path), limit=MAX_JSON_BYTES, what="a Helm repository index"),
-                        Loader=yaml.CSafeLoader)
+        raw = read_bytes(idx_path, str(idx_path), limit=MAX_JSON_BYTES, what="a Helm repository index")
+        idx = _served_index(raw, doc, only)
         for versions in ((idx or {}).get("entries") or {}).values():
             for e in versions or ():
                 if isinstance(e, dict) and e.get("urls"):
@@ -659,6 +751,36 @@ def output_issues(out: Path, only: frozenset | None = None) -> list[Issue]:
         elif idx is not None and served[name] != charts_mod.digest(archive.read_bytes()):
             issues.append(Issue(str(idx_path), 0, 0, "", f"digest of {name} does not match the archive"))
     return issues
+
+
+def _served_index(raw: bytes, doc: dict, only: frozenset | None):
+    """charts/index.yaml parsed, or, for a selection, only the blocks of the selected clusters' charts when
+    the file is laid out as gpuop prints it (each chart's block stands alone: outputs/charts.blocks); the
+    other clusters are not checked, so their blocks need not be read (a fleet's index is megabytes)."""
+    import yaml
+
+    from gpuop.outputs import charts as charts_mod
+
+    if only is not None:
+        try:
+            found = charts_mod.blocks(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            found = None
+        if found is not None:
+            names = {c["name"] for c in doc["clusters"] if c["name"] in only}     # a chart is named after its cluster
+            mine = {n: found[n] for n in names if n in found}
+            listed = {u for urls, _ in found.values() for u in urls}
+            try:
+                part = yaml.load("apiVersion: v1\nentries:\n" + "".join(b for _, b in mine.values()) if mine
+                                 else "apiVersion: v1\nentries: {}\n", Loader=yaml.CSafeLoader)
+            except yaml.YAMLError:
+                part = None
+            if isinstance(part, dict) and isinstance(part.get("entries"), dict):
+                entries = part["entries"]
+                # every other archive listed, its digest not needed: only the selected clusters are checked
+                placeholder = [{"urls": [u], "digest": None} for u in sorted(listed)]
+                return {"entries": {**{"": placeholder}, **entries}}
+    return yaml.load(raw, Loader=yaml.CSafeLoader)
 
 
 # The shard marker lives with the index it is written into: the compile (run.py) writes it, the merge

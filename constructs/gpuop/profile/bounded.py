@@ -104,8 +104,31 @@ def _line_col(text: str, index: int) -> tuple[int, int]:
     return line, index - (text.rfind("\n", 0, index) + 1) + 1
 
 
-def _check_depth(shown: str, text: str) -> None:
+_DROP = bytes(c for c in range(256) if c not in b'[]{}"')      # bytes.translate keeps only brackets and quotes
+_STRING = re.compile(rb'"[^"]*"')
+_PAIR = re.compile(rb"[\[{][\]}]")
+
+
+def _shallow(raw: bytes) -> bool:
+    """True when the document surely nests at most MAX_DEPTH levels, decided at C speed (a fleet's
+    index.json is tens of MB; a character loop in Python costs seconds): escaped backslashes and quotes
+    dropped, then everything but brackets and quotes, then the strings, then the innermost pairs once per
+    level. Anything it cannot settle (unbalanced brackets, too deep) goes to the located scan."""
+    brackets = _STRING.sub(b"", raw.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _DROP))
+    for _ in range(MAX_DEPTH):
+        if not brackets:
+            return True
+        fewer = _PAIR.sub(b"", brackets)
+        if fewer == brackets:
+            return False
+        brackets = fewer
+    return not brackets
+
+
+def _check_depth(shown: str, text: str, raw: bytes | None = None) -> None:
     """Refuse nesting deeper than MAX_DEPTH before json's recursive parser sees it (iterative scan)."""
+    if _shallow(text.encode("utf-8") if raw is None else raw):
+        return
     depth, in_string, escaped = 0, False, False
     for i, ch in enumerate(text):
         if in_string:
@@ -128,7 +151,7 @@ def _check_depth(shown: str, text: str) -> None:
 def parse_json(shown: str, raw: bytes) -> Any:
     """A JSON document from untrusted bytes: UTF-8, bounded nesting, a located syntax error."""
     text = decode(shown, raw)
-    _check_depth(shown, text)
+    _check_depth(shown, text, raw)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
