@@ -38,11 +38,18 @@ N = 160 if ALL else 64   # clusters; half change per trial: ~41 files each (one 
                          # then the fleet-level files
 
 
+def _interactive_sigint() -> None:
+    # Ctrl-C at a terminal: SIGINT at its default, so Python turns it into KeyboardInterrupt. A suite started
+    # as a background job (`make test &`, a CI runner's nohup) hands its children SIGINT ignored, and Python
+    # keeps an inherited SIG_IGN: the interrupt trials would then test nothing.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(w: Path, env_extra: dict) -> subprocess.Popen:
     env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20", **env_extra}
     return subprocess.Popen([sys.executable, "-m", "gpuop.cli", "synth", "-o", "dist", "--cache", "cache",
                              "--no-progress"], cwd=w, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=_interactive_sigint)
 
 
 def _flip(w: Path) -> None:
