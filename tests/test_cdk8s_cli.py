@@ -58,18 +58,17 @@ def test_npm_ci_installs_a_node_release_jsii_supports():
     assert find_node(env={"PATH": os.defpath}, projects=[REPO]) == str(NODE)
 
 
-def test_synth_without_node_exits_2_saying_what_to_install(tmp_path):
+def test_synth_runs_without_node(tmp_path):
+    """gpuop's own compile never starts Node (stack/apiobject.py): a JSII_NODE that does not run goes unnoticed;
+    the cdk8s app, which builds the constructs, needs it (next test)."""
     shutil.copytree(REPO / "profiles", tmp_path / "profiles")
     shutil.copy(REPO / "gpuop.yaml", tmp_path / "gpuop.yaml")
     env = _env(JSII_NODE=str(tmp_path / "no-node" / "node"), PATH=str(Path(sys.executable).parent))
     proc = subprocess.run([sys.executable, "-m", "gpuop.cli", "synth", "--no-cache", "-o", "out"], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr == (
-        f"JSII_NODE: '{tmp_path}/no-node/node' is not an executable: cdk8s runs on Node (through jsii); point "
-        "JSII_NODE at a Node 22 or 24 binary, or unset it to use node_modules/.bin/node (`npm ci`) or `node` on "
-        "PATH\ngpuop: 1 error; nothing written\n")
-    assert not (tmp_path / "out").exists()
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.startswith("gpuop: compiled 9 cluster(s) into out"), proc.stderr
+    assert (tmp_path / "out" / "index.json").is_file()
 
 
 def test_cdk8s_app_without_node_exits_2_saying_what_to_install(tmp_path):

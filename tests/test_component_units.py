@@ -107,7 +107,7 @@ def test_construct_emits_what_objects_gives_with_its_sync_wave(component):
     """The construct in a bare cdk8s chart (no app of gpuop's) synthesizes exactly `objects(props)`, value
     slots kept as gpuop's own synth keeps them for the Helm writer (without that context or values, the
     chart refuses to synthesize the markers: tests/test_construct_api.py)."""
-    from gpuop.components.base import KEEP_SLOTS_CONTEXT
+    from gpuop.components.construct import KEEP_SLOTS_CONTEXT
 
     props = PROPS[component]
     chart = cdk8s.Testing.chart()

@@ -13,7 +13,8 @@ from gpuop.components.runtime import start_cdk8s
 cdk8s = start_cdk8s()  # picks the Node jsii starts (node_modules/.bin/node from `npm ci` first)
 from constructs import Construct  # noqa: E402  (after Node is chosen)
 
-from gpuop.components.base import FILL_CONTEXT, KEEP_SLOTS_CONTEXT, Component  # noqa: E402
+from gpuop.components.base import Component  # noqa: E402
+from gpuop.components.construct import FILL_CONTEXT, KEEP_SLOTS_CONTEXT  # noqa: E402
 from gpuop.plan.model import StackPlan  # noqa: E402
 from gpuop.stack.registry import component_props  # noqa: E402
 
