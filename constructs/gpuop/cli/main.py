@@ -163,7 +163,6 @@ def cmd_synth(args) -> int:
 def _synth(args, cache_dir, options) -> int:
     from gpuop.pipeline import noop
     from gpuop.pipeline.cache import BuildCache
-    from gpuop.pipeline.run import compile_profiles
     from gpuop.pipeline.write import Staging, check_target, locked, output_lock, read_previous, write_tree
     from gpuop.profile.settings import load_settings
 
@@ -186,9 +185,13 @@ def _synth(args, cache_dir, options) -> int:
         # the inputs as they are before anything is read: an edit during the run is seen by the next one
         inputs = None if args.previous else noop.inputs_fingerprint(_paths(args), args.settings, args.output, options)
         source = _previous_folder(args, settings, project)
-        # folders untouched since the last run wrote them (stats): reused without reading their bytes
+        # folders untouched since the last run wrote them (stats): reused without reading their bytes; a child
+        # process stats them while this one imports the pipeline
         state = noop.load(cache, args.output)
-        trusted = noop.unchanged_folders(state, args.output) if source == args.output else frozenset()
+        folders = noop.unchanged_folders_soon(state, args.output) if source == args.output else frozenset
+        from gpuop.pipeline.run import compile_profiles
+
+        trusted = folders()
         # clusters whose inputs and folder are as the last run left them (stats): taken without being read
         files = noop.input_stats(_paths(args)) if inputs is not None else None
         proof = noop.proven(state, files, trusted)
