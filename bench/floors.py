@@ -17,8 +17,8 @@ Measured (each the best of 3, one thread; threads were measured slower on this k
   folders between two trees, so every unchanged folder must be made again and every file linked. No
   rendering, no Node, no Python per file beyond the calls.
 - `python_start_s`, `cdk8s_import_s`: a fresh interpreter doing nothing; one importing cdk8s (jsii
-  starts Node and loads the constructs and cdk8s bundles) -- the floor of any run that synthesizes a
-  component variant it has not seen.
+  starts Node and loads the constructs and cdk8s bundles) -- what a run building cdk8s constructs pays
+  (`cdk8s synth`, gpuop.api); `gpuop synth` writes cdk8s' JSON form without Node and does not.
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ and `loadavg`: the machine's load when the steps started (on a shared machine th
 times the contention). Bytecode is kept in the run's folder (see gpuop()). Each step's figures are written to
 `<out>.partial.json` as soon as they are known. Floors (bench/floors.py, bench/fleet.py): the libyaml dump of the fleet's
 objects (cold), one lstat of every entry of the output (nothing changed), a fresh interpreter and one
-importing cdk8s (the part of any run that synthesizes a cluster that no gpuop work can remove).
+importing cdk8s (Node's start: what a run building cdk8s constructs pays; `gpuop synth` writes cdk8s' JSON form
+without Node, so none of its steps pays it).
 
 Targets (issue: the review gate at the cost of the change; N <= 1,000 is held to the 1,000 column, larger
 fleets to the 10,000 column): gate on a fresh clone with one profile changed <= 5 s / 15 s; one profile

@@ -10,7 +10,7 @@ counts its *own* time: the time of wrapped calls made inside it is subtracted, s
 counts time another stage already has (e.g. outputs/images.py's time excludes
 outputs/manifests.py:rendered, which it calls), and the rows add up to the compile's wall time; what
 no wrapper covers is the `unaccounted` row. Fixed costs paid once per process -- importing gpuop and
-starting cdk8s (Node) -- are timed before the compile and printed apart, not per profile.
+whether cdk8s (Node) was started -- are printed apart, not per profile.
 
 `--cprofile K` runs the same compile under cProfile as well and prints the K functions with the most
 own time (cProfile's overhead inflates the stage figures of that run, so the stage table comes from a
@@ -45,7 +45,7 @@ STAGES = [
     ("validate", "gpuop.validate.runner", "validate"),
     ("plan", "gpuop.plan.build", "build_plan"),
     ("synth: props", "gpuop.stack.registry", "component_props"),
-    ("synth: cdk8s variants", "gpuop.stack.synth", "Synthesizer.variant"),
+    ("synth: variants", "gpuop.stack.synth", "Synthesizer.variant"),
     ("synth: objects", "gpuop.stack.synth", "Synthesizer.synthesize"),
     ("semantic check", "gpuop.verify.semantic", "stack_issues"),
     ("outputs: chart templates", "gpuop.outputs.helm", "chart_files"),
@@ -147,14 +147,8 @@ def main() -> None:
     from gpuop.cli import main as cli
     import gpuop.outputs.cluster  # noqa: F401  (every writer module)
     import gpuop.pipeline.run  # noqa: F401
+    import gpuop.stack.registry  # noqa: F401  (the components: no cdk8s, gpuop synth starts no Node)
     t1 = time.perf_counter()
-    early = "cdk8s" in sys.modules      # imported (Node started) by the imports above already
-    from gpuop.components.runtime import start_cdk8s
-
-    start_cdk8s()
-    import gpuop.stack.chart  # noqa: F401  (the components' cdk8s constructs)
-    import gpuop.stack.registry  # noqa: F401
-    t2 = time.perf_counter()
     rows = instrument()
     argv = ["synth", "-o", "dist", "--no-cache", "-j", "1", "--no-progress"]
     t3 = time.perf_counter()
@@ -165,8 +159,8 @@ def main() -> None:
     n = a.profiles
     print(f"{n} profiles ({len(fleet.designs())} designs), one process, -j 1, no cache: {total:.2f} s, "
           f"{1000 * total / n:.1f} ms/profile")
-    node = "included: the pipeline's imports start it" if early else f"{1000 * (t2 - t1):.0f} ms"
-    print(f"once per process, not below: imports {1000 * (t1 - t0):.0f} ms; cdk8s/Node start {node}\n")
+    node = "started by the compile (a value left to cdk8s)" if "cdk8s" in sys.modules else "never started"
+    print(f"once per process, not below: imports {1000 * (t1 - t0):.0f} ms; cdk8s/Node {node}\n")
     print(f"{'stage':<30} {'where (own time)':<52} {'calls':>6} {'ms/profile':>10} {'%':>6}")
     seen: dict[str, list[str]] = {}
     for stage, where in rows:
@@ -181,8 +175,9 @@ def main() -> None:
     print(f"{'total':<30} {'':<52} {'':>6} {1000 * total / n:>10.2f} {100.0:>6.1f}")
     synth = getattr(importlib.import_module("gpuop.pipeline.run"), "_worker_synth", None)
     if synth is not None:    # each distinct (component, props) is synthesized once: a cost that stops growing
-        print(f"\ncdk8s: {synth.cdk8s_charts} distinct component variants synthesized for {n} profiles "
-              f"({calls['synth: cdk8s variants']} variant look-ups); the variants row is mostly these first sights")
+        print(f"\nvariants: {synth.variants} distinct (component, props) built for {n} profiles "
+              f"({calls['synth: variants']} look-ups, {synth.cdk8s_charts} through cdk8s); the variants row is mostly "
+              "these first sights")
     if a.cprofile:
         import cProfile
         import pstats

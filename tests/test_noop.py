@@ -169,3 +169,51 @@ def test_a_hand_edit_beside_a_changed_profile_is_repaired_and_the_next_run_sees_
     one.write_text(one.read_text().replace("pool: p1-changed", "pool: p1-again"))
     _synth(w)                                                        # an edit after a proven run is seen too
     assert tree(w / "dist") == _cold(w)
+
+
+_SPLIT_SCRIPT = r'''
+import json, os, sys
+from pathlib import Path
+from gpuop.pipeline import noop
+forks = []
+os.register_at_fork(after_in_parent=lambda: forks.append(1))
+out = Path(sys.argv[1])
+tree = noop.describe(out)
+state = {"tree": tree}
+with noop._folder(out) as fd:
+    paths = []
+    for name in sorted(tree["parts"]):
+        paths += noop._paths(name, tree["shapes"][tree["parts"][name][0]])
+    split, alone = noop._stats(fd, paths), noop._stats(fd, paths, split=False)
+    same = split == alone
+    soon, now = noop.unchanged_folders_soon(state, out)(), noop.unchanged_folders(state, out, split=False)
+    os.remove(out / "d7" / "f3")                     # a lost entry: the sentinel, in either half
+    lost = noop._stats(fd, paths)
+    gone = noop.unchanged_folders_soon(state, out)()
+print(json.dumps({"same": same, "n": len(paths), "forks": len(forks), "soon": sorted(soon) == sorted(now),
+                  "all": len(now), "lost": list(lost[0]).count(0), "gone": sorted(set(now) - set(gone)),
+                  "unchanged": noop.unchanged(out, tree)}))
+'''
+
+
+def test_stats_split_across_two_processes_are_those_of_one_and_see_a_lost_entry(tmp_path):
+    """A large output is stat'ed by this process and a forked child, each half (noop._stats), and a warm synth
+    has a child find its unchanged folders while it imports (unchanged_folders_soon): the same answers as one
+    process, a lost entry included. In a fresh interpreter: the suite's workers run threads, which rule out
+    forking."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    for d in range(90):                              # 9,090 entries: above the split threshold (8,192)
+        (out / f"d{d}").mkdir(parents=True)
+        for f in range(100):
+            (out / f"d{d}" / f"f{f}").write_bytes(b"x")
+    (out / "index.json").write_text("{}")
+    proc = subprocess.run([sys.executable, "-c", _SPLIT_SCRIPT, str(out)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "constructs")})
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got == {"same": True, "n": 9091, "forks": 4 if os.cpu_count() >= 2 else 0, "soon": True, "all": 91,
+                   "lost": 1, "gone": ["d7"], "unchanged": False}

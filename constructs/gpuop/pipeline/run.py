@@ -358,7 +358,7 @@ def _build_chunk(args) -> list:
 
 
 def auto_jobs(n_clusters: int) -> int:
-    """One process for small runs (a worker costs ~1.5 s to start cdk8s); the cores for fleets."""
+    """One process for small runs (a spawned worker costs ~0.5 s of imports); the cores for fleets."""
     return 1 if n_clusters < 64 else max(1, min(os.cpu_count() or 1, 8))
 
 
