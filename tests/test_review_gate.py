@@ -201,3 +201,28 @@ def test_gate_passes_a_driver_bump_with_its_new_chart_version(pr, tmp_path):
     assert re.search(r"cluster prod-east: chart 0\.1\.\d+ -> 0\.2\.0", gate.out), gate.out
     assert "driver reinstall" in gate.out                     # the impact on the nodes
     assert "+ charts/prod-east-0.2.0.tgz" in gate.out
+
+
+@pytest.mark.parametrize("where", ["working tree", "untracked copy", "committed parent"])
+def test_input_edits_git_has_not_seen_as_the_base_select_their_clusters(pr, where):
+    """Profile files git proves unchanged since the base are not read again; any other is hashed: an edit
+    left uncommitted, a profile replaced by an untracked file of the same name, a parent changed in a commit."""
+    if where == "working tree":
+        relabel(pr)
+        expect = {"prod-east"}
+    elif where == "untracked copy":
+        p = pr / "profiles" / "prod-east.yaml"
+        text = p.read_text()
+        git(pr, "rm", "-q", "--cached", "profiles/prod-east.yaml")
+        p.write_text(text.replace("environment: production}", "environment: production, team: ml}"))
+        expect = {"prod-east"}
+    else:
+        base = pr / "profiles" / "_base.yaml"
+        base.write_text(base.read_text() + "\n# a comment: new bytes, the same meaning\n")
+        git(pr, "commit", "-q", "-am", "_base: a comment")
+        expect = {"dra", "keep-operator", "lab-west", "mig-sharing", "prod-east"}
+    proc = run_gpuop("check", "--against", "origin/main", cwd=pr)
+    assert proc.returncode in (0, 3), proc.stderr
+    picked = {line.split(":")[0].strip() for line in (proc.stdout + proc.stderr).splitlines()
+              if line.strip().endswith(": inputs changed")}
+    assert picked == expect, proc.stdout + proc.stderr

@@ -128,35 +128,98 @@ def git_files(commit: str, paths: list[str]) -> dict[str, bytes]:
     return out
 
 
-def changed_paths(commit: str, folder: str) -> set[str] | None:
+class _Status:
+    """`git status` of the working tree under `tops`, started now and read later: a fresh clone's status stats
+    every file of the committed output (seconds at 10,000 clusters), which runs in git's own processes while
+    gpuop hashes the inputs and parses the indexes. Porcelain v1 paths are relative to the repository root
+    whatever the working folder. The output goes to a temporary file (no pipe to drain, no thread)."""
+
+    def __init__(self, tops: list[str]):
+        import tempfile
+
+        self._out = tempfile.TemporaryFile()
+        self._proc = subprocess.Popen(
+            ["git", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false", "--no-pager", "status",
+             "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames", "--", *tops],
+            stdout=self._out, stderr=subprocess.DEVNULL)
+        self._names: list = []
+
+    def names(self) -> set[str] | None:
+        """Every path status lists (changed, untracked, ignored), relative to the repository root; None when git
+        could not tell."""
+        if not self._names:
+            names = None
+            if self._proc.wait() == 0:
+                self._out.seek(0)
+                names = {rec[3:].decode(errors="surrogateescape") for rec in self._out.read().split(b"\0")
+                         if len(rec) > 3}
+            self._out.close()
+            self._names.append(names)
+        return self._names[0]
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.wait()
+        self._out.close()
+
+
+def changed_paths(commit: str, folder: str, status: _Status | None = None) -> set[str] | None:
     """Paths under `folder` (relative to it) whose committed or working-tree bytes differ from `commit`,
     untracked and ignored files included; None when git cannot tell. Two questions, each at its own cost:
     what the commits changed (`diff-tree` of the base against HEAD: unchanged subtrees are skipped by their
     hash, so it costs the change) and what the working tree changed against HEAD (one `status`: one stat of
-    every file, untracked ones listed — a path changed and changed back only costs a false "changed")."""
-    prefix = _prefix()
-    top = prefix + folder
-    committed = _git("diff-tree", "-r", "-z", "--name-only", "--no-renames", commit, "HEAD", "--", top)
+    every file, untracked ones listed — a path changed and changed back only costs a false "changed").
+    `status`: that status already started (_Status) for a list of folders that includes this one."""
+    top = _prefix() + folder
+    names = _committed(commit, [top])
+    work = (status or _Status([top])).names()
+    if names is None or work is None:
+        return None
+    return {n[len(top) + 1:] for n in names | work if n.startswith(top + "/")}
+
+
+def _committed(commit: str, tops: list[str]) -> set[str] | None:
+    """Paths under `tops` (from the repository root) that differ between `commit` and HEAD."""
+    committed = _git("diff-tree", "-r", "-z", "--name-only", "--no-renames", commit, "HEAD", "--", *tops)
     if committed.returncode != 0:
         return None
-    names = {n.decode(errors="surrogateescape") for n in committed.stdout.split(b"\0") if n}
-    # porcelain v1 paths are relative to the repository root whatever the working folder
-    work = _git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames",
-                "--", top)
-    if work.returncode != 0:
+    return {n.decode(errors="surrogateescape") for n in committed.stdout.split(b"\0") if n}
+
+
+def same_as_base(commit: str, folders: list[str], status: _Status) -> frozenset[str] | None:
+    """The files under `folders` (relative to the working folder; the profiles trees) that git proves hold the
+    bytes they have at `commit`: tracked there, unchanged by the commits since and in the working tree
+    (`status` covers these folders, untracked and ignored files included), and regular files. None when git
+    cannot tell. The base being trusted, such a file hashes to what the base's index.json records for it."""
+    prefix = _prefix()
+    tops = [prefix + f for f in folders]
+    listing = _git("ls-tree", "-r", "-z", "--name-only", "--full-tree", commit, "--", *tops)
+    changed = _committed(commit, tops)
+    work = status.names()
+    if listing.returncode != 0 or changed is None or work is None:
         return None
-    names |= {rec[3:].decode(errors="surrogateescape") for rec in work.stdout.split(b"\0") if len(rec) > 3}
-    return {n[len(top) + 1:] for n in names if n.startswith(top + "/")}
+    tracked = {n.decode(errors="surrogateescape") for n in listing.stdout.split(b"\0") if n}
+    out = set()
+    for n in tracked - changed - work:
+        if n.startswith(prefix):
+            rel = n[len(prefix):]
+            if not os.path.islink(rel):              # a link's target may change outside git's view
+                out.add(rel)
+    return frozenset(out)
 
 
 # ---- the selection -----------------------------------------------------------------------------------
 
-def current_records(paths: list[Path], settings, base: dict | None = None) -> dict:
+def current_records(paths: list[Path], settings, base: dict | None = None,
+                    unchanged: frozenset = frozenset()) -> dict:
     """name -> (profile file, provenance record) of every profile, from hashing the inputs only. A profile
     whose input files all hash to what the base records for it keeps the base's chain of parents (the
     bytes decide it) without being parsed, and the catalog facts the base records it read are read again
     (keys.catalog_now); any other is walked (parsed), its catalog reads unknown until it is compiled (so it
-    is selected). A profile the quick walk cannot read is left out (the compile that follows reports it)."""
+    is selected). A profile the quick walk cannot read is left out (the compile that follows reports it).
+    `unchanged`: input files git proves hold their bytes at the base (same_as_base): taken as hashing to what
+    the base records, without being read."""
     import hashlib
 
     from gpuop.pipeline.keys import _rel, catalog_now, fleet_inputs, inputs_digest, provenance, walk
@@ -182,7 +245,7 @@ def current_records(paths: list[Path], settings, base: dict | None = None) -> di
     out = {}
     for f in discover(paths):
         known = by_profile.get(_quick_rel(f, _rel))
-        if known and all(digest(p) == d for p, d in known[1]["files"].items()):
+        if known and all(p in unchanged or digest(p) == d for p, d in known[1]["files"].items()):
             record = {**known[1], **shared, "catalog": catalog_now(known[1])}
             record["inputs"] = inputs_digest(record)
             out[known[0]] = (f, record)
@@ -214,12 +277,37 @@ def select(paths: list[Path], output: Path, settings, against: str | None, every
     every cluster)."""
     from gpuop.pipeline.write import read_index
 
-    disk = {c["name"]: c for c in read_index(output)["clusters"]} if (output / "index.json").exists() else {}
     folder = output.as_posix().rstrip("/")
     commit = resolve(against) if against and not everything else None
+    # the working tree's status runs beside the hashing and parsing below
+    trees = _profile_folders(paths)
+    status = _Status([_prefix() + f for f in [folder, *trees]]) if commit else None
+    try:
+        return _select(paths, output, settings, against, everything, folder, commit, status, trees)
+    finally:
+        if status is not None:
+            status.close()
+
+
+def _profile_folders(paths: list[Path]) -> list[str]:
+    """The profiles folders named (relative posix paths inside the working folder), whose files git can vouch
+    for; a file argument or a folder outside is hashed as before."""
+    out = []
+    for p in paths:
+        s = p.as_posix().rstrip("/")
+        if p.is_dir() and not p.is_absolute() and s != "." and "/../" not in f"/{s}/" and "/./" not in f"/{s}/":
+            out.append(s)
+    return out
+
+
+def _select(paths, output: Path, settings, against, everything, folder: str, commit, status, trees) -> Selection:
+    from gpuop.pipeline.write import read_index
+
+    disk = {c["name"]: c for c in read_index(output)["clusters"]} if (output / "index.json").exists() else {}
     base_raw = git_blob(commit, f"{folder}/index.json") if commit else None
     base = _entries(base_raw)
-    current = current_records(paths, settings, base)
+    unchanged = (same_as_base(commit, trees, status) or frozenset()) if commit and trees and base else frozenset()
+    current = current_records(paths, settings, base, unchanged)
     sel = Selection(commit if base_raw is not None else None, base, current, disk, base_index=base_raw)
     sel.orphans = tuple(sorted(set(disk) - set(current)))
     if sel.base_rev is None:
@@ -227,7 +315,7 @@ def select(paths: list[Path], output: Path, settings, against: str | None, every
                         f"{folder}/ is not in git at {against}" for n in current}
         sel.fleet = True
         return sel
-    changed = changed_paths(commit, folder) or set()
+    changed = changed_paths(commit, folder, status) or set()
     sel.changed_paths = tuple(sorted(changed))
     packages = {}
     for entries in (sel.base, disk):

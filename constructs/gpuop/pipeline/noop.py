@@ -323,7 +323,8 @@ def unchanged_folders_soon(state: dict | None, out: Path):
         code = 1
         try:
             os.close(r)
-            data = memoryview(json.dumps(sorted(unchanged_folders(state, out, split=False))).encode())
+            # split again when large: the caller is busy importing only for a fraction of a 10,000-cluster stat
+            data = memoryview(json.dumps(sorted(unchanged_folders(state, out))).encode())
             while data:
                 data = data[os.write(w, data):]
             code = 0
