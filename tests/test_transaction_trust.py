@@ -183,3 +183,42 @@ def test_merge_refuses_a_shard_carrying_the_forged_template(w):
     assert proc.returncode == 2, proc.stderr
     assert "shard1/c03/chart/templates/node-helper.yaml: not written by gpuop" in proc.stderr
     assert not (w / "merged").exists()
+
+
+def test_an_index_read_beside_its_base_is_the_full_parse_or_refused():
+    """The gate parses a pull request's index.json item by item beside the base's (write._parse_beside): on a
+    printed index it equals json.loads; an item split inside a nested value, a changed text around the list or
+    a deep item go to the full, bounded parse."""
+    import json as _json
+
+    from gpuop.errors import UserError
+    from gpuop.pipeline.write import _parse_beside, read_index
+
+    def printed(doc):
+        return (_json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+    item = {"name": "a", "chart": "a/chart", "chartVersion": "0.1.0", "package": "charts/a-0.1.0.tgz",
+            "manifests": "a/manifests", "overlay": "a/overlay", "argocd": "a/argocd", "flux": "a/flux",
+            "namespace": "gpu-operator", "kubeVersion": "1.34", "nested": [{"x": 1}, {"y": [2, {"z": 3}]}]}
+    base = {"apiVersion": "gpuop/v1alpha1", "kind": "Index", "gpuop": "1",
+            "clusters": [dict(item, name=n, chart=f"{n}/chart") for n in ("a", "b", "c")]}
+    head = _json.loads(_json.dumps(base))
+    head["clusters"][1]["chartVersion"] = "0.1.1"
+    head["clusters"].append(dict(item, name="d"))
+    got = _parse_beside(Path("index.json"), printed(head), printed(base), base)
+    assert got == head
+    assert got["clusters"][0] is base["clusters"][0]            # unchanged items: the base's parse
+    # a nested list printed at the items' indentation: the split lands inside it and the pieces do not parse
+    odd = printed(head).replace(b'"nested": [\n        {', b'"nested": [\n    {\n    },\n    {\n        {', 1)
+    assert _parse_beside(Path("index.json"), odd, printed(base), base) is None
+    # text around the list that is not the base's
+    assert _parse_beside(Path("index.json"), printed({**head, "gpuop": "2"}), printed(base), base) is None
+    # a deep new item: refused by the bounded parse, as the whole document would be
+    nested: list = []
+    for _ in range(80):
+        nested = [nested]
+    deep = dict(item, name="e", nested=nested)
+    assert _parse_beside(Path("index.json"), printed({**head, "clusters": head["clusters"] + [deep]}),
+                         printed(base), base) is None
+    with pytest.raises(UserError):
+        read_index(Path("."), printed({**head, "clusters": head["clusters"] + [deep]}), beside=(printed(base), base))

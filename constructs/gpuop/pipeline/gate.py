@@ -265,10 +265,19 @@ def _quick_rel(f: Path, rel) -> str:
     return s
 
 
-def _entries(raw: bytes | None) -> dict:
+def _document(raw: bytes | None) -> dict | None:
+    """The base revision's index.json (git proves it; a damaged one selects every cluster)."""
     try:
-        return {c["name"]: c for c in json.loads(raw)["clusters"]}
-    except (TypeError, ValueError, KeyError):
+        doc = json.loads(raw)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return doc if isinstance(doc, dict) and isinstance(doc.get("clusters"), list) else None
+
+
+def _entries(doc: dict | None) -> dict:
+    try:
+        return {c["name"]: c for c in doc["clusters"]}
+    except (TypeError, KeyError):
         return {}
 
 
@@ -303,9 +312,12 @@ def _profile_folders(paths: list[Path]) -> list[str]:
 def _select(paths, output: Path, settings, against, everything, folder: str, commit, status, trees) -> Selection:
     from gpuop.pipeline.write import read_index
 
-    disk = {c["name"]: c for c in read_index(output)["clusters"]} if (output / "index.json").exists() else {}
     base_raw = git_blob(commit, f"{folder}/index.json") if commit else None
-    base = _entries(base_raw)
+    base_doc = _document(base_raw)
+    base = _entries(base_doc)
+    # the pull request's index.json parsed at the cost of its difference from the base's
+    disk = {c["name"]: c for c in read_index(output, beside=(base_raw, base_doc))["clusters"]} \
+        if (output / "index.json").exists() else {}
     unchanged = (same_as_base(commit, trees, status) or frozenset()) if commit and trees and base else frozenset()
     current = current_records(paths, settings, base, unchanged)
     sel = Selection(commit if base_raw is not None else None, base, current, disk, base_index=base_raw)
@@ -469,7 +481,7 @@ def verify_folders(clusters: dict, source: Path, paths: list[Path], settings) ->
     current = current_records(paths, settings, {n: e for n, (e, _) in clusters.items()})
     folder = Path(settings.gitops.path.rstrip("/")).as_posix()
     commit = resolve(default_base())
-    base = _entries(git_blob(commit, f"{folder}/index.json")) if commit else {}
+    base = _entries(_document(git_blob(commit, f"{folder}/index.json"))) if commit else {}
     issues, todo = [], []
     for name, (entry, files) in sorted(clusters.items()):
         record = current.get(name)

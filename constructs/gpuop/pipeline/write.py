@@ -115,10 +115,13 @@ def read_lock(out: Path) -> dict:
                               "restore it from git (deleting it restarts every chart at version 0.1.0)"))
 
 
-def read_index(out: Path, raw: bytes | None = None, *, ours: bool = False) -> dict:
+def read_index(out: Path, raw: bytes | None = None, *, ours: bool = False, beside: tuple | None = None) -> dict:
     """index.json of an output folder (or its bytes `raw`), checked for shape: a UserError (exit 2) when it is
     not an Index. `ours`: the file is as the last run wrote it (its stats, pipeline/noop.py), so the bound on
-    its nesting is left to json's own recursion guard (a forged record only costs the bounded parse below)."""
+    its nesting is left to json's own recursion guard (a forged record only costs the bounded parse below).
+    `beside`: (bytes, parsed document) of a trusted index.json (the review gate's base revision, from git):
+    cluster items printed as they are there are taken from its parse, only the others are parsed (bounded),
+    so reading a pull request's index.json costs its difference from the base."""
     path = Path(out) / "index.json"
     try:          # bounded, never through a symlink (gpuop.profile.bounded): the previous output is untrusted
         raw = read_bytes(path, str(path), limit=MAX_JSON_BYTES, what="an index.json") if raw is None else raw
@@ -140,9 +143,54 @@ def read_index(out: Path, raw: bytes | None = None, *, ours: bool = False) -> di
             doc = None
         if doc is not None and _index_problem(doc):
             doc = None
+    if doc is None and beside is not None:
+        doc = _parse_beside(path, raw, *beside)
     doc = doc if doc is not None else _parse_index(path, raw)
     _READ_INDEX[key] = doc
     return doc
+
+
+_ITEM_SEP = b"\n    },\n    {\n"
+_LIST_OPEN = b'\n  "clusters": [\n    {\n'
+_LIST_CLOSE = b"\n    }\n  ],\n"
+
+
+def _items(raw: bytes) -> tuple[bytes, list[bytes], bytes] | None:
+    """index.json as gpuop prints it (json.dumps, indent 2, keys sorted): the text before the cluster list, the
+    text of each cluster item (without its braces) and the text after; None when it is not in that form."""
+    start, end = raw.find(_LIST_OPEN), raw.rfind(_LIST_CLOSE)
+    if start < 0 or end < start + len(_LIST_OPEN) - 1:
+        return None
+    return (raw[:start], raw[start + len(_LIST_OPEN):end].split(_ITEM_SEP), raw[end + len(_LIST_CLOSE):])
+
+
+def _parse_beside(path: Path, raw: bytes, base_raw: bytes | None, base_doc: dict | None) -> dict | None:
+    """The document parsed item by item, items printed as in the trusted base taken from its parse. Sound on any
+    bytes: JSON strings hold no raw line break, so a split at a line-structured `},{` inside a nested value
+    leaves pieces whose brackets do not balance, and one piece that does not parse sends the whole document to
+    the full bounded parse (None); the text around the list must be the base's, byte for byte."""
+    if not isinstance(base_doc, dict) or not isinstance(base_doc.get("clusters"), list) or base_raw is None:
+        return None
+    if raw == base_raw:
+        return None if _index_problem(base_doc) else base_doc
+    mine, theirs = _items(raw), _items(base_raw)
+    if mine is None or theirs is None or mine[0] != theirs[0] or mine[2] != theirs[2] \
+            or len(theirs[1]) != len(base_doc["clusters"]):
+        return None
+    known = dict(zip(theirs[1], base_doc["clusters"]))
+    clusters = []
+    for text in mine[1]:
+        item = known.get(text)
+        if item is None:
+            try:
+                item = parse_json(str(path), b"{\n" + text + b"\n    }")
+            except UserError:
+                return None
+            if not isinstance(item, dict):
+                return None
+        clusters.append(item)
+    doc = {**base_doc, "clusters": clusters}
+    return None if _index_problem(doc) else doc
 
 
 def _parse_index(path: Path, raw: bytes) -> dict:
@@ -304,8 +352,12 @@ def read_previous(out: Path, *, repair: bool = False, charts_unchanged: bool = F
                 if isinstance(e, dict) and e.get("urls") and e.get("digest"):
                     known[e["urls"][0]] = e["digest"]
 
-        for f in sorted(folder.glob("*.tgz")):
-            if not f.is_file() or f.is_symlink() or f"charts/{f.name}" in skip:
+        # names from one folder read (d_type: a regular file, not a link, without a stat each; ten thousand archives)
+        with os.scandir(folder) as it:
+            names = sorted(e.name for e in it if e.name.endswith(".tgz") and e.is_file(follow_symlinks=False))
+        for name in names:
+            f = folder / name
+            if f"charts/{name}" in skip:
                 continue
             if charts_unchanged and f.name in known:
                 charts[f.name] = f
