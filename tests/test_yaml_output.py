@@ -351,3 +351,24 @@ def test_the_cdk8s_entry_point_writes_that_profile_as_kubectl_reads_it(tmp_path)
     assert len(results) > 30
     assert decoding_problems(results) == []
     assert [r for r in results if r["status"] == "checked" and r["errors"]] == []
+
+
+_WORDS = st.one_of(st.sampled_from(["", "y", "on", "0123", "1e3", "-a", "a: b", "a #b", "gpu-operator", "c0",
+                                    "2024-01-01", "https://kubernetes.default.svc", "x/y", "~", "é", "'q'", "null", "Y"]),
+                   st.text(alphabet="abz09.-/_: #'\"", min_size=0, max_size=8))
+_ITEMS = st.dictionaries(st.sampled_from(["name", "namespace", "group", "kind", "server", "0"]), _WORDS,
+                         min_size=1, max_size=4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(items=st.lists(_ITEMS, min_size=32, max_size=60), other=st.lists(_WORDS, max_size=3),
+       nested=st.booleans(), broken=st.booleans())
+def test_long_lists_printed_item_by_item_are_the_whole_dump(items, other, nested, broken):
+    """yamlio.dump_long_lists (a fleet's AppProject) gives dump's bytes, whatever the words (a list holding a
+    multi-line word, or deeper than two levels, is dumped with the document)."""
+    if broken:
+        items = items + [{"name": "a\nb"}]
+    spec = {"destinations": items, "sourceRepos": other, "clusterResourceWhitelist": items[:40]}
+    doc = {"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject", "metadata": {"name": "gpuop"},
+           "spec": {"inner": spec} if nested else spec}
+    assert yamlio.dump_long_lists(doc) == yamlio.dump(doc)

@@ -154,6 +154,66 @@ def by_content(fn):
 
 dump_memo = by_content(dump)
 
+_LIST_MIN = 32      # shorter lists are dumped with the document
+
+
+def _flat(item) -> bool:
+    return isinstance(item, dict) and bool(item) and all(
+        isinstance(k, str) and isinstance(v, str) and "\n" not in v and "\n" not in k for k, v in item.items())
+
+
+# a word PyYAML writes plain wherever it stands (no indicator, no `: ` or ` #`, no space, no break) unless a
+# resolver types it, which `ambiguous` decides (a superset of PyYAML's resolvers)
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*")
+
+
+def _item_text(item: dict) -> str:
+    """`dump([item])` of a flat string map: printed directly when every key and value is a plain word, else
+    through the representer (once per distinct item)."""
+    keys = sorted(item)
+    if all(_PLAIN_WORD.fullmatch(w) and not ambiguous(w) for k in keys for w in (k, item[k])):
+        return "- " + "\n  ".join(f"{k}: {item[k]}" for k in keys) + "\n"
+    return dump_memo([item])
+
+
+def dump_long_lists(obj: dict) -> str:
+    """`dump(obj)`, byte for byte, with each long list of flat string maps in a mapping of its top two levels
+    (a fleet's AppProject: two destinations per cluster) printed item by item, each distinct item once per
+    process (dump_memo): the representer is pure Python, and these lists grow with the fleet. A block
+    sequence under a mapping key is written at the key's indentation, every item alike, so an item's text
+    alone (`dump([item])`) shifted by that indentation is its text inside the document."""
+    doc = canonical(obj)
+    spliced: dict[str, list] = {}
+
+    def mark(m: dict, depth: int) -> dict:
+        out = {}
+        for k, v in m.items():
+            if isinstance(v, list) and len(v) >= _LIST_MIN and all(_flat(i) for i in v):
+                token = f"\0gpuop-list-{len(spliced)}\0"
+                spliced[token] = v
+                out[k] = token
+            elif isinstance(v, dict) and depth < 2:
+                out[k] = mark(v, depth + 1)
+            else:
+                out[k] = v
+        return out
+    marked = mark(doc, 1)
+    if not spliced:
+        return dump(obj)
+    text = yaml.dump(marked, Dumper=_OutDumper, sort_keys=False, default_flow_style=False, allow_unicode=True,
+                     width=1 << 16)
+    for i, (token, items) in enumerate(spliced.items()):
+        quoted = f': "\\0gpuop-list-{i}\\0"\n'
+        at = text.find(quoted)
+        start = text.rfind("\n", 0, at) + 1
+        line = text[start:at]
+        if at < 0 or text.find(quoted, at + 1) >= 0 or not line.strip() or ":" in line.strip():
+            return dump(obj)            # not the simple form this relies on: the document dumped whole
+        indent = " " * (len(line) - len(line.lstrip(" ")))
+        body = "".join(indent + ln for item in items for ln in _item_text(item).splitlines(keepends=True))
+        text = text[:at] + ":\n" + body + text[at + len(quoted):]
+    return text
+
 
 def dump_plain(obj: Any) -> str:
     """One document, keys in the order given (for files people read: Chart.yaml, values.yaml)."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 
-from gpuop.kube.yamlio import dump, dump_json
+from gpuop.kube.yamlio import dump, dump_json, dump_long_lists
 from gpuop.outputs import gitops as gitops_objects
 from gpuop.outputs import health
 from gpuop.outputs import rollout
@@ -130,7 +130,7 @@ def app_project(gitops, entries: list[dict]) -> dict:
 
 def write(gitops, entries: list[dict]) -> dict[str, str]:
     files = {"fleet/argocd/applicationset.yaml": dump(application_set(gitops, entries)),
-             "fleet/argocd/appproject.yaml": dump(app_project(gitops, entries)),
+             "fleet/argocd/appproject.yaml": dump_long_lists(app_project(gitops, entries)),
              "fleet/argocd/argocd-cm-health.yaml": dump(health.argocd_cm(gitops, entries))}
     return files
 
