@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import json
+import sys
 import threading
 from contextlib import contextmanager
 
@@ -56,13 +57,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send(200, body, {"Content-Type": OCI_MANIFEST, "Docker-Content-Digest": digest(body)})
 
 
+class _QuietServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # gpuop hangs up on a hostile answer mid-request (that is the point): the reset is expected, and its
+        # traceback on stderr would land among the stderr lines the tests compare
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
+
 @contextmanager
 def serve(answer):
     """A loopback server whose every request is answered by `answer(handler)`; yields (base URL, seen)."""
     seen: list = []
     cls = type("H", (Handler,), {"answer": staticmethod(answer), "seen": seen})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), cls)
-    server.daemon_threads = True
+    server = _QuietServer(("127.0.0.1", 0), cls)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
