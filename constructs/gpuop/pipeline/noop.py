@@ -94,6 +94,41 @@ def _can_fork() -> bool:
     return (os.cpu_count() or 1) >= 2 and hasattr(os, "fork") and threading.active_count() == 1
 
 
+def _in_child(work) -> tuple[int, int]:
+    """Fork a child that writes `work()`'s bytes to a pipe and exits without any cleanup (an exception: a short
+    answer, which the parent replaces by doing the work itself); returns (pid, read end). Only where _can_fork."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            data = memoryview(work())
+            while data:
+                data = data[os.write(w, data):]
+            code = 0
+        except BaseException:  # noqa: BLE001 - reported as a failed exit
+            pass
+        os._exit(code)
+    os.close(w)
+    return pid, r
+
+
+def _answer(pid: int, r: int) -> bytes | None:
+    """The child's bytes (None when it failed). Always drains and reaps: a child blocked on a full pipe never exits."""
+    chunks = []
+    try:
+        while True:
+            chunk = os.read(r, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(r)
+        _, status = os.waitpid(pid, 0)
+    return b"".join(chunks) if status == 0 else None
+
+
 def _stats(fd: int, paths: list[str], split: bool = True) -> tuple[array, array]:
     """(inodes, ctimes) of each path, lstat'ed relative to the open folder `fd` (one path component less to
     look up than from the root: measurably faster at 50,000 entries); a lost entry gets inode 0, ctime -1,
@@ -104,37 +139,17 @@ def _stats(fd: int, paths: list[str], split: bool = True) -> tuple[array, array]
     if not split or len(paths) < _PARALLEL or not _can_fork():
         return _arrays(fd, paths)
     half = len(paths) // 2
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:                                    # the child: its half, then exit without any cleanup
-        code = 1
-        try:
-            os.close(r)
-            ino, ct = _arrays(fd, paths[half:])
-            data = memoryview(ino.tobytes() + ct.tobytes())
-            while data:
-                data = data[os.write(w, data):]
-            code = 0
-        except BaseException:  # noqa: BLE001 - the parent sees a short answer and stats the half itself
-            pass
-        os._exit(code)
-    os.close(w)
-    chunks = []
+
+    def second_half() -> bytes:
+        ino, ct = _arrays(fd, paths[half:])
+        return ino.tobytes() + ct.tobytes()
+    pid, r = _in_child(second_half)
     try:
         ino, ct = _arrays(fd, paths[:half])
-    finally:                                        # always drain and reap: a child blocked on a full pipe never exits
-        try:
-            while True:
-                chunk = os.read(r, 1 << 20)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-        finally:
-            os.close(r)
-            _, status = os.waitpid(pid, 0)
-    data = b"".join(chunks)
+    finally:
+        data = _answer(pid, r)
     rest = len(paths) - half
-    if status != 0 or len(data) != 16 * rest:
+    if data is None or len(data) != 16 * rest:        # the child failed: this process stats its half
         more = _arrays(fd, paths[half:])
     else:
         more = (array("Q", data[:8 * rest]), array("q", data[8 * rest:]))
@@ -317,35 +332,13 @@ def unchanged_folders_soon(state: dict | None, out: Path):
     if not isinstance((state or {}).get("tree"), dict) or not _can_fork():
         found = unchanged_folders(state, out)
         return lambda: found
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:                                    # the child: the answer as JSON, then exit without any cleanup
-        code = 1
-        try:
-            os.close(r)
-            # split again when large: the caller is busy importing only for a fraction of a 10,000-cluster stat
-            data = memoryview(json.dumps(sorted(unchanged_folders(state, out))).encode())
-            while data:
-                data = data[os.write(w, data):]
-            code = 0
-        except BaseException:  # noqa: BLE001 - the parent computes it itself
-            pass
-        os._exit(code)
-    os.close(w)
+    # the child splits again when large: the caller is busy importing for a fraction of a 10,000-cluster stat
+    pid, r = _in_child(lambda: json.dumps(sorted(unchanged_folders(state, out))).encode())
 
     def result() -> frozenset:
-        chunks = []
+        data = _answer(pid, r)
         try:
-            while True:
-                chunk = os.read(r, 1 << 20)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-        finally:
-            os.close(r)
-            _, status = os.waitpid(pid, 0)
-        try:
-            names = json.loads(b"".join(chunks)) if status == 0 else None
+            names = json.loads(data) if data is not None else None
         except ValueError:
             names = None
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
