@@ -818,3 +818,37 @@ def test_schema_into_a_file_is_refused_naming_the_folder_it_wants(project):
         taken.json: is a file, not a folder; pass the folder the two schemas go into (e.g. -o schemas)
         gpuop: 1 error; nothing written
         """)
+
+
+# ---- the process exit: gpuop leaves without the interpreter's teardown, losing nothing ----------------
+
+def test_command_line_process_writes_all_its_output_and_keeps_its_exit_code(tmp_path, capsys):
+    """`python -m gpuop.cli` skips the teardown (cli/main.entry): stdout written through a pipe is whole,
+    atexit handlers still run, and the exit code is the command's."""
+    from gpuop.cli.main import main
+
+    assert main(["capacity", str(REPO / "profiles")]) == 0
+    expected = capsys.readouterr().out
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: sys.stderr.write('atexit ran\\n'))\n"
+            "from gpuop.cli.main import entry\n"
+            f"entry(['capacity', {str(REPO / 'profiles')!r}])\n")
+    buffered = {k: v for k, v in ENV.items() if k != "PYTHONUNBUFFERED"}    # what a user's shell has
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=buffered, cwd=tmp_path)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, expected, "atexit ran\n")
+    proc = subprocess.run([sys.executable, "-m", "gpuop.cli", "validate", str(tmp_path / "missing")],
+                          capture_output=True, text=True, env=ENV, cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.endswith("nothing written\n")
+
+
+def test_command_line_process_reports_a_closed_stdout_as_python_does():
+    """stdout closed before gpuop's last write is flushed: exit 120, as the interpreter's own exit reports it."""
+    code = ("import sys\n"
+            "class Broken:\n"
+            "    def write(self, s): return len(s)\n"
+            "    def flush(self): raise BrokenPipeError(32, 'Broken pipe')\n"
+            "sys.stdout = Broken()\n"
+            "from gpuop.cli.main import entry\n"
+            f"entry(['capacity', {str(REPO / 'profiles')!r}])\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV)
+    assert proc.returncode == 120, proc.stderr

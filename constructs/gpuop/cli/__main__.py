@@ -1,7 +1,5 @@
 """`python -m gpuop.cli`."""
 
-import sys
+from gpuop.cli.main import entry
 
-from gpuop.cli.main import main
-
-sys.exit(main())
+entry()

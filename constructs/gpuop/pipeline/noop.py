@@ -347,10 +347,11 @@ def unchanged_folders_soon(state: dict | None, out: Path):
     return result
 
 
-def unchanged_folders(state: dict | None, out: Path, split: bool = True) -> frozenset:
+def unchanged_folders(state: dict | None, out: Path, split: bool = True, only: tuple | None = None) -> frozenset:
     """Top-level entries of `out` (cluster folders, charts/, index.json, the lock) whose every entry is as the
     last run wrote it (stats), while index.json is too: their bytes still hash to the treeDigest index.json
-    records, with no need to read them. Folders the last run kept unverified are not among them."""
+    records, with no need to read them. Folders the last run kept unverified are not among them. `only`: look
+    at index.json and these entries alone (a few stats: what a caller needs before the whole answer)."""
     tree = (state or {}).get("tree")
     if not isinstance(tree, dict):
         return frozenset()
@@ -363,7 +364,7 @@ def unchanged_folders(state: dict | None, out: Path, split: bool = True) -> froz
 
             if "index.json" not in parts or _digest(_stats(fd, ["index.json"])) != parts["index.json"][1]:
                 return frozenset()
-            names = [n for n in parts if n != "index.json" and n not in skip]
+            names = [n for n in parts if n != "index.json" and n not in skip and (only is None or n in only)]
             paths = []
             for name in names:
                 paths += _paths(name, shapes[parts[name][0]])
