@@ -26,10 +26,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SELECT = """
 import json, sys
 from pathlib import Path
+from gpuop.outputs.fleet import reads_table
 from gpuop.pipeline import gate
 from gpuop.profile.settings import load_settings
-base = {c["name"]: c for c in json.loads(Path(sys.argv[1]).read_text())["clusters"]}
-current = gate.current_records([Path("profiles")], load_settings(Path("gpuop.yaml")), base)
+doc = json.loads(Path(sys.argv[1]).read_text())
+base = {c["name"]: c for c in doc["clusters"]}
+current = gate.current_records([Path("profiles")], load_settings(Path("gpuop.yaml")), base, reads=reads_table(doc))
 print(json.dumps(sorted(n for n, (_, r) in current.items() if r["inputs"] != base[n]["provenance"]["inputs"])))
 """
 
@@ -164,7 +166,7 @@ def test_a_checked_fact_selects_exactly_its_readers(base, name):
     selected, changed = _run_case(base, name, case)
     index = json.loads((base[1] / "base" / "index.json").read_text())
     readers = {c["name"] for c in index["clusters"]
-               if set(paths) & set(read_paths(c["provenance"]["catalog"]["reads"]))}
+               if set(paths) & set(read_paths(index["catalogReads"][c["provenance"]["catalog"]["reads"]]))}
     assert not changed - selected, f"{name}: changed but not selected (unsound): {sorted(changed - selected)}"
     assert readers, f"{name}: no cluster reads what the case changes"
     assert selected == readers, f"{name}: selected {sorted(selected)}, read by {sorted(readers)}"
@@ -176,7 +178,7 @@ def test_the_exact_cases_are_not_vacuous(base):
     from gpuop.catalog.reads import read_paths
 
     index = json.loads((base[1] / "base" / "index.json").read_text())
-    reads = {c["name"]: set(read_paths(c["provenance"]["catalog"]["reads"])) for c in index["clusters"]}
+    reads = {c["name"]: set(read_paths(index["catalogReads"][c["provenance"]["catalog"]["reads"]])) for c in index["clusters"]}
     k3s = {n for n, r in reads.items() if ("distributions", "distributions", "k3s", "containerd") in r}
     dra = {n for n, r in reads.items() if ("dra", "versions", "0.5.0", "image") in r}
     assert 0 < len(k3s) < len(reads) and 0 < len(dra) < len(reads)

@@ -9,6 +9,7 @@ dist/ committed on `main`, cloned, and a pull-request branch on top. The one ste
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -172,6 +173,63 @@ def test_gate_fails_on_a_hand_edit_of_index_json(pr, tmp_path):
     (gate,) = run_gate(pr, tmp_path / "summary.md")
     assert gate.rc == 3, gate.out
     assert "prod-east: index.json entry differs from the base" in gate.out
+    assert "dist/index.json: differs" in gate.out
+
+
+def test_gate_fails_on_a_hand_edit_of_a_fleet_file_alone(pr, tmp_path):
+    """Only the ApplicationSet edited (its repository: where Argo CD takes every cluster's stack from), no
+    cluster selected: the fleet files are printed again from the proven clusters' entries and compared."""
+    appset = pr / "dist" / "fleet" / "argocd" / "applicationset.yaml"
+    text = appset.read_text()
+    assert "repoURL: https://git.example.com/platform/gpu-clusters.git" in text
+    appset.write_text(text.replace("https://git.example.com/platform/gpu-clusters.git", "https://evil.example.com/fleet.git"))
+    git(pr, "commit", "-q", "-am", "fleet edit")
+    (gate,) = run_gate(pr, tmp_path / "summary.md")
+    assert gate.rc == 3, gate.out
+    assert "0 cluster(s) to check" in gate.out
+    assert "dist/fleet/argocd/applicationset.yaml: differs" in gate.out
+
+
+def test_gate_fails_on_a_hand_edit_of_the_version_lock(pr, tmp_path):
+    """One cluster's lock entry edited (its version set back): that cluster is compiled over it and compared."""
+    path = pr / "dist" / "versions.lock.json"
+    lock = json.loads(path.read_text())
+    lock["clusters"]["prod-east"]["version"] = "0.0.1"
+    path.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    git(pr, "commit", "-q", "-am", "lock edit")
+    (gate,) = run_gate(pr, tmp_path / "summary.md")
+    assert gate.rc == 3, gate.out
+    assert "prod-east: version lock entry differs from the base" in gate.out
+    assert "dist/prod-east/chart/Chart.yaml: differs" in gate.out      # compiled at the lock's version
+
+
+def test_index_json_names_each_catalog_read_set_once_by_its_digest(dist):
+    """Each cluster's provenance names the catalog paths its compile read by digest; index.json holds each
+    distinct set once, exactly the sets its clusters name, under the digest of its text."""
+    from gpuop.outputs.fleet import reads_table
+
+    index = json.loads((dist / "index.json").read_text())
+    named = {c["provenance"]["catalog"]["reads"] for c in index["clusters"]}
+    assert set(index["catalogReads"]) == named
+    assert reads_table(index) == index["catalogReads"]          # every key the digest of its set
+    forged = {**index, "catalogReads": {k: v.replace("gpus(", "gpus(,", 1) for k, v in index["catalogReads"].items()}}
+    assert reads_table(forged) == {}                            # a set edited under its digest counts for nothing
+
+
+@pytest.mark.parametrize("how", ["set edited under its digest", "set added"])
+def test_gate_fails_on_a_forged_catalog_read_set(pr, tmp_path, how):
+    """The catalog paths a cluster's compile read, forged in index.json (fewer paths: a catalog change would
+    no longer select the cluster): the gate finds index.json stale."""
+    index = json.loads((pr / "dist" / "index.json").read_text())
+    ref = next(c for c in index["clusters"] if c["name"] == "prod-east")["provenance"]["catalog"]["reads"]
+    if how == "set added":
+        index["catalogReads"]["sha256:" + hashlib.sha256(b"catalog()").hexdigest()] = "catalog()"
+    else:
+        index["catalogReads"][ref] = index["catalogReads"][ref].split(",gpus(")[0] + ")"
+    (pr / "dist" / "index.json").write_text(json.dumps(index, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    git(pr, "commit", "-q", "-am", "index edit")
+    (gate,) = run_gate(pr, tmp_path / "summary.md")
+    assert gate.rc == 3, gate.out
     assert "dist/index.json: differs" in gate.out
 
 

@@ -202,10 +202,13 @@ class Output:
     reuse: tuple = ()        # relative paths to move unchanged from the previous output
 
 
-def assemble(builds: list[ClusterBuild], previous, settings=None, keep: tuple = ()) -> Output:
+def assemble(builds: list[ClusterBuild], previous, settings=None, keep: tuple = (), reads: dict | None = None) -> Output:
     """Versions, the packaged charts and the Helm repository index, index.json and the lock.
     `previous` (write.Previous or None) is the last output: its lock, index and charts carry forward.
-    `keep`: names of previous clusters not compiled this time (a subset compile), kept as they are."""
+    `keep`: names of previous clusters not compiled this time (a subset compile), kept as they are.
+    `reads`: the catalog read sets the entries' provenance names by digest (pipeline/keys.READS); omitted:
+    the previous output's."""
+
     files: dict = {}
     reuse: list[str] = []
     lock = {name: dict(entry) for name, entry in (previous.lock if previous else {}).get("clusters", {}).items()}
@@ -256,8 +259,10 @@ def assemble(builds: list[ClusterBuild], previous, settings=None, keep: tuple = 
     if settings is not None:
         files.update(fleet.write(settings.gitops, index))
     # printed item by item, unchanged items copied from the previous texts (a fleet's index is tens of MB)
+    table = reads if reads is not None else getattr(previous, "catalog_reads", None) or {}
     files["index.json"] = fleet.listing_json({"apiVersion": "gpuop/v1alpha1", "kind": "Index", "gpuop": __version__,
-                                              "clusters": index}, "clusters", getattr(previous, "index_known", None))
+                                              fleet.READS: fleet.used_reads(index, table), "clusters": index}, "clusters",
+                                             getattr(previous, "index_known", None))
     files[version.LOCK_FILE] = fleet.listing_json({"apiVersion": "gpuop/v1alpha1", "kind": "VersionLock",
                                                    "clusters": dict(sorted(lock.items()))}, "clusters",
                                                   getattr(previous, "lock_known", None))

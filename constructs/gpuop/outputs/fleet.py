@@ -23,6 +23,7 @@ own per-cluster projects (outputs/argocd.py).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 
@@ -133,6 +134,46 @@ def write(gitops, entries: list[dict]) -> dict[str, str]:
              "fleet/argocd/appproject.yaml": dump_long_lists(app_project(gitops, entries)),
              "fleet/argocd/argocd-cm-health.yaml": dump(health.argocd_cm(gitops, entries))}
     return files
+
+
+# ---- index.json's table of catalog read sets ----------------------------------------------------------
+# Each cluster's provenance names the catalog paths its compile read (gpuop.catalog.reads) by their digest;
+# index.json holds each distinct set once (a fleet's clusters share a few dozen sets of a few KB: printed per
+# cluster they were a third of a 10,000-cluster index.json).
+
+READS = "catalogReads"
+_refs: dict = {}
+
+
+def reads_ref(paths: str) -> str:
+    ref = _refs.get(paths)
+    if ref is None:
+        if len(_refs) > 4096:
+            _refs.clear()
+        ref = _refs[paths] = "sha256:" + hashlib.sha256(paths.encode()).hexdigest()
+    return ref
+
+
+def reads_table(doc) -> dict:
+    """index.json's `catalogReads`: digest -> the catalog paths read. Only entries whose key is the digest of
+    their value count (the table vouches for itself): a record naming anything else reads as unknown, so its
+    cluster is compiled again."""
+    table = doc.get(READS) if isinstance(doc, dict) else None
+    if not isinstance(table, dict):
+        return {}
+    return {ref: paths for ref, paths in table.items() if isinstance(paths, str) and reads_ref(paths) == ref}
+
+
+def used_reads(entries, table: dict) -> dict:
+    """The part of `table` the index entries' provenance names, sorted: what index.json prints."""
+    used = set()
+    for e in entries:
+        prov = e.get("provenance")
+        section = prov.get("catalog") if isinstance(prov, dict) else None
+        ref = section.get("reads") if isinstance(section, dict) else None
+        if isinstance(ref, str) and ref in table:
+            used.add(ref)
+    return {ref: table[ref] for ref in sorted(used)}
 
 
 # ---- index.json and the version lock at the cost of the change -------------------------------------------

@@ -212,14 +212,14 @@ def same_as_base(commit: str, folders: list[str], status: _Status) -> frozenset[
 # ---- the selection -----------------------------------------------------------------------------------
 
 def current_records(paths: list[Path], settings, base: dict | None = None,
-                    unchanged: frozenset = frozenset()) -> dict:
+                    unchanged: frozenset = frozenset(), reads: dict | None = None) -> dict:
     """name -> (profile file, provenance record) of every profile, from hashing the inputs only. A profile
     whose input files all hash to what the base records for it keeps the base's chain of parents (the
     bytes decide it) without being parsed, and the catalog facts the base records it read are read again
     (keys.catalog_now); any other is walked (parsed), its catalog reads unknown until it is compiled (so it
     is selected). A profile the quick walk cannot read is left out (the compile that follows reports it).
     `unchanged`: input files git proves hold their bytes at the base (same_as_base): taken as hashing to what
-    the base records, without being read."""
+    the base records, without being read. `reads`: the base index.json's catalog read sets (fleet.reads_table)."""
     import hashlib
 
     from gpuop.pipeline.keys import _rel, catalog_now, fleet_inputs, inputs_digest, provenance, walk
@@ -246,7 +246,7 @@ def current_records(paths: list[Path], settings, base: dict | None = None,
     for f in discover(paths):
         known = by_profile.get(_quick_rel(f, _rel))
         if known and all(p in unchanged or digest(p) == d for p, d in known[1]["files"].items()):
-            record = {**known[1], **shared, "catalog": catalog_now(known[1])}
+            record = {**known[1], **shared, "catalog": catalog_now(known[1], reads or {})}
             record["inputs"] = inputs_digest(record)
             out[known[0]] = (f, record)
             continue
@@ -272,6 +272,15 @@ def _document(raw: bytes | None) -> dict | None:
     except (TypeError, ValueError, RecursionError):
         return None
     return doc if isinstance(doc, dict) and isinstance(doc.get("clusters"), list) else None
+
+
+def _lock_entries(raw: bytes | None) -> dict:
+    """versions.lock.json's clusters ({} when absent or damaged: every entry then differs)."""
+    try:
+        clusters = json.loads(raw)["clusters"]
+    except (TypeError, ValueError, KeyError, RecursionError):
+        return {}
+    return clusters if isinstance(clusters, dict) else {}
 
 
 def _entries(doc: dict | None) -> dict:
@@ -319,7 +328,9 @@ def _select(paths, output: Path, settings, against, everything, folder: str, com
     disk = {c["name"]: c for c in read_index(output, beside=(base_raw, base_doc))["clusters"]} \
         if (output / "index.json").exists() else {}
     unchanged = (same_as_base(commit, trees, status) or frozenset()) if commit and trees and base else frozenset()
-    current = current_records(paths, settings, base, unchanged)
+    from gpuop.outputs.fleet import reads_table
+
+    current = current_records(paths, settings, base, unchanged, reads_table(base_doc))
     sel = Selection(commit if base_raw is not None else None, base, current, disk, base_index=base_raw)
     sel.orphans = tuple(sorted(set(disk) - set(current)))
     if sel.base_rev is None:
@@ -341,6 +352,14 @@ def _select(paths, output: Path, settings, against, everything, folder: str, com
             sel.clusters[name] = "inputs changed"
         elif disk.get(name) != b:
             sel.clusters[name] = "index.json entry differs from the base"
+    if "versions.lock.json" in changed:
+        # the lock edited: a cluster whose entry is not the base's is compiled over it and compared (its next
+        # version comes from that entry)
+        base_lock = _lock_entries(git_blob(commit, f"{folder}/versions.lock.json"))
+        disk_lock = _lock_entries(_read(output / "versions.lock.json"))
+        for name in current:
+            if name in sel.base and base_lock.get(name) != disk_lock.get(name):
+                sel.clusters.setdefault(name, "version lock entry differs from the base")
     for rel in changed:
         top = rel.split("/", 1)[0]
         if top in current or top in disk or top in sel.base:
@@ -374,7 +393,7 @@ def verify(sel: Selection, paths: list[Path], output: Path, settings) -> tuple[l
         return [Stale(f"{n}/", "removed") for n in sel.orphans], None
     files = [sel.current[n][0] for n in sorted(sel.clusters)]
     everything = len(sel.clusters) == len(sel.current)
-    if not files:
+    if not files and not sel.fleet:
         return stale, None
     if sel.base_rev is not None:
         # the archives as in the base (git proves it) are listed from the base's index.yaml, not read; those
@@ -403,9 +422,18 @@ def verify(sel: Selection, paths: list[Path], output: Path, settings) -> tuple[l
                                  charts_doc=doc, skip=changed, base_texts=texts, charts_text=text)
     else:
         previous = read_previous(output, repair=True)
-    result = compile_profiles(paths if everything else files, settings, previous, cache_dir=None, reuse=False,
-                              check_kept=False)
-    expected = {k: (v.encode() if isinstance(v, str) else v) for k, v in result.files.items()}
+    if files:
+        result = compile_profiles(paths if everything else files, settings, previous, cache_dir=None, reuse=False,
+                                  check_kept=False)
+        made = result.files
+    else:
+        # no cluster to compile, but a fleet file differs from the base (an ApplicationSet or index.json edited
+        # by hand): the fleet files as the proven clusters' entries print them, compared below like any other
+        from gpuop.outputs.cluster import assemble
+
+        result = None
+        made = assemble([], previous, settings, keep=tuple(sorted(set(previous.index) & set(sel.current)))).files
+    expected = {k: (v.encode() if isinstance(v, str) else v) for k, v in made.items()}
     for name in sorted(sel.clusters):
         mine = {k: v for k, v in expected.items() if k.startswith(name + "/")}
         on_disk = _read_folder(output, name)
@@ -468,17 +496,18 @@ def stale_issues(stale: list[Stale], output: Path) -> list[Issue]:
                   "gpuop synth and commit the output") for s in stale]
 
 
-def verify_folders(clusters: dict, source: Path, paths: list[Path], settings) -> list[Issue]:
+def verify_folders(clusters: dict, source: Path, paths: list[Path], settings, reads: dict) -> list[Issue]:
     """Clusters carried from another output folder (a shard): {name: (index entry, files)}. Each must come
     from the inputs here (its provenance), and its files must be what those inputs compile to: proven by the
-    committed output at the default base (same inputs, chart version and tree digest), else compiled."""
+    committed output at the default base (same inputs, chart version and tree digest), else compiled.
+    `reads`: the catalog read sets the shards' index.json hold (outputs/fleet.reads_table)."""
     from gpuop.outputs.cluster import tree_digest
     from gpuop.pipeline.run import compile_profiles
     from gpuop.pipeline.write import read_previous
 
     # the catalog facts each shard's cluster records are read again here: a record naming fewer facts than its
     # compile read has other inputs than the base's, so that cluster is compiled
-    current = current_records(paths, settings, {n: e for n, (e, _) in clusters.items()})
+    current = current_records(paths, settings, {n: e for n, (e, _) in clusters.items()}, reads=reads)
     folder = Path(settings.gitops.path.rstrip("/")).as_posix()
     commit = resolve(default_base())
     base = _entries(_document(git_blob(commit, f"{folder}/index.json"))) if commit else {}

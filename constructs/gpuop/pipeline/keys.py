@@ -126,14 +126,32 @@ def provenance(files: list[tuple[str, bytes, str]], shared: dict, catalog: dict 
     return record
 
 
-def catalog_now(record) -> dict:
+def catalog_now(record, table: dict) -> dict:
     """The `catalog` section of a recorded provenance as the catalog is now: the same paths, the digest of
     what they hold now. Equal to the recorded one exactly when every fact that compile read is unchanged, so
-    (the compile being deterministic) the same profile bytes compile to the same output."""
+    (the compile being deterministic) the same profile bytes compile to the same output. `table`: the read
+    sets by digest (reads_table of the index.json the record is from); one it does not hold reads as unknown."""
     from gpuop.catalog import distributions, dra, instances, known_issues, mig, operator, reads  # noqa: F401 (roots)
 
     section = record.get("catalog") if isinstance(record, dict) else None
-    return reads.recheck(section) if isinstance(section, dict) else UNKNOWN
+    ref = section.get("reads") if isinstance(section, dict) else None
+    paths = table.get(ref) if isinstance(ref, str) else None
+    if paths is None:
+        return UNKNOWN
+    return {"reads": ref, "digest": reads.recheck({"reads": paths})["digest"]}
+
+
+def pack(section: dict, table: dict) -> dict:
+    """A `catalog` section as gpuop.catalog.reads.encode gives it ({"reads": the paths read, "digest"}) as a
+    provenance records it: the paths by their digest (outputs/fleet.reads_ref), which `table` maps back to them."""
+    from gpuop.outputs.fleet import reads_ref
+
+    paths = section.get("reads")
+    if not isinstance(paths, str):
+        return section
+    ref = reads_ref(paths)
+    table[ref] = paths
+    return {"reads": ref, "digest": section["digest"]}
 
 
 def inputs_digest(record: dict) -> str:

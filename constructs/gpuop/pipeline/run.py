@@ -23,7 +23,7 @@ from gpuop.pipeline.cache import BuildCache, code_digest
 from gpuop.errors import Issue, UserError
 from gpuop.plan.build import build_plan
 from gpuop.plan.model import StackPlan
-from gpuop.pipeline.keys import catalog_now, fleet_inputs, provenance, quick_key, walk
+from gpuop.pipeline.keys import catalog_now, fleet_inputs, pack, provenance, quick_key, walk
 from gpuop.pipeline.noop import month
 from gpuop.profile.load import discover, display, load_profile
 from gpuop.validate.runner import validate
@@ -131,6 +131,7 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
     records: dict[Path, dict] = {}     # a profile's provenance if it reads what the previous compile read
     inputs: dict[Path, list] = {}
     salt_digest = hashlib.sha256(salt.encode()).hexdigest()
+    table = dict(previous.catalog_reads) if previous else {}     # the catalog read sets by digest (keys.READS)
     by_warnings: dict[str, list] = {}
     stable = _stable(previous, proof, salt_digest, shared) if shard is None else {}
     proven: list[str] = []
@@ -148,7 +149,7 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
             inputs[f] = walked[0]
             before = previous.index.get(walked[1]) if previous is not None else None
             if before is not None:
-                records[f] = provenance(walked[0], shared, catalog_now(before.get("provenance")))
+                records[f] = provenance(walked[0], shared, catalog_now(before.get("provenance"), table))
         q = quick_key(f, salt, cache, walked) if cache.root else None
         hit = cache.get(q[0]) if q else None
         if hit:
@@ -206,7 +207,7 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
                         pending.append((key, head, files))
                     elif not issues:          # once a profile failed nothing is written: only errors are gathered
                         cache.put_pending(key, head, files)
-                builds[name] = _recorded(build, provenance(inputs[f], shared, read) if f in inputs else None)
+                builds[name] = _recorded(build, provenance(inputs[f], shared, pack(read, table)) if f in inputs else None)
         issues += _duplicate_names(named)
         if issues:
             raise UserError(issues)        # a failed compile writes nothing, the cache included
@@ -235,7 +236,7 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
                                           "profiles tree (`gpuop synth`) rebuilds it", "warning"))
             else:
                 removed.append(name)
-    out = assemble(list(builds.values()), previous, settings, keep=tuple(sorted(kept + proven)))
+    out = assemble(list(builds.values()), previous, settings, keep=tuple(sorted(kept + proven)), reads=table)
     if shard is not None:
         from gpuop.pipeline.write import mark_shard
 

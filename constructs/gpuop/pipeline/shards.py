@@ -69,6 +69,7 @@ def merge_shards(shards: list[Path], settings) -> tuple[dict[str, bytes], list[s
     counts: set[int] = set()
     budget = [MAX_TREE_ENTRIES, MAX_TREE_BYTES]
     carried: dict = {}
+    reads: dict = {}            # the shards' catalog read sets by digest (outputs/fleet.READS)
     for shard in shards:
         if os.path.islink(shard) or not shard.is_dir():
             issues.append(Issue(str(shard), 0, 0, "", ("is a symlink; links are not followed" if os.path.islink(shard)
@@ -87,6 +88,7 @@ def merge_shards(shards: list[Path], settings) -> tuple[dict[str, bytes], list[s
             continue
         k, n = which
         counts.add(n)
+        reads.update(fleet.reads_table(index))
         if k in seen:
             issues.append(Issue(str(shard), 0, 0, "", f"is shard {k}/{n} again (also {seen[k]})"))
             continue
@@ -153,7 +155,7 @@ def merge_shards(shards: list[Path], settings) -> tuple[dict[str, bytes], list[s
         from gpuop.pipeline.gate import verify_folders
 
         for shard, clusters in carried.items():
-            issues += verify_folders(clusters, shard, [Path("profiles")], settings)
+            issues += verify_folders(clusters, shard, [Path("profiles")], settings, reads)
     if issues:
         raise UserError(issues)
     lock.update(built_lock)
@@ -165,7 +167,7 @@ def merge_shards(shards: list[Path], settings) -> tuple[dict[str, bytes], list[s
         if path.startswith("fleet/"):
             files[path] = text.encode()
     files["index.json"] = dump_json({"apiVersion": "gpuop/v1alpha1", "kind": "Index", "gpuop": __version__,
-                                     "clusters": merged}).encode()
+                                     fleet.READS: fleet.used_reads(merged, reads), "clusters": merged}).encode()
     files[LOCK_FILE] = dump_json({"apiVersion": "gpuop/v1alpha1", "kind": "VersionLock",
                                   "clusters": dict(sorted(lock.items()))}).encode()
     return files, sorted(entries)

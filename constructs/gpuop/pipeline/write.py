@@ -220,6 +220,8 @@ def _index_problem(doc) -> tuple[str, str] | None:
                 return f"clusters[{i}].{key}", "missing or not a string"
         if "/" in c["name"] or c["name"].startswith("."):
             return f"clusters[{i}].name", "not a cluster folder name"
+    if "catalogReads" in doc and not isinstance(doc["catalogReads"], dict):
+        return "catalogReads", "expected an object of catalog read sets by digest"
     return None
 
 
@@ -243,6 +245,7 @@ class Previous:
     lock_known: dict | None = None
     charts_text: str | None = None  # charts/index.yaml as gpuop printed it (vouched for: trusted, or the base's)
     charts_blocks: dict | None = None   # outputs/charts.blocks of charts_text: chart name -> (archives, text)
+    catalog_reads: dict = field(default_factory=dict)   # index.json's catalog read sets (outputs/fleet.reads_table)
 
     def charts_index(self) -> dict | None:
         """charts/index.yaml, parsed (only when a new chart version must be added to it). Parsed once per
@@ -308,7 +311,7 @@ def read_previous(out: Path, *, repair: bool = False, charts_unchanged=False,
 
     out = Path(out)
     lock = read_lock(out)
-    index = {}
+    index, reads = {}, {}
     index_known = lock_known = None
     if (out / "index.json").exists():
         try:
@@ -316,8 +319,10 @@ def read_previous(out: Path, *, repair: bool = False, charts_unchanged=False,
             if texts:
                 path = out / "index.json"
                 raw = read_bytes(path, str(path), limit=MAX_JSON_BYTES, what="an index.json")
-            clusters = read_index(out, raw, ours=texts)["clusters"]
+            doc = read_index(out, raw, ours=texts)
+            clusters = doc["clusters"]
             index = {c["name"]: c for c in clusters}
+            reads = fleet.reads_table(doc)
             if texts:
                 index_known = fleet.listing_texts(raw.decode("utf-8", "replace"), clusters, "clusters")
         except UserError:
@@ -375,7 +380,8 @@ def read_previous(out: Path, *, repair: bool = False, charts_unchanged=False,
                     continue
             charts[f.name] = f
     return Previous(out, lock, index, charts, charts_trusted=charts_unchanged, charts_doc=charts_doc,
-                    index_known=index_known, lock_known=lock_known, charts_text=charts_text, charts_blocks=blocks)
+                    index_known=index_known, lock_known=lock_known, charts_text=charts_text, charts_blocks=blocks,
+                    catalog_reads=reads)
 
 
 # ---- ownership: what may be replaced ---------------------------------------------------------------
