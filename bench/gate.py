@@ -16,6 +16,9 @@ The run, each step the real CLI in a fresh process (wall time includes interpret
 5. `gate_fresh_clone_nothing_changed`: the same on a clone of `main` (a pull request that changes no
    profile and no output, e.g. a README edit).
 
+Before each step the file system's dirty pages are written out (`sync`, not timed): gpuop's commit ends with a
+`syncfs`, which would otherwise wait for what the previous step or git wrote.
+
 Peak memory: the sum of VmRSS over each step's process tree, sampled every 20 ms (bench/fleet.py), the
 maximum over every step. Beside each wall time, `<step>_cpu_s`: the CPU seconds of that step's process tree,
 and `loadavg`: the machine's load when the steps started (on a shared machine the wall time is the CPU time
@@ -80,6 +83,10 @@ def gpuop(cwd: Path, *args: str, ok=(0,)) -> tuple[float, float, str]:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     if PYCACHE:
         env["PYTHONPYCACHEPREFIX"] = str(PYCACHE[0])
+    # the writes before this step (the previous step's output, git's objects) reach the disk first: a commit's
+    # syncfs waits for every dirty page of the file system, and what git or the last compile left is not this
+    # step's cost (a developer's run does not follow a cold compile of 10,000 clusters by seconds)
+    os.sync()
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "gpuop.cli", *args], cwd=cwd, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

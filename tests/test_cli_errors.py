@@ -852,3 +852,11 @@ def test_command_line_process_reports_a_closed_stdout_as_python_does():
             f"entry(['capacity', {str(REPO / 'profiles')!r}])\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV)
     assert proc.returncode == 120, proc.stderr
+
+
+def test_command_line_process_under_a_profiler_exits_normally_so_the_profile_is_written(tmp_path):
+    """cProfile (like coverage) writes its data at the interpreter's normal exit, which gpuop then takes."""
+    proc = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(tmp_path / "run.prof"), "-m", "gpuop.cli",
+                           "capacity", str(REPO / "profiles")], capture_output=True, text=True, env=ENV, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "run.prof").stat().st_size > 0

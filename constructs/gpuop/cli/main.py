@@ -556,9 +556,10 @@ def entry(argv: list[str] | None = None) -> NoReturn:
     """The `gpuop` process: main(), then the exit without the interpreter's teardown, which frees every object
     one by one (a second for the index of a 10,000-cluster fleet, after all the work is done). Output streams
     are flushed and atexit handlers run first (multiprocessing's and tempfile's cleanups); with a thread still
-    running, the normal exit waits for it instead."""
+    running, or a tracer or profiler (coverage, cProfile: they write their data at the normal exit), the normal
+    exit instead."""
     code = main(argv)
-    if threading.active_count() > 1:
+    if threading.active_count() > 1 or sys.gettrace() is not None or sys.getprofile() is not None:
         sys.exit(code)
     for stream in (sys.stdout, sys.stderr):
         try:
