@@ -80,6 +80,14 @@ def run_gate(repo: Path, summary: Path, only: tuple[str, ...] = ()) -> list[Step
     return runs
 
 
+def stale_after_commit(pr: Path, tmp_path: Path, message: str) -> StepRun:
+    """Commit the pull request's edits and run the gate, which must find dist/ stale (exit 3)."""
+    git(pr, "commit", "-q", "-am", message)
+    (gate,) = run_gate(pr, tmp_path / "summary.md")
+    assert gate.rc == 3, gate.out
+    return gate
+
+
 @pytest.fixture(scope="module")
 def origin(dist, tmp_path_factory) -> Path:
     """The project on `main`: profiles, settings and their compiled dist/, committed."""
@@ -169,9 +177,7 @@ def test_gate_fails_on_a_hand_edit_of_index_json(pr, tmp_path):
     entry = next(c for c in index["clusters"] if c["name"] == "prod-east")
     entry["labels"]["team"] = "ml"
     (pr / "dist" / "index.json").write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
-    git(pr, "commit", "-q", "-am", "index edit")
-    (gate,) = run_gate(pr, tmp_path / "summary.md")
-    assert gate.rc == 3, gate.out
+    gate = stale_after_commit(pr, tmp_path, "index edit")
     assert "prod-east: index.json entry differs from the base" in gate.out
     assert "dist/index.json: differs" in gate.out
 
@@ -183,9 +189,7 @@ def test_gate_fails_on_a_hand_edit_of_a_fleet_file_alone(pr, tmp_path):
     text = appset.read_text()
     assert "repoURL: https://git.example.com/platform/gpu-clusters.git" in text
     appset.write_text(text.replace("https://git.example.com/platform/gpu-clusters.git", "https://evil.example.com/fleet.git"))
-    git(pr, "commit", "-q", "-am", "fleet edit")
-    (gate,) = run_gate(pr, tmp_path / "summary.md")
-    assert gate.rc == 3, gate.out
+    gate = stale_after_commit(pr, tmp_path, "fleet edit")
     assert "0 cluster(s) to check" in gate.out
     assert "dist/fleet/argocd/applicationset.yaml: differs" in gate.out
 
@@ -196,9 +200,7 @@ def test_gate_fails_on_a_hand_edit_of_the_version_lock(pr, tmp_path):
     lock = json.loads(path.read_text())
     lock["clusters"]["prod-east"]["version"] = "0.0.1"
     path.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
-    git(pr, "commit", "-q", "-am", "lock edit")
-    (gate,) = run_gate(pr, tmp_path / "summary.md")
-    assert gate.rc == 3, gate.out
+    gate = stale_after_commit(pr, tmp_path, "lock edit")
     assert "prod-east: version lock entry differs from the base" in gate.out
     assert "dist/prod-east/chart/Chart.yaml: differs" in gate.out      # compiled at the lock's version
 
@@ -227,9 +229,7 @@ def test_gate_fails_on_a_forged_catalog_read_set(pr, tmp_path, how):
     else:
         index["catalogReads"][ref] = index["catalogReads"][ref].split(",gpus(")[0] + ")"
     (pr / "dist" / "index.json").write_text(json.dumps(index, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-    git(pr, "commit", "-q", "-am", "index edit")
-    (gate,) = run_gate(pr, tmp_path / "summary.md")
-    assert gate.rc == 3, gate.out
+    gate = stale_after_commit(pr, tmp_path, "index edit")
     assert "dist/index.json: differs" in gate.out
 
 
