@@ -171,6 +171,23 @@ def test_a_hand_edit_beside_a_changed_profile_is_repaired_and_the_next_run_sees_
     assert tree(w / "dist") == _cold(w)
 
 
+def test_the_folders_a_warm_synth_compiles_on_are_what_the_stats_answer_when_nothing_was_edited(w):
+    """A warm synth compiles on noop.recorded_folders while the child stats the tree, and commits only when the
+    answer is the same: on an untouched output it is (else every warm run would compile twice), and a hand edit
+    makes them differ (the compile runs again: the repair test above)."""
+    from gpuop.pipeline import noop
+    from gpuop.pipeline.cache import BuildCache
+
+    state = noop.load(BuildCache(w / "cache"), w / "dist")
+    guess = noop.recorded_folders(state)
+    assert {"index.json", "versions.lock.json", "charts", "c01"} <= guess
+    assert noop.unchanged_folders(state, w / "dist") == guess
+    edited = next((w / "dist" / "c02" / "manifests").glob("*.yaml"))
+    edited.write_bytes(edited.read_bytes())                          # the same bytes: only the ctime moves
+    assert noop.unchanged_folders(state, w / "dist") == guess - {"c02"}
+    assert noop.recorded_folders(None) == frozenset() == noop.recorded_folders({"tree": {"parts": {"c01": [0, ""]}}})
+
+
 _SPLIT_SCRIPT = r'''
 import json, os, sys
 from pathlib import Path

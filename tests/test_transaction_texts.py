@@ -69,6 +69,17 @@ def test_a_previous_text_not_laid_out_as_gpuop_prints_it_is_not_copied_from():
     assert out == dump_json(_index(changed))
 
 
+@pytest.mark.parametrize("later", [[{"a": 1}], [{"a": 1}, {"b": [2]}], [], {"x": {"y": 1}}])
+def test_a_list_or_object_printed_after_the_items_is_never_taken_for_the_last_item(later):
+    entries = [_entry(random.Random(2), i) for i in range(3)]
+    doc = {**_index(entries), "zLater": later}
+    text = dump_json(doc)
+    known = fleet.listing_texts(text, json.loads(text)["clusters"], "clusters")
+    # each text copied is its item's own print, or nothing is copied
+    assert all(t == "    " + fleet._item_text(i) for i, t in known.values())
+    assert fleet.listing_json(doc, "clusters", known) == text
+
+
 def _chart(name: str, version: str) -> dict:
     return {"version": version, "appVersion": "v26.7.0", "kubeVersion": ">= 1.34.0-0", "description": f"for {name}",
             "digest": f"{name}{version}".encode().hex()[:16], "file": f"{name}-{version}.tgz", "name": name}

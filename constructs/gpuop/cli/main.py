@@ -151,19 +151,23 @@ def cmd_synth(args) -> int:
     # --previous: the output depends on another folder's lock, which the recorded inputs do not cover
     options = (args.shard, str(args.settings.absolute()))
     shortcut = cache_dir is not None and args.previous is None and args.output.is_dir()
+    walks = None
     if shortcut:
         with output_lock(args.output), _cache_lock(BuildCache(cache_dir), locked):
-            inputs = noop.inputs_fingerprint(_paths(args), args.settings, args.output, options)
+            walks = noop.walk_inputs(_paths(args))
+            inputs = noop.inputs_fingerprint(_paths(args), args.settings, args.output, options, walks)
             state = noop.replay(BuildCache(cache_dir), args.output, inputs)
             if state is not None:      # nothing changed since the last run, inputs nor output: write nothing
                 for w in noop.issues_of(state):
                     print(w, file=sys.stderr)
                 print(state["summary"], file=sys.stderr)
                 return 0
-    return _synth(args, cache_dir, options)
+    return _synth(args, cache_dir, options, walks)
 
 
-def _synth(args, cache_dir, options) -> int:
+def _synth(args, cache_dir, options, walks: dict | None = None) -> int:
+    """`walks`: the profiles trees' stats the no-op check took (noop.walk_inputs): taken before anything is read,
+    they stand for this run's inputs too (an edit after them is seen by the next run)."""
     from gpuop.pipeline import noop
     from gpuop.pipeline.cache import BuildCache
     from gpuop.pipeline.write import Staging, check_target, locked, output_lock, read_previous, write_tree
@@ -186,7 +190,9 @@ def _synth(args, cache_dir, options) -> int:
         check_target(args.output, project, tuple(_paths(args)) + (args.settings,), settings.gitops.repoURL)   # as it is now, under the lock
         cache = BuildCache(cache_dir)
         # the inputs as they are before anything is read: an edit during the run is seen by the next one
-        inputs = None if args.previous else noop.inputs_fingerprint(_paths(args), args.settings, args.output, options)
+        walks = walks if walks is not None or args.previous else noop.walk_inputs(_paths(args))
+        inputs = None if args.previous else noop.inputs_fingerprint(_paths(args), args.settings, args.output, options,
+                                                                      walks)
         source = _previous_folder(args, settings, project)
         # folders untouched since the last run wrote them (stats): reused without reading their bytes; a child
         # process stats them while this one imports the pipeline
@@ -195,34 +201,42 @@ def _synth(args, cache_dir, options) -> int:
         from gpuop.pipeline.run import compile_profiles
 
         # the input files' stats before anything is read: the next run's proof of what this one read
-        files = noop.input_stats(_paths(args)) if inputs is not None else None
+        files = noop.input_stats(_paths(args), walks) if inputs is not None else None
         noop.forget(cache, args.output)
-        # index.json and the lock as the last run wrote them (a few stats, here): read while the child stats the rest
+        # index.json and the lock as the last run wrote them (a few stats, here)
         texts = LISTS <= (noop.unchanged_folders(state, args.output, only=LISTS) if source == args.output else set())
-        found: list = []
 
-        def charts_unchanged() -> bool:
-            found.append(folders())
-            return "charts" in found[0]
-        previous = read_previous(source, repair=source == args.output, charts_unchanged=charts_unchanged, texts=texts)
-        trusted = found[0] if found else folders()
-        if texts and not LISTS <= trusted:      # changed after this process looked: read again, untrusted
-            previous = read_previous(source, repair=True, charts_unchanged="charts" in trusted)
-        # clusters whose inputs and folder are as the last run left them (stats): taken without being read
-        proof = noop.proven(state, files, trusted)
+        def attempt(trusted: frozenset, texts: bool):
+            previous = read_previous(source, repair=source == args.output, charts_unchanged="charts" in trusted,
+                                     texts=texts)
+            # clusters whose inputs and folder are as the last run left them (stats): taken without being read
+            proof = noop.proven(state, files, trusted)
+            staging = Staging(args.output)     # clusters are written into the new tree as they are built
+            try:
+                return previous, staging, compile_profiles(
+                    _paths(args), settings, previous, jobs=args.jobs, cache_dir=cache_dir, shard=args.shard,
+                    progress=not args.no_progress, sink=staging, trusted=trusted, proof=proof)
+            except BaseException:
+                staging.discard()
+                raise
+        # the compile runs on what the child will find when nothing was edited in the output since the last run
+        # (every folder as recorded), while the child stats the tree on the other core; nothing is committed
+        # before its answer, and when it finds a folder changed the compile runs again on that answer
+        guess = noop.recorded_folders(state) if texts else frozenset()
+        if guess:
+            previous, staging, result = attempt(guess, True)
+            trusted = folders()
+            if trusted != guess:
+                staging.discard()
+                previous, staging, result = attempt(trusted, LISTS <= trusted)
+        else:
+            trusted = folders()
+            previous, staging, result = attempt(trusted, False)
         if previous.charts and not previous.lock.get("clusters"):
             print(f"{source}: warning: packaged charts but no version lock ({source}/versions.lock.json): chart "
                   "versions restart at 0.1.0, and a Flux HelmRelease on a Git source (reconcileStrategy ChartVersion) "
                   "or an Argo CD Helm-repository source that already has 0.1.0 will not upgrade; restore the lock from "
                   "git", file=sys.stderr)
-        staging = Staging(args.output)     # clusters are written into the new tree as they are built
-        try:
-            result = compile_profiles(_paths(args), settings, previous, jobs=args.jobs, cache_dir=cache_dir,
-                                      shard=args.shard, progress=not args.no_progress, sink=staging,
-                                      trusted=trusted, proof=proof)
-        except BaseException:
-            staging.discard()
-            raise
         for w in result.warnings:
             print(w, file=sys.stderr)
         write_tree(args.output, result.files, result.reuse, project=project, repo=settings.gitops.repoURL,

@@ -222,19 +222,21 @@ def listing_texts(text: str | None, items, key: str) -> dict:
         return {}
     is_list = isinstance(items, list)
     opening = f'\n  "{key}": ' + ("[\n" if is_list else "{\n")
-    start = text.find(opening)
-    end = text.find("\n  ]" if is_list else "\n  }", start)
-    if start < 0 or end < 0:
+    close = "\n  ]" if is_list else "\n  }"
+    # the list closes at the last line indented by two that closes a list (or object): only the fleet-wide scalars
+    # follow it; were a later one there, the true close would lie in the last piece (checked below)
+    start, end = text.find(opening), text.rfind(close)
+    if start < 0 or end < start:
         return {}
     pieces = text[start + len(opening):end].split("\n    },\n")
-    pairs = [(i.get("name") if isinstance(i, dict) else None, i) for i in items] if is_list else list(items.items())
-    if len(pieces) != len(pairs):
+    if len(pieces) != len(items) or close in pieces[-1] or not pieces[-1].endswith("}"):
         return {}
-    out = {}
-    for n, (piece, (name, item)) in enumerate(zip(pieces, pairs)):
-        text_n = piece if n == len(pieces) - 1 else piece + "\n    }"
+    names = [i.get("name") if isinstance(i, dict) else None for i in items] if is_list else list(items)
+    values = items if is_list else items.values()
+    out, last = {}, len(pieces) - 1
+    for n, (piece, name, item) in enumerate(zip(pieces, names, values)):
         lead = "    {" if is_list else f"    {json.dumps(name, ensure_ascii=False)}: {{"
-        if not isinstance(name, str) or not text_n.startswith(lead) or not text_n.endswith("}"):
+        if not isinstance(name, str) or not piece.startswith(lead):
             return {}
-        out[name] = (item, text_n)
+        out[name] = (item, piece if n == last else piece + "\n    }")
     return out

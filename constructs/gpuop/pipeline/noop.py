@@ -284,27 +284,41 @@ def month() -> str:
     return datetime.date.today().strftime("%Y-%m")
 
 
-def inputs_fingerprint(paths: list[Path], settings: Path, out: Path, options: tuple) -> str | None:
+def inputs_fingerprint(paths: list[Path], settings: Path, out: Path, options: tuple, walks: dict | None = None) -> str | None:
     """Digest of everything the output depends on, from stats alone (one lstat per file of the profiles
     trees and the settings file), plus gpuop's code and catalogs; None where the shortcut does not apply.
-    A profile or parent edited, added, removed or touched changes it; so does a changed gpuop."""
+    A profile or parent edited, added, removed or touched changes it; so does a changed gpuop. `walks`:
+    walk_inputs(paths) taken earlier in this command (older stats only make the next run check more)."""
     h = hashlib.sha256(code_digest().encode())
     h.update(repr((str(Path(out).absolute()), [str(Path(p).absolute()) for p in paths], options, month())).encode())
     try:
         st = os.stat(settings)
         h.update(f"{os.path.realpath(settings)}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\n".encode())
-        roots = set()
         for p in paths:
-            root = _profiles_root(Path(p))
-            if root is None:
-                return None
-            roots.add(root)
             h.update(f"arg\0{os.path.realpath(p)}\0{os.lstat(p).st_ino}\n".encode())
-        for root in sorted(roots):
-            h.update(repr(_subtree(root)).encode())      # the same walk as the output's
+        walks = walk_inputs(paths) if walks is None else walks
+        if walks is None:
+            return None
+        for root in sorted(walks):
+            h.update(repr(walks[root]).encode())      # the same walk as the output's
     except OSError:
         return None
     return h.hexdigest()
+
+
+def walk_inputs(paths: list[Path]) -> dict | None:
+    """root -> _subtree(root) of every profiles tree the arguments name (what inputs_fingerprint and input_stats
+    read; one walk serves both); None where the shortcut does not apply or a tree cannot be read."""
+    roots = set()
+    for p in paths:
+        root = _profiles_root(Path(p))
+        if root is None:
+            return None
+        roots.add(root)
+    try:
+        return {root: _subtree(root) for root in sorted(roots)}
+    except OSError:
+        return None
 
 
 def load(cache: BuildCache, out: Path) -> dict | None:
@@ -345,6 +359,18 @@ def unchanged_folders_soon(state: dict | None, out: Path):
             return unchanged_folders(state, out)
         return frozenset(names)
     return result
+
+
+def recorded_folders(state: dict | None) -> frozenset:
+    """What unchanged_folders answers when nothing in the output changed since the last run: every entry it
+    recorded, but those it kept unverified. A caller may work on it meanwhile, and must compare it with the answer
+    before it commits anything."""
+    tree = (state or {}).get("tree")
+    parts = tree.get("parts") if isinstance(tree, dict) else None
+    if not isinstance(parts, dict) or "index.json" not in parts:
+        return frozenset()
+    skip = state.get("unverified") or ()
+    return frozenset(n for n in parts if n not in skip)
 
 
 def unchanged_folders(state: dict | None, out: Path, split: bool = True, only: tuple | None = None) -> frozenset:
@@ -411,19 +437,14 @@ def issues_of(state: dict) -> list[Issue]:
     return [Issue(**w) for w in state.get("warnings", [])]
 
 
-def input_stats(paths: list[Path]) -> dict | None:
+def input_stats(paths: list[Path], walks: dict | None = None) -> dict | None:
     """path -> [inode, ctime] of every file of the profiles trees (the same walk as inputs_fingerprint), for
-    the next run's per-cluster proof (proven); None where the shortcut does not apply."""
-    roots = set()
-    for p in paths:
-        root = _profiles_root(Path(p))
-        if root is None:
-            return None
-        roots.add(root)
-    try:
-        return {e[0]: [e[1], e[2]] for root in sorted(roots) for e in _subtree(root) if isinstance(e, tuple)}
-    except OSError:
+    the next run's per-cluster proof (proven); None where the shortcut does not apply. `walks`: walk_inputs(paths)
+    taken earlier in this command, before anything was read."""
+    walks = walk_inputs(paths) if walks is None else walks
+    if walks is None:
         return None
+    return {e[0]: [e[1], e[2]] for root in sorted(walks) for e in walks[root] if isinstance(e, tuple)}
 
 
 def proven(state: dict | None, now: dict | None, trusted: frozenset) -> dict | None:

@@ -663,12 +663,18 @@ def discover(paths: list[Path]) -> list[Path]:
     seen: set[str] = set()
     for p in paths:
         if p.is_dir():
-            candidates = [f for f in sorted(p.iterdir())
-                          if f.suffix in (".yaml", ".yml") and not f.name.startswith("_")]
+            # names from one folder read, sorted as strings (one folder: the order of the paths); a real path is
+            # the folder's joined with the name unless the entry is a symlink (d_type: no call per file)
+            here = os.path.realpath(p)
+            with os.scandir(p) as it:
+                entries = sorted(((e.name, e.is_symlink()) for e in it
+                                  if e.name.endswith((".yaml", ".yml")) and e.name not in (".yaml", ".yml")
+                                  and not e.name.startswith("_")))
+            candidates = [(p / name, os.path.join(here, name) if not link else None) for name, link in entries]
         else:
-            candidates = [p]
-        for f in candidates:  # a file named twice (or via a folder and by name) is compiled once
-            real = os.path.realpath(f)
+            candidates = [(p, None)]
+        for f, real in candidates:  # a file named twice (or via a folder and by name) is compiled once
+            real = real or os.path.realpath(f)
             if real not in seen:
                 seen.add(real)
                 found.append(f)
