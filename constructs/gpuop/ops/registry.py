@@ -99,7 +99,8 @@ def _once(u: urllib.parse.SplitResult, headers: dict, cap: int, deadline: float,
     host, port = _origin(u)
     conn_cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
     kwargs = {"context": ssl.create_default_context()} if u.scheme == "https" else {}
-    conn = conn_cls(host, port, timeout=min(remaining, 10.0), **kwargs)
+    # the socket's own timeout a second past the deadline, so the deadline's timer speaks first
+    conn = conn_cls(host, port, timeout=min(remaining + 1.0, 10.0), **kwargs)
     expired = threading.Event()
 
     def stop():                            # the one deadline for connect, headers and body
@@ -136,7 +137,7 @@ def _once(u: urllib.parse.SplitResult, headers: dict, cap: int, deadline: float,
     except UserError:
         raise
     except (OSError, http.client.HTTPException, ValueError) as exc:
-        if expired.is_set():
+        if expired.is_set() or time.monotonic() >= deadline:
             raise _error(where, f"no complete answer within {seconds:g} s")
         raise _error(where, f"{type(exc).__name__}: {exc}")
     finally:
