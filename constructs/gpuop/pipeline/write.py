@@ -319,14 +319,13 @@ class Previous:
         return doc is not None and listed == set(self.charts)
 
 
-def read_previous(out: Path, *, repair: bool = False, charts_unchanged=False,
+def read_previous(out: Path, *, repair: bool = False, charts_unchanged: bool = False,
                   charts_doc: dict | None = None, skip: frozenset = frozenset(), texts: bool = False,
                   base_texts: tuple | None = None, charts_text: str | None = None) -> Previous:
     """`repair`: the folder is known to be gpuop's (check_target passed), so a damaged index.json only
     means nothing is reused; otherwise a present index.json that is not an Index is exit 2.
     `charts_unchanged`: charts/ is as the last run wrote it (its stats, pipeline/noop.py), so the
-    archives are listed without reading them again; a function: asked once index.json and the lock are read
-    (a warm synth's stats of the tree finish meanwhile in another process). `charts_doc`: the Helm repository index whose digests
+    archives are listed without reading them again. `charts_doc`: the Helm repository index whose digests
     are trusted (the review gate passes the base revision's, which git proves); `skip`: archives not carried
     (the gate drops those that differ from the base, so the compile packages them again to compare).
     `texts`: index.json and the lock are as the last run wrote them (their stats, pipeline/noop.py), so their
@@ -364,8 +363,6 @@ def read_previous(out: Path, *, repair: bool = False, charts_unchanged=False,
         lock_known = fleet.listing_texts(base_texts[2], base_texts[3], "clusters")
     from gpuop.outputs import charts as charts_mod
 
-    if callable(charts_unchanged):
-        charts_unchanged = bool(charts_unchanged())
     folder = out / "charts"
     if charts_unchanged and charts_text is None and charts_doc is None:
         try:          # as the last run wrote it (stats): its text is what the next index copies blocks from
