@@ -120,8 +120,8 @@ def test_corrupted_cache_entry_is_detected_and_rebuilt(fleet, tmp_path):
     shutil.copytree(fleet / "profiles", w / "profiles")
     shutil.copy(fleet / "gpuop.yaml", w / "gpuop.yaml")
     run_gpuop("synth", "-o", "out", "--cache", "cache", cwd=w, check=True)
-    heads = sorted((w / "cache" / "builds").rglob("*.head.json"))
-    blobs = sorted((w / "cache" / "builds").rglob("*.files.json"))
+    heads = sorted((w / "cache" / "builds").rglob("*.head"))
+    blobs = sorted((w / "cache" / "builds").rglob("*.files"))
     assert len(heads) == len(blobs) == 12
     # tamper with one build's files (still valid JSON), truncate another build's header
     doc = blobs[0].read_text()

@@ -11,7 +11,6 @@ evidence.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -77,29 +76,25 @@ def w(origin, tmp_path) -> Path:
     return w
 
 
-def _envelope(payload: dict) -> str:
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-    return json.dumps({"checksum": hashlib.sha256(text.encode()).hexdigest(), "payload": text})
-
-
 def poison(cache: Path, name: str, recompute_claim: bool) -> None:
     """Rewrite the cache entry of `name` as an attacker would: evil driver image, checksums recomputed; with
     `recompute_claim`, the tree digest the header claims too (the attacker knows the algorithm)."""
     from gpuop.outputs.cluster import ClusterBuild, expected_tree
+    from gpuop.pipeline.cache import decode_entry, encode_entry
 
-    for head_path in (cache / "builds").rglob("*.head.json"):
-        head = json.loads(json.loads(head_path.read_text())["payload"])
+    for head_path in (cache / "builds").rglob("*.head"):
+        head = decode_entry(head_path.read_bytes())
         if head["build"]["name"] != name:
             continue
-        files_path = head_path.with_name(head_path.name.replace(".head.", ".files."))
-        body = json.loads(json.loads(files_path.read_text())["payload"])
-        body["files"] = {p: t.replace("nvcr.io/nvidia/driver", EVIL) for p, t in body["files"].items()}
-        assert any(EVIL in t for t in body["files"].values())
-        files_path.write_text(_envelope(body))
+        files_path = head_path.with_suffix(".files")
+        body = decode_entry(files_path.read_bytes(), files=True)
+        files = {p: t.replace("nvcr.io/nvidia/driver", EVIL) for p, t in body.pop("files").items()}
+        assert any(EVIL in t for t in files.values())
+        files_path.write_bytes(encode_entry(body, files))
         if recompute_claim:
-            build = ClusterBuild(**{**head["build"], "files": body["files"]})
+            build = ClusterBuild(**{**head["build"], "files": files})
             head["trees"] = {v: expected_tree(build, v) for v in head["trees"]}
-            head_path.write_text(_envelope(head))
+            head_path.write_bytes(encode_entry(head))
         return
     raise AssertionError(f"no cache entry for {name}")
 

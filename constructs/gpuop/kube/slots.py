@@ -39,15 +39,20 @@ def fill(obj: Any, values: dict) -> Any:
     if isinstance(obj, dict):
         out = {}
         for key, value in obj.items():
-            if isinstance(value, str) and MARKER.fullmatch(value):
-                resolved = lookup(values, MARKER.fullmatch(value).group(1))
-                if not is_empty(resolved):
-                    out[key] = resolved
-            else:
-                out[key] = fill(value, values)
+            if isinstance(value, str):
+                if OPEN not in value:           # most values: no slot, nothing to call (every object of a fleet)
+                    out[key] = value
+                    continue
+                whole = MARKER.fullmatch(value)
+                if whole:
+                    resolved = lookup(values, whole.group(1))
+                    if not is_empty(resolved):
+                        out[key] = resolved
+                    continue
+            out[key] = fill(value, values) if isinstance(value, (dict, list, str)) else value
         return out
     if isinstance(obj, list):
-        return [fill(v, values) for v in obj]
+        return [v if isinstance(v, str) and OPEN not in v else fill(v, values) for v in obj]
     if isinstance(obj, str) and OPEN in obj:
         return MARKER.sub(lambda m: str(lookup(values, m.group(1))), obj)
     return obj
