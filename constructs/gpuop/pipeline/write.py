@@ -115,13 +115,15 @@ def read_lock(out: Path) -> dict:
                               "restore it from git (deleting it restarts every chart at version 0.1.0)"))
 
 
-def read_index(out: Path, raw: bytes | None = None, *, ours: bool = False, beside: tuple | None = None) -> dict:
+def read_index(out: Path, raw: bytes | None = None, *, ours: bool = False, beside: tuple | None = None,
+               text: str | None = None) -> dict:
     """index.json of an output folder (or its bytes `raw`), checked for shape: a UserError (exit 2) when it is
     not an Index. `ours`: the file is as the last run wrote it (its stats, pipeline/noop.py), so the bound on
     its nesting is left to json's own recursion guard (a forged record only costs the bounded parse below).
     `beside`: (bytes, parsed document) of a trusted index.json (the review gate's base revision, from git):
     cluster items printed as they are there are taken from its parse, only the others are parsed (bounded),
-    so reading a pull request's index.json costs its difference from the base."""
+    so reading a pull request's index.json costs its difference from the base. `text`: `raw` decoded as UTF-8
+    (strictly) when the caller has it already (tens of MB at 10,000 clusters, decoded once)."""
     path = Path(out) / "index.json"
     try:          # bounded, never through a symlink (gpuop.profile.bounded): the previous output is untrusted
         raw = read_bytes(path, str(path), limit=MAX_JSON_BYTES, what="an index.json") if raw is None else raw
@@ -136,7 +138,7 @@ def read_index(out: Path, raw: bytes | None = None, *, ours: bool = False, besid
         return _READ_INDEX[key]
     _READ_INDEX.clear()
     with _held(freeze=len(raw) > _LARGE):
-        doc = _read_index_doc(path, raw, ours, beside)
+        doc = _read_index_doc(path, raw, ours, beside, text)
     _READ_INDEX[key] = doc
     return doc
 
@@ -162,11 +164,11 @@ def _held(freeze: bool):
             gc.enable()
 
 
-def _read_index_doc(path: Path, raw: bytes, ours: bool, beside: tuple | None) -> dict:
+def _read_index_doc(path: Path, raw: bytes, ours: bool, beside: tuple | None, text: str | None = None) -> dict:
     doc = None
     if ours:
         try:            # tens of MB at 10,000 clusters: the nesting pre-scan costs more than the parse
-            doc = json.loads(raw.decode("utf-8"))
+            doc = json.loads(text if text is not None else raw.decode("utf-8"))
         except (ValueError, RecursionError):          # UnicodeDecodeError included: the bounded parse says what
             doc = None
         if doc is not None and _index_problem(doc):
@@ -340,16 +342,20 @@ def read_previous(out: Path, *, repair: bool = False, charts_unchanged: bool = F
     index_known = lock_known = None
     if (out / "index.json").exists():
         try:
-            raw = None
+            raw = text = None
             if texts:
                 path = out / "index.json"
                 raw = read_bytes(path, str(path), limit=MAX_JSON_BYTES, what="an index.json")
-            doc = read_index(out, raw, ours=texts)
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError:      # the bounded parse says where; no item text is copied
+                    text = None
+            doc = read_index(out, raw, ours=texts, text=text)
             clusters = doc["clusters"]
             index = {c["name"]: c for c in clusters}
             reads = fleet.reads_table(doc)
-            if texts:
-                index_known = fleet.listing_texts(raw.decode("utf-8", "replace"), clusters, "clusters")
+            if text is not None:
+                index_known = fleet.listing_texts(text, clusters, "clusters")
         except UserError:
             if not repair:
                 raise
