@@ -9,7 +9,8 @@ The run, each step the real CLI in a fresh process (wall time includes interpret
 1. `cold`: the fleet compiled from nothing (`gpuop synth`), committed on `main` of a scratch repository.
 2. `one_changed_warm`: one profile changed (a pool's nodeSelector), `gpuop synth` with the build cache and the
    output of step 1 — the developer's run before committing the pull request; committed on branch `pr`. Three
-   runs (the edit made, undone, made again): the figure is their median, each run's wall and CPU seconds are
+   runs (the edit made, undone, made again): the figure is the slowest of them (the first, right after git's
+   commit of the whole fleet, is the one that finds the least free memory), each run's wall and CPU seconds are
    in `one_changed_warm_samples`.
 3. `noop`: `gpuop synth` again, nothing changed.
 4. `gate_fresh_clone_one_changed`: `git clone` of the repository on branch `pr` (not timed: CI does it
@@ -173,14 +174,14 @@ def main() -> None:
     victim = repo / "profiles" / "cluster-0000.yaml"
     original = victim.read_text()
     samples = []
-    # three runs, the edit made, undone and made again: one run's wall time moves by a second at 10,000 with
-    # what else the machine does; the median is the figure, every run is kept beside it
+    # three runs, the edit made, undone and made again: a run's wall time moves with what else the machine does
+    # and how much free memory git's commit left it; the slowest is the figure, every run is kept beside it
     for text in (original.replace("c0-0", "c0-0-changed"), original, original.replace("c0-0", "c0-0-changed")):
         victim.write_text(text)
         wall, rss, err = gpuop(repo, "synth", "--no-progress")
         peak = max(peak, rss)
         samples.append((wall, CPU[-1], err.strip().splitlines()[-1]))
-    wall, cpu, line = sorted(samples)[1]
+    wall, cpu, line = max(samples)
     res["one_changed_warm_s"], res["one_changed_warm_cpu_s"], res["runs"]["one_changed_warm"] = wall, cpu, line
     res["one_changed_warm_samples"] = [{"wall_s": round(w, 3), "cpu_s": c} for w, c, _ in samples]
     save()

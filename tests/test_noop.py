@@ -198,14 +198,13 @@ out = Path(sys.argv[1])
 tree = noop.describe(out)
 state = {"tree": tree}
 with noop._folder(out) as fd:
-    paths = []
-    for name in sorted(tree["parts"]):
-        paths += noop._paths(name, tree["shapes"][tree["parts"][name][0]])
-    split, alone = noop._stats(fd, paths), noop._stats(fd, paths, split=False)
+    groups = [(name, tree["shapes"][tree["parts"][name][0]]) for name in sorted(tree["parts"])]
+    paths = [p for name, shape in groups for p in noop._paths(name, shape)]
+    split, alone = noop._stats(fd, groups), noop._stats(fd, groups, split=False)
     same = split == alone
     soon, now = noop.unchanged_folders_soon(state, out)(), noop.unchanged_folders(state, out, split=False)
     os.remove(out / "d7" / "f3")                     # a lost entry: the sentinel, in either half
-    lost = noop._stats(fd, paths)
+    lost = noop._stats(fd, groups)
     gone = noop.unchanged_folders_soon(state, out)()
 print(json.dumps({"same": same, "n": len(paths), "forks": len(forks), "soon": sorted(soon) == sorted(now),
                   "all": len(now), "lost": list(lost[0]).count(0), "gone": sorted(set(now) - set(gone)),

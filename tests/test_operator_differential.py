@@ -14,6 +14,7 @@ the operator with its node labels and NVIDIADriver ownership).
 from __future__ import annotations
 
 import copy
+import os
 import re
 import shutil
 from concurrent.futures import ThreadPoolExecutor
@@ -145,7 +146,11 @@ def stack_variant(path: Path, tmp: Path) -> Path:
     out = tmp / "stack" / path.name
     out.parent.mkdir(exist_ok=True)
     if (path.parent / "_base.yaml").is_file():
-        shutil.copy(path.parent / "_base.yaml", out.parent / "_base.yaml")
+        # the cases are built on two threads, each copying the shared parent here while the other may be reading it:
+        # a copy in place would be seen empty for a moment, so each copy is put in place whole
+        part = out.parent / f".{path.stem}._base.yaml"
+        shutil.copy(path.parent / "_base.yaml", part)
+        os.replace(part, out.parent / "_base.yaml")
     out.write_text(yaml.safe_dump(doc, sort_keys=False))
     return out
 

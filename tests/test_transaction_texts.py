@@ -34,14 +34,14 @@ def test_index_and_lock_printed_item_by_item_are_the_bytes_of_the_whole_document
     rng = random.Random(seed)
     before = [_entry(rng, i) for i in range(40)]
     text = dump_json(_index(before))
-    assert fleet.listing_json(_index(before), "clusters") == text
+    assert fleet.listing_json(_index(before), "clusters") == text.encode()
     known = fleet.listing_texts(text, json.loads(text)["clusters"], "clusters")
     assert len(known) == 40
     after = copy.deepcopy(before)
     after[rng.randrange(40)]["chartVersion"] = "9.9.9"          # one changed
     del after[rng.randrange(39)]                                # one removed
     after.insert(rng.randrange(39), _entry(rng, 900))           # one added
-    assert fleet.listing_json(_index(after), "clusters", known) == dump_json(_index(after))
+    assert fleet.listing_json(_index(after), "clusters", known) == dump_json(_index(after)).encode()
     lock = {"apiVersion": "gpuop/v1alpha1", "kind": "VersionLock",
             "clusters": {e["name"]: {"version": e["chartVersion"], "digest": "sha256:x"} for e in before}}
     lock_text = dump_json(lock)
@@ -49,8 +49,8 @@ def test_index_and_lock_printed_item_by_item_are_the_bytes_of_the_whole_document
     lock2 = copy.deepcopy(lock)
     lock2["clusters"]["cluster-0003"]["version"] = "0.4.0"
     lock2["clusters"]["a-new-one"] = {"version": "0.1.0", "digest": "sha256:y"}
-    assert fleet.listing_json(lock2, "clusters", known) == dump_json(lock2)
-    assert fleet.listing_json(_index([]), "clusters") == dump_json(_index([]))
+    assert fleet.listing_json(lock2, "clusters", known) == dump_json(lock2).encode()
+    assert fleet.listing_json(_index([]), "clusters") == dump_json(_index([])).encode()
 
 
 def test_a_previous_text_not_laid_out_as_gpuop_prints_it_is_not_copied_from():
@@ -66,7 +66,7 @@ def test_a_previous_text_not_laid_out_as_gpuop_prints_it_is_not_copied_from():
     changed = copy.deepcopy(entries)
     changed[2]["chartVersion"] = "7.0.0"
     out = fleet.listing_json(_index(changed), "clusters", {k: v for k, v in known.items() if k == "cluster-0002"})
-    assert out == dump_json(_index(changed))
+    assert out == dump_json(_index(changed)).encode()
 
 
 @pytest.mark.parametrize("later", [[{"a": 1}], [{"a": 1}, {"b": [2]}], [], {"x": {"y": 1}}])
@@ -76,8 +76,8 @@ def test_a_list_or_object_printed_after_the_items_is_never_taken_for_the_last_it
     text = dump_json(doc)
     known = fleet.listing_texts(text, json.loads(text)["clusters"], "clusters")
     # each text copied is its item's own print, or nothing is copied
-    assert all(t == "    " + fleet._item_text(i) for i, t in known.values())
-    assert fleet.listing_json(doc, "clusters", known) == text
+    assert all(bytes(t) == ("    " + fleet._item_text(i)).encode() for i, t in known.values())
+    assert fleet.listing_json(doc, "clusters", known) == text.encode()
 
 
 def _chart(name: str, version: str) -> dict:

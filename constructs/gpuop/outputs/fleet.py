@@ -192,13 +192,13 @@ def _item_text(item) -> str:
     return json.dumps(item, indent=2, sort_keys=True, ensure_ascii=False).replace("\n", "\n    ")
 
 
-def listing_json(doc: dict, key: str, known: dict | None = None) -> str:
-    """`json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\\n"`, byte for byte, where doc[key]
-    is a list of items with a `name` or a dict by name; `known` (listing_texts): name -> (item, text) of the
-    previous document, used for every item equal to it."""
+def listing_json(doc: dict, key: str, known: dict | None = None) -> bytes:
+    """`json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\\n"` in UTF-8, byte for byte, where
+    doc[key] is a list of items with a `name` or a dict by name; `known` (listing_texts): name -> (item, bytes) of
+    the previous document, used for every item equal to it."""
     items = doc[key]
     if not items:
-        return dump_json(doc)
+        return dump_json(doc).encode()
     known = known or {}
     parts = []
     if isinstance(items, list):
@@ -206,50 +206,56 @@ def listing_json(doc: dict, key: str, known: dict | None = None) -> str:
         for item in items:
             k = known.get(item.get("name")) if isinstance(item, dict) else None
             # `is` first: an item carried from the previous output is the very object its text was read with
-            parts.append(k[1] if k is not None and (k[0] is item or k[0] == item) else "    " + _item_text(item))
+            parts.append(k[1] if k is not None and (k[0] is item or k[0] == item) else
+                         ("    " + _item_text(item)).encode())
     else:
         head, marker = dump_json({**doc, key: {_SPLICE: 0}}), _SPLICED + ": 0"
         for name in sorted(items):
             k = known.get(name)
             parts.append(k[1] if k is not None and (k[0] is items[name] or k[0] == items[name]) else
-                         f"    {json.dumps(name, ensure_ascii=False)}: {_item_text(items[name])}")
+                         f"    {json.dumps(name, ensure_ascii=False)}: {_item_text(items[name])}".encode())
     before, found, after = head.partition(marker)
     assert found, "the splice marker is printed as it is"
-    joined = [before]                   # one join for the whole document: tens of MB copied once
+    # bytes throughout, one join: tens of MB at 10,000 clusters, where each copy more (a text, its slices, its
+    # encoding) was thousands of fresh pages
+    joined = [before.encode()]
     for part in parts:
-        joined += (part, ",\n")
-    joined[-1] = after
-    return "".join(joined)
+        joined += (part, b",\n")
+    joined[-1] = after.encode()
+    return b"".join(joined)
 
 
-def listing_texts(text: str | None, items, key: str) -> dict:
-    """name -> (item, its text) of a document listing_json wrote, `items` being its parsed doc[key]; {} when
-    the text is not laid out as listing_json writes it (then every item is printed again)."""
+def listing_texts(text: bytes | str | None, items, key: str) -> dict:
+    """name -> (item, its bytes) of a document listing_json wrote (its UTF-8 bytes, or its text), `items` being its
+    parsed doc[key]; {} when the text is not laid out as listing_json writes it (then every item is printed again).
+    The bytes are views of `text`'s bytes, not copies."""
     if not text or not items or not isinstance(items, (list, dict)):
         return {}
+    raw = text.encode() if isinstance(text, str) else bytes(text)
     is_list = isinstance(items, list)
-    opening = f'\n  "{key}": ' + ("[\n" if is_list else "{\n")
-    close = "\n  ]" if is_list else "\n  }"
+    opening = f'\n  "{key}": '.encode() + (b"[\n" if is_list else b"{\n")
+    close = b"\n  ]" if is_list else b"\n  }"
     # the list closes at the last line indented by two that closes a list (or object): only the fleet-wide scalars
-    # follow it; were a later one there, the true close would lie in the last piece (checked below)
-    start, end = text.find(opening), text.rfind(close)
+    # follow it; were a later one there, the true close would lie in the last piece (checked below). Line breaks
+    # and the separators are ASCII, and no byte of a multi-byte UTF-8 character is: byte offsets are sound
+    start, end = raw.find(opening), raw.rfind(close)
     if start < 0 or end < start:
         return {}
-    # each item's text is sliced once from the document (tens of MB at 10,000 clusters: no copy of the list, no
-    # split pieces joined again with their closing brace)
-    sep, bounds, pos = "\n    },\n", [], start + len(opening)
-    while (at := text.find(sep, pos, end)) >= 0:
+    # each item is a view of the document (tens of MB at 10,000 clusters: no copy, no split pieces joined again)
+    sep, bounds, pos = b"\n    },\n", [], start + len(opening)
+    while (at := raw.find(sep, pos, end)) >= 0:
         bounds.append((pos, at + 6))            # up to and with the item's own "\n    }"
         pos = at + len(sep)
     bounds.append((pos, end))
-    if len(bounds) != len(items) or end <= pos or text.find(close, pos, end) >= 0 or text[end - 1] != "}":
+    if len(bounds) != len(items) or end <= pos or raw.find(close, pos, end) >= 0 or raw[end - 1:end] != b"}":
         return {}
     names = [i.get("name") if isinstance(i, dict) else None for i in items] if is_list else list(items)
     values = items if is_list else items.values()
+    view = memoryview(raw)
     out = {}
     for (a, b), name, item in zip(bounds, names, values):
-        lead = "    {" if is_list else f"    {json.dumps(name, ensure_ascii=False)}: {{"
-        if not isinstance(name, str) or not text.startswith(lead, a, b):
+        lead = b"    {" if is_list else f"    {json.dumps(name, ensure_ascii=False)}: {{".encode()
+        if not isinstance(name, str) or not raw.startswith(lead, a, b):
             return {}
-        out[name] = (item, text[a:b])
+        out[name] = (item, view[a:b])
     return out

@@ -417,7 +417,7 @@ def verify(sel: Selection, paths: list[Path], output: Path, settings) -> tuple[l
             base_lock = json.loads(lock_raw)["clusters"] if lock_raw else None
         except (ValueError, TypeError, KeyError):
             base_lock = None
-        texts = (_text(sel.base_index), list(sel.base.values()), _text(lock_raw), base_lock)
+        texts = (sel.base_index, list(sel.base.values()), lock_raw, base_lock)
         previous = read_previous(output, repair=True, charts_unchanged=doc is not None or text is not None,
                                  charts_doc=doc, skip=changed, base_texts=texts, charts_text=text)
     else:

@@ -129,28 +129,32 @@ def _answer(pid: int, r: int) -> bytes | None:
     return b"".join(chunks) if status == 0 else None
 
 
-def _stats(fd: int, paths: list[str], split: bool = True) -> tuple[array, array]:
-    """(inodes, ctimes) of each path, lstat'ed relative to the open folder `fd` (one path component less to
-    look up than from the root: measurably faster at 50,000 entries); a lost entry gets inode 0, ctime -1,
-    which no digest recorded from a real entry matches. A large tree is split with a forked child that
-    stats the second half on the other core and sends its arrays back through a pipe: measured 1.7x faster
-    than one process at 53,000 entries, where threads were slower (the GIL is taken back after every
-    lstat; bench/floors.py)."""
-    if not split or len(paths) < _PARALLEL or not _can_fork():
-        return _arrays(fd, paths)
-    half = len(paths) // 2
+def _stats(fd: int, groups: list, split: bool = True) -> tuple[array, array]:
+    """(inodes, ctimes) of the entries of each (top-level name, shape) in `groups`, in the order of _paths,
+    lstat'ed relative to the open folder `fd` (one path component less to look up than from the root:
+    measurably faster at 50,000 entries); a lost entry gets inode 0, ctime -1, which no digest recorded from a
+    real entry matches. A large tree is split with a forked child that stats the second half of the groups on
+    the other core and sends its arrays back through a pipe: measured 1.7x faster than one process at 53,000
+    entries, where threads were slower (the GIL is taken back after every lstat; bench/floors.py)."""
+    total = sum(1 + len(shape) for _, shape in groups)
+    if not split or total < _PARALLEL or not _can_fork():
+        return _arrays(fd, groups)
+    half, seen = 0, 0
+    while seen < total // 2:
+        seen += 1 + len(groups[half][1])
+        half += 1
 
     def second_half() -> bytes:
-        ino, ct = _arrays(fd, paths[half:])
+        ino, ct = _arrays(fd, groups[half:])
         return ino.tobytes() + ct.tobytes()
     pid, r = _in_child(second_half)
     try:
-        ino, ct = _arrays(fd, paths[:half])
+        ino, ct = _arrays(fd, groups[:half])
     finally:
         data = _answer(pid, r)
-    rest = len(paths) - half
+    rest = total - seen
     if data is None or len(data) != 16 * rest:        # the child failed: this process stats its half
-        more = _arrays(fd, paths[half:])
+        more = _arrays(fd, groups[half:])
     else:
         more = (array("Q", data[:8 * rest]), array("q", data[8 * rest:]))
     ino.extend(more[0])
@@ -158,20 +162,44 @@ def _stats(fd: int, paths: list[str], split: bool = True) -> tuple[array, array]
     return ino, ct
 
 
-def _arrays(fd: int, paths: list[str]) -> tuple[array, array]:
+_BATCH = 2048       # paths made and stat'ed at a time
+
+
+def _arrays(fd: int, groups: list) -> tuple[array, array]:
+    # a batch at a time: 500,000 paths and their stat results held at once were ~300 MB of fresh pages, and on a
+    # machine whose memory the page cache fills each such page costs a reclaim (a slow first run after git's
+    # pass over a large tree)
     stat_at = partial(os.stat, dir_fd=fd, follow_symlinks=False)
-    try:
-        stats = list(map(stat_at, paths))
-    except OSError:                                 # an entry is gone: the rest still counts, one by one
-        stats = []
-        for p in paths:
-            try:
-                stats.append(stat_at(p))
-            except OSError:
-                stats.append(None)
-        return (array("Q", [s.st_ino if s else 0 for s in stats]),
-                array("q", [s.st_ctime_ns if s else -1 for s in stats]))
-    return array("Q", [s.st_ino for s in stats]), array("q", [s.st_ctime_ns for s in stats])
+    inodes, ctimes = array("Q"), array("q")
+    batch: list[str] = []
+    end = len(groups) - 1
+    # clusters of one design share their shape: its "/rel" parts are made once (the shape is held beside them, so
+    # its id stays its own while this runs)
+    tails: dict = {}
+    for i, (name, shape) in enumerate(groups):
+        tail = tails.get(id(shape))
+        if tail is None:
+            tail = tails[id(shape)] = (shape, [f"/{r[:-1] if r[-1] == '/' else r}" for r in shape])
+        batch.append(name)
+        batch += [name + t for t in tail[1]]
+        if len(batch) < _BATCH and i < end:
+            continue
+        try:
+            stats = list(map(stat_at, batch))
+        except OSError:                             # an entry is gone: the rest still counts, one by one
+            stats = []
+            for p in batch:
+                try:
+                    stats.append(stat_at(p))
+                except OSError:
+                    stats.append(None)
+            inodes.extend([s.st_ino if s else 0 for s in stats])
+            ctimes.extend([s.st_ctime_ns if s else -1 for s in stats])
+        else:
+            inodes.extend([s.st_ino for s in stats])
+            ctimes.extend([s.st_ctime_ns for s in stats])
+        batch = []
+    return inodes, ctimes
 
 
 def _digest(stats: tuple[array, array], at: int = 0, n: int | None = None) -> str:
@@ -228,7 +256,7 @@ def describe(out: Path, before: dict | None = None, kept: frozenset = frozenset(
                 if key not in index:
                     index[key] = len(shapes)
                     shapes.append(shape)
-                stats = _stats(fd, _paths(name, shape))
+                stats = _stats(fd, [(name, shape)])
                 if 0 in stats[0]:                   # an entry went away while this was listed: record nothing
                     raise OSError(errno.ENOENT, "entry removed while recorded", name)
                 parts[name] = [index[key], _digest(stats)]
@@ -245,10 +273,7 @@ def unchanged(out: Path, tree: dict) -> bool:
             if os.fstat(fd).st_ino != tree["root"] or sorted(os.listdir(fd)) != sorted(tree["parts"]):
                 return False
             shapes, parts = tree["shapes"], sorted(tree["parts"].items())
-            paths = []
-            for name, (shape, _) in parts:
-                paths += _paths(name, shapes[shape])
-            stats = _stats(fd, paths)       # one call for the whole tree
+            stats = _stats(fd, [(name, shapes[shape]) for name, (shape, _) in parts])    # one call for the whole tree
         at = 0
         for _, (shape, digest) in parts:     # the same digests as describe(), entry by entry
             n = 1 + len(shapes[shape])
@@ -388,13 +413,11 @@ def unchanged_folders(state: dict | None, out: Path, split: bool = True, only: t
             shapes, parts = tree["shapes"], tree["parts"]
             skip = set(state.get("unverified") or ())
 
-            if "index.json" not in parts or _digest(_stats(fd, ["index.json"])) != parts["index.json"][1]:
+            if "index.json" not in parts or _digest(_stats(fd, [("index.json", [])])) != parts["index.json"][1]:
                 return frozenset()
             names = [n for n in parts if n != "index.json" and n not in skip and (only is None or n in only)]
-            paths = []
-            for name in names:
-                paths += _paths(name, shapes[parts[name][0]])
-            stats = _stats(fd, paths, split)     # one call for every folder: split across two processes when large
+            # one call for every folder: split across two processes when large
+            stats = _stats(fd, [(name, shapes[parts[name][0]]) for name in names], split)
             same, at = {"index.json"}, 0
             for name in names:
                 shape, digest = parts[name]

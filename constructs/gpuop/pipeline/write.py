@@ -355,14 +355,14 @@ def read_previous(out: Path, *, repair: bool = False, charts_unchanged: bool = F
             index = {c["name"]: c for c in clusters}
             reads = fleet.reads_table(doc)
             if text is not None:
-                index_known = fleet.listing_texts(text, clusters, "clusters")
+                index_known = fleet.listing_texts(raw, clusters, "clusters")
         except UserError:
             if not repair:
                 raise
     if texts and lock:
         try:
-            lock_known = fleet.listing_texts((out / LOCK_FILE).read_text(encoding="utf-8"), lock["clusters"], "clusters")
-        except (OSError, UnicodeDecodeError):
+            lock_known = fleet.listing_texts((out / LOCK_FILE).read_bytes(), lock["clusters"], "clusters")
+        except OSError:
             pass
     if base_texts is not None:
         index_known = fleet.listing_texts(base_texts[0], base_texts[1], "clusters")
