@@ -321,14 +321,34 @@ _worker_synth = None
 _worker_locks: dict = {}
 
 
-def _init_worker(locks: dict) -> None:
+def _init_worker(locks: dict, parent: int | None = None) -> None:
+    """`parent`: the pid of the process whose pool this worker serves (None: the compile runs in this process)."""
     global _worker_locks
     _worker_locks = locks
+    if parent is not None:
+        _follow_parent(parent)
     import gc
 
     # a worker builds cluster after cluster of short-lived trees: collecting the young generation every 700
     # allocations (the default) was a twentieth of its time; cycles still go, a little later
     gc.set_threshold(50_000, 20, 20)
+
+
+def _follow_parent(parent: int) -> None:
+    """A worker ends with the gpuop process it serves: killed (kill -9, the OOM killer), that process leaves its workers
+    orphaned, building the rest of their chunks for no one and printing a traceback each when they find their result
+    pipe closed. Linux's parent-death signal ends them with it (SIGTERM: what Pool.terminate sends); elsewhere they
+    stop at their next result as before."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)        # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:          # it died before the signal was asked for: nothing to build for
+        os._exit(0)
 
 
 def _build_chunk(args) -> list:
@@ -386,7 +406,8 @@ def _build_many(todo: list, settings, shard, jobs: int | None, progress: bool, l
     size = max(1, min(32, len(todo) // (jobs * 4) or 1))
     chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
     ctx = multiprocessing.get_context("spawn")   # never fork: cdk8s/jsii and Helm's Go runtime hang in a forked child
-    pool = ctx.Pool(jobs, initializer=_init_worker, initargs=(locks,))   # the lock goes to each worker once
+    # the lock goes to each worker once
+    pool = ctx.Pool(jobs, initializer=_init_worker, initargs=(locks, os.getpid()))
     done = False
     try:
         for result in pool.imap(_build_chunk, [(c, settings, shard) for c in chunks]):
