@@ -80,9 +80,14 @@ def _shape(top: str) -> list[str]:
     return rels
 
 
+def _tails(shape: list[str]) -> list[str]:
+    """"/rel" of every entry of a shape (folders without their "/"): what follows a top-level name in its paths."""
+    return [f"/{r[:-1] if r[-1] == '/' else r}" for r in shape]
+
+
 def _paths(name: str, shape: list[str]) -> list[str]:
     """The entry itself and everything in it, relative to the output folder."""
-    return [name] + [f"{name}/{r[:-1] if r[-1] == '/' else r}" for r in shape]
+    return [name] + [name + t for t in _tails(shape)]
 
 
 _PARALLEL = 8192     # below this many entries a second process costs more than it saves
@@ -179,7 +184,7 @@ def _arrays(fd: int, groups: list) -> tuple[array, array]:
     for i, (name, shape) in enumerate(groups):
         tail = tails.get(id(shape))
         if tail is None:
-            tail = tails[id(shape)] = (shape, [f"/{r[:-1] if r[-1] == '/' else r}" for r in shape])
+            tail = tails[id(shape)] = (shape, _tails(shape))
         batch.append(name)
         batch += [name + t for t in tail[1]]
         if len(batch) < _BATCH and i < end:
