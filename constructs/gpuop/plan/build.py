@@ -25,7 +25,8 @@ from gpuop.plan import operator as operator_plan
 from gpuop.plan import dra as dra_rules
 from gpuop.plan import pools as pool_rules
 from gpuop.plan.capacity import plan_capacity
-from gpuop.plan.drivers import DEFAULT_RUNTIME, cluster_sidecars, driver_variants, full_version, version_resolver
+from gpuop.plan import defaults as defaulting
+from gpuop.plan.drivers import driver_variants, full_version, version_resolver
 from gpuop.plan.model import (DcgmExporterPlan, Image, Monitor, NfdPlan, NodeStatusExporterPlan, OpenShiftPlan,
                               Operand, Pool, Scheduling, StackPlan, Upgrade)
 from gpuop.profile.models import ClusterProfile, Resources
@@ -105,7 +106,8 @@ def build_plan(valid: Validated, cat: Catalog) -> StackPlan:
     m = release.matrix
     platform = spec.platform.type
     kube_version = m.openshiftKubernetes[spec.platform.version] if platform == "openshift" else spec.platform.version
-    runtime = spec.containerRuntime or DEFAULT_RUNTIME[platform]
+    defaults = defaulting.of(spec)        # the defaulting pass: each pool's effective settings, once
+    runtime = defaults.runtime
     dist = distributions.load().get(spec.platform.distribution)
     comps = release.components
     images = {name: Image(ref.image, ref.version) for name, ref in comps.items()}
@@ -135,7 +137,7 @@ def build_plan(valid: Validated, cat: Catalog) -> StackPlan:
     values["validator"] = {"resources": spec.validator.resources.model_dump(exclude_none=True)
                            if spec.validator.resources else {}}
     ds, up, dx, nse = spec.daemonsets, spec.driver.upgradePolicy, spec.dcgmExporter, spec.nodeStatusExporter
-    variants = driver_variants(spec, release, version_resolver(spec, comps["driver"].version, cat))
+    variants = driver_variants(spec, release, version_resolver(spec, comps["driver"].version, cat), defaults)
     if variants and "driver" not in values:      # the driver is off cluster-wide but on for some pools
         values["driver"] = _component_values(True, spec.driver.resources)
     plan = StackPlan(
@@ -164,7 +166,7 @@ def build_plan(valid: Validated, cat: Catalog) -> StackPlan:
         driver_repo_config=_files(spec.driver.repoConfig),
         gds=_sidecar(release.name, "gds") if any(v.sidecars.gds for v in variants) else None,
         gdrcopy=_sidecar(release.name, "gdrcopy") if any(v.sidecars.gdrcopy for v in variants) else None,
-        device_sidecars=tuple(k for k in ("gds", "gdrcopy") if getattr(cluster_sidecars(spec), k)),
+        device_sidecars=tuple(k for k in ("gds", "gdrcopy") if getattr(defaults.sidecars, k)),
         driver_cert_config=_files(spec.driver.certConfig),
         os=spec.os,
         os_tag=os_tag,
@@ -196,7 +198,7 @@ def build_plan(valid: Validated, cat: Catalog) -> StackPlan:
         openshift=_openshift(release) if platform == "openshift" else None,
         pool_configs=pool_configs,
         capacity=plan_capacity(spec),
-        dra=dra_rules.build(spec, tolerations=values["tolerations"], priority_class=values["priorityClassName"]),
+        dra=dra_rules.build(spec, defaults, tolerations=values["tolerations"], priority_class=values["priorityClassName"]),
         smoke_test=Image(release.smokeTest.image, release.smokeTest.version) if release.smokeTest else None,
     )
     plan = pin_digests(valid, plan)

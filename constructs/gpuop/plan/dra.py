@@ -36,6 +36,8 @@ import re
 from gpuop.catalog import dra as dra_catalog
 from gpuop.catalog import instances as instance_catalog
 from gpuop.mig import geometry
+from gpuop.plan import defaults as defaulting
+from gpuop.plan.defaults import Defaults, PoolDefaults
 from gpuop.plan.model import ClaimRequest, ClaimTemplatePlan, DeviceClassPlan, DraPlan
 
 NAMESPACE = "dra-driver-nvidia-gpu"        # the upstream docs' namespace (docs/install.md); not "default" (chart refuses)
@@ -128,14 +130,16 @@ def node_range(pool) -> tuple[int, int] | None:
     return None if n is None else (n, n) if isinstance(n, int) else (n.min, n.max)
 
 
-def driver_root(spec, pool) -> str:
+def driver_root(pool: PoolDefaults) -> str:
     """Where the DRA driver finds the GPU driver on a pool's nodes: gpuop's driver container or the host."""
-    enabled = pool.driver.enabled if pool.driver and pool.driver.enabled is not None else spec.driver.enabled
     roots = dra_catalog.load().driverRoot
-    return roots.gpuop if enabled else roots.host
+    return roots.gpuop if pool.driver else roots.host
 
 
-def build(spec, *, tolerations=(), priority_class: str = "system-node-critical") -> DraPlan | None:
+def build(spec, defaults: Defaults | None = None, *, tolerations=(),
+          priority_class: str = "system-node-critical") -> DraPlan | None:
+    defaults = defaults or defaulting.of(spec)
+    resolved = {d.name: d for d in defaults.pools}
     pools = [p for p in spec.nodePools if is_dra(p)]
     if not pools or spec.dra is None:
         return None
@@ -171,7 +175,7 @@ def build(spec, *, tolerations=(), priority_class: str = "system-node-critical")
                          for d in t.devices if d.profile in offered)
         templates.append(ClaimTemplatePlan(t.name, t.namespace, t.pool, requests,
                                            same_gpu=dynamic and sum(r.count for r in requests if r.mig) > 1))
-    roots = sorted({driver_root(spec, p) for p in pools})
+    roots = sorted({driver_root(resolved[p.name]) for p in pools})
     values = {
         "gpuResourcesEnabledOverride": True,
         "resourceApiVersion": cat.apiVersion,

@@ -35,6 +35,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpuop.plan.defaults import Defaults, pool_sidecars
+from gpuop.plan.defaults import of as resolved
 from gpuop.plan.model import DriverVariant, Sidecars
 
 DS_BASE = "nvidia-driver-daemonset"
@@ -51,9 +53,6 @@ def rhcos_minor(build: str) -> str | None:
 def sanitized_kernel(kernel: str) -> str:
     """As the Operator's getSanitizedKernelVersion: no arch, '_' -> '.', no trailing '.', lower case."""
     return ARCH.sub("", kernel).replace("_", ".").rstrip(".").lower()
-
-
-DEFAULT_RUNTIME = {"kubernetes": "containerd", "openshift": "crio"}    # OpenShift nodes run CRI-O only (../shared/refs/gpu-operator/NOTES.md §3)
 
 
 def full_version(version: str | None, default: str, cat) -> str:
@@ -89,36 +88,18 @@ class PoolDriverSetting:
         return self.version, self.sidecars
 
 
-def cluster_sidecars(spec) -> Sidecars:
-    """spec.driver's sidecars: what a pool without its own settings gets."""
-    d = spec.driver
-    return Sidecars(d.rdma.enabled, d.rdma.enabled and d.rdma.useHostMofed, d.gds, d.gdrcopy)
-
-
-def pool_sidecars(pool, cluster: Sidecars) -> Sidecars:
-    """A pool's sidecars: each field of its driver settings, or the cluster's where omitted."""
-    d = pool.driver
-    if d is None:
-        return cluster
-    r = d.rdma
-    rdma = r.enabled if r is not None and r.enabled is not None else cluster.rdma
-    mofed = r.useHostMofed if r is not None and r.useHostMofed is not None else cluster.host_mofed
-    return Sidecars(rdma, rdma and mofed, cluster.gds if d.gds is None else d.gds,
-                    cluster.gdrcopy if d.gdrcopy is None else d.gdrcopy)
-
-
-def pool_settings(spec, resolve, cluster: Sidecars | None = None) -> list[PoolDriverSetting]:
+def pool_settings(spec, resolve, cluster: Sidecars | None = None, defaults: Defaults | None = None
+                  ) -> list[PoolDriverSetting]:
     """Each pool's OS and driver (`resolve` turns a profile version/branch/None into the version used;
-    `cluster`: the sidecars of pools that set none, omitted: spec.driver's)."""
-    cluster = cluster_sidecars(spec) if cluster is None else cluster
+    `cluster`: the sidecars of pools that set none, omitted: spec.driver's; `defaults`: the defaulting
+    pass's result, computed here when omitted)."""
+    pools = (defaults or resolved(spec)).pools
     out = []
-    for pool in spec.nodePools:
-        d = pool.driver
-        enabled = d.enabled if d is not None and d.enabled is not None else spec.driver.enabled
-        version = d.version if d is not None and d.version is not None else spec.driver.version
-        out.append(PoolDriverSetting(pool.name, tuple(sorted(pool.nodeSelector.items())), pool.os or spec.os,
-                                     resolve(version) if enabled else None,
-                                     pool_sidecars(pool, cluster) if enabled else Sidecars()))
+    for pool, d in zip(spec.nodePools, pools):
+        sidecars = d.sidecars if cluster is None else pool_sidecars(pool, cluster)
+        out.append(PoolDriverSetting(pool.name, tuple(sorted(pool.nodeSelector.items())), d.os,
+                                     resolve(d.driver_version) if d.driver else None,
+                                     sidecars if d.driver else Sidecars()))
     return out
 
 
@@ -139,9 +120,9 @@ def _groups(settings: list[PoolDriverSetting], release) -> dict[tuple, list[Pool
     return groups
 
 
-def driver_variants(spec, release, resolve) -> tuple[DriverVariant, ...]:
+def driver_variants(spec, release, resolve, defaults: Defaults | None = None) -> tuple[DriverVariant, ...]:
     """The driver DaemonSets of a valid profile, in a stable order (empty: no driver DaemonSet)."""
-    settings = pool_settings(spec, resolve)
+    settings = pool_settings(spec, resolve, defaults=defaults)
     groups = _groups(settings, release)
     labels_of = release.nodeLabels
     openshift = spec.platform.type == "openshift"

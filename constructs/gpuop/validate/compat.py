@@ -29,7 +29,6 @@ import os
 
 from gpuop.catalog import versions
 from gpuop.errors import Issue
-from gpuop.plan.drivers import DEFAULT_RUNTIME
 from gpuop.validate.rules import Context, rule
 
 
@@ -63,11 +62,10 @@ def check_pool_driver_fits_gpu(ctx: Context) -> list[Issue]:
         return []
     default = release.components["driver"].version
     cluster = _effective(at, d.version, ("spec", "driver", "version"), default, cat, warnings) if d.enabled else None
-    for i, pool in enumerate(spec.nodePools):
-        own = pool.driver.version if pool.driver is not None else None
-        enabled = pool.driver.enabled if pool.driver is not None and pool.driver.enabled is not None else d.enabled
+    for i, (pool, resolved) in enumerate(zip(spec.nodePools, ctx.defaults.pools)):
+        own = resolved.driver_version if resolved.driver_version_own else None
         gpu = cat.gpus.get(pool.gpu)
-        if not enabled or gpu is None:
+        if not resolved.driver or gpu is None:
             continue                       # preinstalled driver, or unknown model (cluster.py reports it)
         loc = ("spec", "nodePools", i, "driver", "version") if own else ("spec", "driver", "version")
         found = _effective(at, own, loc, default, cat, warnings) if own else (
@@ -117,7 +115,7 @@ def check_runtime_matrix(ctx: Context) -> list[Issue]:
     errors: list[Issue] = []
     warnings: list[Issue] = []
     m = release.matrix
-    runtime = spec.containerRuntime or DEFAULT_RUNTIME[spec.platform.type]
+    runtime = ctx.defaults.runtime
     support = m.runtimeSupport.get(runtime)
     supported = [f"{n} {s.versions}" if s.versions else n for n, s in m.runtimeSupport.items() if s.support == "supported"]
     if runtime not in m.containerRuntimes:
@@ -153,9 +151,9 @@ def check_driver_branch_lifecycle(ctx: Context) -> list[Issue]:
     wanted = []
     if spec.driver.enabled:
         wanted.append((("spec", "driver", "version"), spec.driver.version or default))
-    for i, pool in enumerate(spec.nodePools):
-        if pool.driver is not None and pool.driver.version is not None and pool.driver.enabled is not False:
-            wanted.append((("spec", "nodePools", i, "driver", "version"), pool.driver.version))
+    for i, pool in enumerate(ctx.defaults.pools):
+        if pool.driver and pool.driver_version_own:      # a pool's own version, on a driver gpuop deploys
+            wanted.append((("spec", "nodePools", i, "driver", "version"), pool.driver_version))
     out = []
     for loc, version in wanted:
         branch = cat.branch(version)

@@ -24,6 +24,8 @@ from __future__ import annotations
 from gpuop.catalog import distributions as dist_catalog
 from gpuop.components import env_names   # not the construct modules: they start Node
 from gpuop.errors import Issue, field_path
+from gpuop.plan import defaults as defaulting
+from gpuop.plan.defaults import Defaults
 from gpuop.validate.rules import Context, rule
 
 WHAT = {"driver": "NVIDIA driver", "toolkit": "NVIDIA container toolkit"}
@@ -41,21 +43,16 @@ def _written(ctx: Context, *path) -> bool:
     return True
 
 
-def _pool_driver_on(spec, pool) -> bool:
-    d = pool.driver
-    return d.enabled if d is not None and d.enabled is not None else spec.driver.enabled
-
-
 @rule("os-required", source="NVIDIA driver container images: tags <version>-<os tag> (nvcr.io/nvidia/driver)")
 def check_os_required(ctx: Context) -> list:
     """A profile whose driver gpuop installs without spec.os (the driver image tag names the node OS)."""
     spec = ctx.spec
     if spec.os is not None or "driver" in dist_catalog.load().get(spec.platform.distribution).provides:
         return []       # a managed image's driver: second-copy says what is wrong, not the OS
-    for pool in spec.nodePools:
-        if pool.os is None and _pool_driver_on(spec, pool):
+    for pool in ctx.defaults.pools:
+        if pool.os is None and pool.driver:
             why = (f"pool {pool.name!r} gets its driver from gpuop (spec.nodePools[].driver.enabled)"
-                   if pool.driver is not None and pool.driver.enabled else "spec.driver.enabled is true")
+                   if pool.driver_own else "spec.driver.enabled is true")
             return [ctx.at(("spec", "os"), f"spec.os is required: {why}, and the driver DaemonSet's image tag "
                            "names the node OS (<version>-<os tag>); set spec.os (e.g. ubuntu24.04), or "
                            "spec.driver.enabled: false where the nodes have a preinstalled driver")]
@@ -89,7 +86,7 @@ def check_distribution_runtime(ctx: Context) -> list:
 def check_containerd_major(ctx: Context) -> list:
     """spec.platform.containerdMajor on nodes that do not run containerd."""
     spec = ctx.spec
-    rt = spec.containerRuntime or ("crio" if spec.platform.type == "openshift" else "containerd")
+    rt = ctx.defaults.runtime
     if spec.platform.containerdMajor is not None and rt != "containerd":
         return [ctx.at(("spec", "platform", "containerdMajor"), f"containerdMajor is for containerd nodes; this "
                        f"cluster runs {rt}; remove the field")]
@@ -185,11 +182,11 @@ def check_driver_config_files(ctx: Context) -> list:
         if not getattr(d, field).files and spec.delivery.mode != "operator":
             out.append(ctx.at(("spec", "driver", field), f"{field}.files: required in stack mode (gpuop mounts "
                               "each listed key; only NVIDIA's operator reads the keys of the live ConfigMap)"))
-        for pool in spec.nodePools:
-            os_name = pool.os or spec.os
+        for pool in ctx.defaults.pools:
+            os_name = pool.os
             entry = ctx.release.matrix.os.get(os_name) if os_name else None
             os_id = entry.select.get("osId") if entry else None
-            if _pool_driver_on(spec, pool) and os_id is not None and os_id not in paths:
+            if pool.driver and os_id is not None and os_id not in paths:
                 out.append(ctx.at(("spec", "driver", field), f"the driver image for {os_name} (pool {pool.name!r}) "
                                   f"reads no {field} files: the Operator knows paths for {', '.join(sorted(paths))}"))
                 break
@@ -215,12 +212,13 @@ def sidecar_levels(spec) -> list[tuple[tuple, list[str], object]]:
     return out
 
 
-def no_driver_reason(spec, pool) -> str | None:
-    """Why sidecars at this level have no driver to run beside (None: some driver DaemonSet runs there)."""
+def no_driver_reason(spec, pool, defaults: Defaults | None = None) -> str | None:
+    """Why sidecars at this level have no driver to run beside (None: some driver DaemonSet runs there);
+    `defaults`: the defaulting pass's result (Context.defaults), computed here when omitted."""
+    defaults = defaults or defaulting.of(spec)
     if pool is None:
-        return None if any(_pool_driver_on(spec, p) for p in spec.nodePools) else (
-            "no pool gets one (driver.enabled is false everywhere)")
-    if _pool_driver_on(spec, pool):
+        return None if defaults.any_driver else "no pool gets one (driver.enabled is false everywhere)"
+    if next(p for p in defaults.pools if p.name == pool.name).driver:
         return None
     d = dist_catalog.load().get(spec.platform.distribution)
     if "driver" in d.provides:
@@ -241,7 +239,7 @@ def driver_sidecar_issues(ctx: Context, where: tuple, wanted: list[str], pool) -
     spec = ctx.spec
     if not wanted:
         return []
-    reason = no_driver_reason(spec, pool)
+    reason = no_driver_reason(spec, pool, ctx.defaults)
     if reason is not None:
         return [ctx.at(where + (f,), f"{f} runs beside the driver gpuop installs, and {reason}") for f in wanted]
     out = []

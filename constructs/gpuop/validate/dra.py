@@ -119,11 +119,11 @@ def check_driver_floor(ctx: Context):
         return out
     default = release.components["driver"].version
     for i, p in _dra_pools(ctx):
-        if dra_plan.driver_root(ctx.spec, p) == dra.driverRoot.host:
+        d = ctx.defaults.pools[i]
+        if dra_plan.driver_root(d) == dra.driverRoot.host:
             continue                                      # the host's driver: gpuop cannot know its version
-        pool_v = p.driver.version if p.driver and p.driver.version else None
-        where = ("spec", "nodePools", i, "driver", "version") if pool_v else ("spec", "driver", "version")
-        full = full_version(pool_v or ctx.spec.driver.version, default, ctx.cat)
+        where = ("spec", "nodePools", i, "driver", "version") if d.driver_version_own else ("spec", "driver", "version")
+        full = full_version(d.driver_version, default, ctx.cat)
         if versions.older(full, version.driverMin):
             out.error(where, f"pool {p.name!r} (allocation: dra) gets GPU driver {full}, but DRA driver "
                       f"{version.version} needs >= {version.driverMin} for GPU allocation "
@@ -140,7 +140,7 @@ def check_cdi(ctx: Context):
     out, dra = Found(ctx), _dra(ctx)
     if ctx.spec.dra is None:
         return out
-    rt = ctx.spec.containerRuntime or ("crio" if ctx.spec.platform.type == "openshift" else "containerd")
+    rt = ctx.defaults.runtime
     if rt not in dra.cdiRuntimes:
         out.error(("spec", "containerRuntime"), f"the DRA driver injects devices through CDI, which {rt} does "
                   f"not enable; use {' or '.join(dra.cdiRuntimes)} (containerd 2.0+ / CRI-O 1.27+ have CDI on "
@@ -234,7 +234,7 @@ def check_pools(ctx: Context):
             out.warn(base + ("gpu",), f"the DRA catalog has no NVML product name for {p.gpu}, so the pool's "
                      "DeviceClasses select on driver, device type and MIG profile only: they also match other "
                      f"GPU models' devices ({SOURCE} products)")
-        roots.setdefault(dra_plan.driver_root(ctx.spec, p), i)
+        roots.setdefault(dra_plan.driver_root(ctx.defaults.pools[i]), i)
     if len(roots) > 1:
         i = max(roots.values())
         out.error(("spec", "nodePools", i, "driver", "enabled"), "DRA pools disagree on where the GPU driver "
@@ -349,7 +349,7 @@ def check_device_classes(ctx: Context):
     out = Found(ctx)
     if ctx.spec.dra is None:
         return out
-    plan = dra_plan.build(ctx.spec)
+    plan = dra_plan.build(ctx.spec, ctx.defaults)
     if plan is None:
         return out
     index = {p.name: i for i, p in enumerate(ctx.spec.nodePools)}

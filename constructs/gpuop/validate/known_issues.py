@@ -22,15 +22,9 @@ from gpuop.validate.rules import Context, rule
 
 
 def _drivers(ctx: Context) -> set[str]:
-    spec, release = ctx.spec, ctx.release
-    default = release.components["driver"].version
-    found = set()
-    if spec.driver.enabled:
-        found.add(full_version(spec.driver.version, default, ctx.cat))
-    for pool in spec.nodePools:
-        if pool.driver is not None and pool.driver.version is not None and pool.driver.enabled is not False:
-            found.add(full_version(pool.driver.version, default, ctx.cat))
-    return found
+    """The drivers gpuop deploys: each pool's whose effective driver.enabled is true (as the plan's)."""
+    default = ctx.release.components["driver"].version
+    return {full_version(pool.driver_version, default, ctx.cat) for pool in ctx.defaults.pools if pool.driver}
 
 
 def _kubernetes(ctx: Context) -> str | None:
@@ -45,31 +39,26 @@ def _mig_manager_version(ctx: Context) -> str | None:
     return spec.migManager.version or ctx.release.components["migManager"].version
 
 
-def _pool_matches(when, pool, spec) -> bool:
+def _pool_matches(when, pool, resolved) -> bool:
     layout = bool(pool.mig and pool.mig.layout)
     if when.migStrategy and not (layout and pool.mig.strategy == when.migStrategy):
         return False
     if when.mig is not None and layout != when.mig:
         return False
-    if when.os and (pool.os or spec.os) not in when.os:
+    if when.os and resolved.os not in when.os:
         return False
-    if when.driverPreinstalled is not None:
-        d = pool.driver
-        installed = d.enabled if d is not None and d.enabled is not None else spec.driver.enabled
-        if (not installed) != when.driverPreinstalled:
-            return False
+    if when.driverPreinstalled is not None and (not resolved.driver) != when.driverPreinstalled:
+        return False
     return True
 
 
 def _rdma_levels(ctx: Context, wanted: bool) -> list[tuple]:
     """Where RDMA is `wanted` (on or off) for some pool: ("spec", "nodePools", i, "driver") for a pool that sets
     rdma.enabled itself, ("spec", "driver") for the pools that inherit spec.driver.rdma.enabled."""
-    spec = ctx.spec
     out: list[tuple] = []
-    for i, pool in enumerate(spec.nodePools):
-        own = pool.driver.rdma.enabled if pool.driver is not None and pool.driver.rdma is not None else None
-        level = ("spec", "nodePools", i, "driver") if own is not None else ("spec", "driver")
-        if (own if own is not None else spec.driver.rdma.enabled) == wanted and level not in out:
+    for i, pool in enumerate(ctx.defaults.pools):
+        level = ("spec", "nodePools", i, "driver") if pool.rdma_own else ("spec", "driver")
+        if pool.sidecars.rdma == wanted and level not in out:
             out.append(level)
     return out
 
@@ -99,7 +88,7 @@ def _matches(when, ctx: Context) -> bool:
     if when.migManagerVersions and _mig_manager_version(ctx) not in when.migManagerVersions:
         return False
     pool_keys = (when.migStrategy, when.mig, when.os or None, when.driverPreinstalled)
-    if any(k is not None for k in pool_keys) and not any(_pool_matches(when, p, spec) for p in spec.nodePools):
+    if any(k is not None for k in pool_keys) and not any(_pool_matches(when, p, d) for p, d in zip(spec.nodePools, ctx.defaults.pools)):
         return False
     return True
 

@@ -115,7 +115,7 @@ def check_pool_os(ctx: Context) -> list:
 def _variants_known(ctx: Context) -> bool:
     """Driver DaemonSets can be computed: every OS and the cluster driver branch are known."""
     spec, cat = ctx.spec, ctx.cat
-    oses = {p.os or spec.os for p in spec.nodePools} | {spec.os}
+    oses = {p.os for p in ctx.defaults.pools} | {spec.os}
     return all(o in ctx.release.matrix.os for o in oses) and not (
         cat.drivers and spec.driver.version and cat.branch(spec.driver.version) is None)
 
@@ -148,11 +148,11 @@ def check_precompiled(ctx: Context) -> list:
         if v is not None and "." in v:
             errors.append(at(where, f"precompiled drivers are published per branch, not per version; allowed: a "
                              f"branch such as \"{v.split('.')[0]}\""))
-    for i, pool in enumerate(spec.nodePools):
-        os_name = pool.os or spec.os
-        version = (pool.driver.version if pool.driver and pool.driver.version else d.version) or default_branch
+    for i, pool in enumerate(ctx.defaults.pools):
+        os_name = pool.os
+        version = pool.driver_version or default_branch
         branch = version.split(".")[0]
-        where = ("spec", "nodePools", i, "os") if pool.os else ("spec", "os")
+        where = ("spec", "nodePools", i, "os") if pool.os_own else ("spec", "os")
         branches = release.precompiled.get(os_name)
         if branches is None:
             errors.append(at(where, f"stack release {release.name} publishes no precompiled driver images for "
@@ -185,7 +185,8 @@ def check_disjoint_driver_pools(ctx: Context) -> list:
     if not _variants_known(ctx):
         return errors
     cluster = operator_sidecars(spec) if spec.delivery.mode == "operator" else None    # what a pool inherits
-    settings = pool_settings(spec, version_resolver(spec, release.components["driver"].version, cat), cluster)
+    settings = pool_settings(spec, version_resolver(spec, release.components["driver"].version, cat), cluster,
+                             ctx.defaults)
     tag = {s.pool: release.matrix.os[s.os].tag for s in settings}
     for i, a in enumerate(settings):
         for b in settings[:i]:
@@ -216,7 +217,8 @@ def check_driver_daemonset_names(ctx: Context) -> list:
     return [ctx.at(("spec", "driver"), f"driver DaemonSet name {v.name!r} is {len(v.name)} characters; "
                    "its `app` label allows 63: use shorter kernel names, fewer distinct versions or fewer distinct "
                    "RDMA / GDS / GDRCopy settings among the pools")
-            for v in driver_variants(spec, release, version_resolver(spec, release.components["driver"].version, cat))
+            for v in driver_variants(spec, release, version_resolver(spec, release.components["driver"].version, cat),
+                                     ctx.defaults)
             if len(v.name) > 63]
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from gpuop.errors import Issue
 from gpuop.errors import rule as _rule
+from gpuop.plan import defaults as defaulting
 
 rule = partial(_rule, stage="validate")
 
@@ -44,6 +45,12 @@ class Context:
     def data(self):
         """The plain merged document (what the catalog pass reads, and what the user wrote)."""
         return self.loaded.data
+
+    @property
+    def defaults(self) -> "defaulting.Defaults":
+        """The defaulting pass over the typed profile (each pool's effective OS, driver, sidecars; the
+        runtime): what the plan reads too, computed once per profile."""
+        return self.derived("defaults", lambda: defaulting.of(self.spec))
 
     def at(self, loc: tuple, message: str, severity: str = "error") -> Issue:
         return self.loaded.positions.issue(loc, message, severity)
