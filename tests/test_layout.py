@@ -294,3 +294,117 @@ def test_a_hand_built_gitops_object_is_found():
     return {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "spec": {"chart": ref}}
 """
     assert hand_built_kinds(src) == ["HelmRelease"]
+
+
+# ---- the component table (kube/components.py): every list of components derives from it ----------
+
+from gpuop.kube import components as component_table   # noqa: E402  (pure data: no cdk8s, no Node)
+
+COMPONENT_VOCABULARY = (set(component_table.KEYS) | set(component_table.NAMES) | set(component_table.RELEASE_IMAGES)
+                        | {r.module for r in component_table.TABLE})
+# Literal collections of component keys that stay outside the table, each with why. Every one is a mapping from
+# a component to something only its module knows (or a list of other things that happens to hold components);
+# test_allowed_component_literals_name_only_known_components keeps them from naming a component the table lacks.
+COMPONENT_LITERALS_ALLOWED = {
+    # the catalog imports nothing of gpuop; test_known_issue_components_are_the_switchable_ones ties it
+    ("catalog/known_issues.py", "Component"): "the catalog's Literal of switchable sections",
+    ("ops/impact.py", "RESTARTS"): "what a restart of each DaemonSet means for workloads (impact's prose)",
+    ("ops/import_check.py", None): "the ClusterPolicy sections that reference a ConfigMap, compared by content",
+    ("ops/importer.py", "SECTIONS"): "every profile section in the order gpuop import writes them (not only components)",
+    ("outputs/operator.py", None): "NVIDIA chart sections that take exactly enabled + image from the plan",
+    ("plan/model.py", "used"): "what each image's use depends on in the plan (expressions, not attributes)",
+    ("validate/distribution.py", "OPERAND_ENV"): "each operand's reserved env names (components/env_names.py)",
+}
+
+
+def component_literals(source: str) -> list[tuple[int, str | None, list[str]]]:
+    """(line, assigned name or None, keys) of each tuple / list / set / dict-keys literal in a source that
+    holds three or more distinct component keys or names: a hand-written list of components."""
+    tree = ast.parse(source)
+    names: dict[int, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            if isinstance(target, ast.Name):
+                for sub in ast.walk(node.value if node.value is not None else node):
+                    names.setdefault(id(sub), target.id)
+    out = []
+    for node in ast.walk(tree):
+        elts = (node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set))
+                else [k for k in node.keys if k is not None] if isinstance(node, ast.Dict) else None)
+        if not elts:
+            continue
+        keys = [e.value for e in elts if isinstance(e, ast.Constant) and e.value in COMPONENT_VOCABULARY]
+        if len(set(keys)) >= 3:
+            out.append((node.lineno, names.get(id(node)), keys))
+    return out
+
+
+def hand_component_lists() -> dict[tuple[str, str | None], list[str]]:
+    table = PKG / "kube" / "components.py"
+    found = {}
+    for f in sorted(PKG.rglob("*.py")):
+        if f != table:
+            for line, name, keys in component_literals(f.read_text()):
+                found[(str(f.relative_to(PKG)), name)] = keys
+    return found
+
+
+def test_no_hand_written_list_of_components_outside_the_table():
+    found = hand_component_lists()
+    assert sorted(k for k in found if k not in COMPONENT_LITERALS_ALLOWED) == []
+    assert sorted(k for k in COMPONENT_LITERALS_ALLOWED if k not in found) == []      # no stale exemption
+
+
+def test_allowed_component_literals_name_only_known_components():
+    for where, keys in hand_component_lists().items():
+        assert set(keys) <= COMPONENT_VOCABULARY, where
+
+
+def test_known_issue_components_are_the_switchable_ones():
+    from typing import get_args
+    from gpuop.catalog import known_issues
+    assert get_args(known_issues.Component) == component_table.SWITCHED
+
+
+def component_classes() -> dict[str, str]:
+    """components/ module -> the `name` of the Component class it defines (ast: importing them starts Node)."""
+    out = {}
+    for f in sorted((PKG / "components").glob("*.py")):
+        for node in ast.parse(f.read_text()).body:
+            if isinstance(node, ast.ClassDef) and any(isinstance(b, ast.Name) and b.id == "Component" for b in node.bases):
+                for stmt in node.body:
+                    if (isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name)
+                            and stmt.targets[0].id == "name" and isinstance(stmt.value, ast.Constant)):
+                        out[f.stem] = stmt.value.value
+    return out
+
+
+def registry_modules() -> list[str]:
+    """stack/registry.py's REGISTRY, as the components/ modules of its classes, in order."""
+    tree = ast.parse((PKG / "stack" / "registry.py").read_text())
+    module_of = {a.asname or a.name: n.module.rsplit(".", 1)[1] for n in tree.body if isinstance(n, ast.ImportFrom)
+                 and (n.module or "").startswith("gpuop.components.") for a in n.names}
+    reg = next(n for n in tree.body if isinstance(n, ast.AnnAssign) and getattr(n.target, "id", "") == "REGISTRY")
+    return [module_of[e.elts[0].id] for e in reg.value.elts]
+
+
+def test_every_component_module_is_a_row_of_the_table_with_its_name():
+    assert component_classes() == {r.module: r.name for r in component_table.TABLE}
+
+
+def test_the_registry_runs_the_table_in_state_order():
+    assert registry_modules() == [r.module for r in component_table.BY_RANK]
+    assert [r.rank for r in component_table.BY_RANK] == list(range(len(component_table.TABLE)))
+
+
+def test_every_component_with_a_profile_section_has_chart_values():
+    from gpuop.outputs.values import ChartValues
+    assert [k for k in ChartValues.model_fields if k in component_table.KEYS] == sorted(
+        component_table.KEYS, key=list(ChartValues.model_fields).index)
+    assert set(component_table.KEYS) <= set(ChartValues.model_fields)
+
+
+def test_a_hand_written_component_list_is_found():
+    src = 'A = ("dcgm", "gfd")\nB = {"toolkit": 1, "devicePlugin": 2, "migManager": 3}\n'
+    assert component_literals(src) == [(2, "B", ["toolkit", "devicePlugin", "migManager"])]

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 
+from gpuop.kube import components
+
 KIND_RANK = (
     "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodSecurityPolicy", "PodDisruptionBudget",
     "ServiceAccount", "Secret", "ConfigMap", "StorageClass", "PersistentVolume", "PersistentVolumeClaim",
@@ -38,11 +40,7 @@ def sort_key(obj: dict) -> tuple:
 
 
 # stack/registry.py's REGISTRY names, in its order (outputs must not import components, which start Node)
-COMPONENT_ORDER = (
-    "namespace", "node-labels", "runtime-class", "driver", "toolkit", "operator-validator",
-    "device-plugin-config", "device-plugin", "mps-control-daemon", "dcgm", "dcgm-exporter",
-    "gpu-feature-discovery", "mig-manager", "node-status-exporter", "dra",
-)
+COMPONENT_ORDER = components.NAMES
 _COMPONENT_RANK = {name: i for i, name in enumerate(COMPONENT_ORDER)}
 
 

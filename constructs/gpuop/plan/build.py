@@ -19,6 +19,7 @@ from typing import Protocol
 
 from gpuop.catalog import Catalog, distributions
 from gpuop.errors import UserError
+from gpuop.kube import components
 from gpuop.catalog.distributions import distribution_runtime_files
 from gpuop.plan import chartmap
 from gpuop.plan import operator as operator_plan
@@ -42,12 +43,9 @@ def _component_values(enabled: bool, resources: Resources | None) -> dict | None
     return {"enabled": True, "resources": resources.model_dump(exclude_none=True) if resources else {}}
 
 
-# Profile sections with a per-component version override (each also names its image in the catalog).
-VERSIONED = ("toolkit", "devicePlugin", "gfd", "dcgm", "dcgmExporter", "validator", "nodeStatusExporter", "migManager")
-# Profile sections with the Operator's env / args pass-through (profile OperandSettings).
-OPERANDS = ("driver", "toolkit", "devicePlugin")
-# Profile section -> Helm values key, for components a user can switch off at deploy time.
-SWITCHABLE = ("driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "nodeStatusExporter")
+# Profile sections with a per-component version override (each also names its image in the catalog), with the
+# Operator's env / args pass-through, and the Helm values keys a user can switch off at deploy time.
+VERSIONED, OPERANDS, SWITCHABLE = components.VERSIONED, components.OPERANDS, components.VALUES_SWITCHABLE
 CONTROL_PLANE_TOLERATION = {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "",
                             "effect": "NoSchedule"}
 
@@ -205,8 +203,8 @@ def build_plan(valid: Validated, cat: Catalog) -> StackPlan:
     return dataclasses.replace(plan, operator=operator_plan.build(spec, plan, cat))   # None in stack mode
 
 
-PROXIED = ("driver", "toolkit")      # the containers that fetch from outside (packages; the toolkit's image pulls none,
-                                      # but its runtime config reload may reach a registry mirror)
+PROXIED = components.PROXIED      # the containers that fetch from outside (packages; the toolkit's image pulls none,
+                                   # but its runtime config reload may reach a registry mirror)
 
 
 def _proxy_env(proxy, key: str) -> tuple[tuple[str, str], ...]:

@@ -64,26 +64,19 @@ from typing import Any, Callable
 from gpuop import catalog as catalog_mod
 from gpuop.catalog import operator as operator_catalog
 from gpuop.catalog.reads import memo
+from gpuop.kube import components
 
 DEFAULT_VERSION = "v26.7.0"
 UPSTREAM_TOLERATIONS = ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},)
 MISSING = object()
 
 # values key -> (profile section or None, release component): every operand image the chart names.
-COMPONENTS = {
-    "driver": ("driver", "driver"), "driver.manager": (None, "driverManager"), "toolkit": ("toolkit", "toolkit"),
-    "devicePlugin": ("devicePlugin", "devicePlugin"), "dcgm": ("dcgm", "dcgm"),
-    "dcgmExporter": ("dcgmExporter", "dcgmExporter"), "gfd": ("gfd", "gfd"), "migManager": ("migManager", "migManager"),
-    "nodeStatusExporter": ("nodeStatusExporter", "nodeStatusExporter"), "validator": ("validator", "validator"),
-}
-# components whose ClusterPolicy section takes imagePullSecrets (templates/clusterpolicy.yaml; driver.manager
-# pulls with the driver's)
-PULL_SECRETS = ("driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager",
-                "nodeStatusExporter", "validator")
-SWITCHABLE = ("toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager", "nodeStatusExporter")
-RESOURCES = ("driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager",
-             "nodeStatusExporter", "validator")
-VERSIONED = ("toolkit", "devicePlugin", "gfd", "dcgm", "dcgmExporter", "validator", "nodeStatusExporter", "migManager")
+COMPONENTS = components.CHART_IMAGES
+# components whose ClusterPolicy section takes imagePullSecrets and resources (templates/clusterpolicy.yaml;
+# driver.manager pulls with the driver's)
+PULL_SECRETS = RESOURCES = components.KEYS
+SWITCHABLE = components.OPERATOR_SWITCHABLE
+VERSIONED = components.VERSIONED
 
 
 class Unexpressible(Exception):
@@ -569,7 +562,7 @@ def _driver_env_row() -> Row:
 
 
 # components whose env the profile has no section field for (driver, toolkit, devicePlugin have spec.<c>.env)
-ENV_ONLY_OPERATOR = ("dcgm", "dcgmExporter", "gfd", "migManager", "nodeStatusExporter", "validator")
+ENV_ONLY_OPERATOR = components.ENV_ONLY
 
 
 def _component_env_row() -> Row:
@@ -743,7 +736,7 @@ def _rows() -> tuple[Row, ...]:
     rows.append(field_row("images.pullPolicy", tuple(f"{k}.imagePullPolicy" for k in COMPONENTS), "IfNotPresent"))
     rows += _pull_secrets_row()
     for key in SWITCHABLE:
-        default = False if key in ("dcgm", "nodeStatusExporter") else True
+        default = components.OPERATOR_DEFAULT_ON[key]
         why = ("the operator runs its MIG manager on every MIG-capable node while enabled (gpuop's stack only for "
                "pools with a MIG layout): kept as written, so adopting a running operator changes nothing"
                if key == "migManager" else "")

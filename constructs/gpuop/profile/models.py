@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WrapValidator, model_validator
 
+from gpuop.kube import components
 from gpuop.kube import validation as kv
 from gpuop.kube.types import Quantity, ResourceList, Resources, Toleration  # noqa: F401
 from gpuop.kube.types import INT32_MAX, INT64_MAX  # noqa: F401
@@ -622,22 +623,20 @@ class OperatorDelivery(Model):
         "Deploy the ClusterPolicy CR. Omitted: true."))
     gpuCluster: bool = Field(False, description=(
         "Deploy the GPUCluster CR (DRA through the operator) instead of a ClusterPolicy; never both. Omitted: false."))
-    repositories: dict[Literal["driver", "driverManager", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd",
-                               "migManager", "nodeStatusExporter", "validator"],
+    repositories: dict[Literal[components.RELEASE_IMAGES],
                        Annotated[str, Field(pattern=r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", max_length=255)]] = Field(
         default_factory=dict, description=(
             "The image repository of single components (NVIDIA's chart `<component>.repository`, the folder that "
             "holds the image), where a cluster pulls one component from elsewhere than spec.images.registry, e.g. "
             "{validator: registry.example.com/nvidia}. `gpuop import` writes it for a component that differs from "
             "the common mirror. Omitted: every image under spec.images.registry."))
-    pullSecrets: dict[Literal["driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager",
-                              "nodeStatusExporter", "validator"],
+    pullSecrets: dict[Literal[components.KEYS],
                       list[Annotated[str, AfterValidator(_dns_subdomain)]]] = Field(default_factory=dict, description=(
         "The image pull secrets of single components where they are not spec.images.pullSecrets (NVIDIA's chart "
         "`<component>.imagePullSecrets`; [] for none), e.g. {driver: [ngc-secret]}. `gpuop import` writes it for "
         "a component that differs from the rest. Operator mode only (refused in stack mode, whose components all "
         "pull with spec.images.pullSecrets). Omitted: spec.images.pullSecrets for every component."))
-    env: dict[Literal["dcgm", "dcgmExporter", "gfd", "migManager", "nodeStatusExporter", "validator"],
+    env: dict[Literal[components.ENV_ONLY],
               list[EnvVar]] = Field(default_factory=dict, description=(
         "The environment of components the profile has no env setting for (NVIDIA's chart `<component>.env`, "
         "merged by the operator over its own by name), e.g. {dcgmExporter: [{name: DCGM_EXPORTER_INTERVAL, "

@@ -2,7 +2,8 @@
 
 Each entry pairs a `Component` (a cdk8s construct; components/) with the function that derives its
 props from a plan (derive.py), or gives None when the plan leaves it off. Adding a component means adding
-its module, its props function and one line here.
+its module, its props function, one line here and its row in kube/components.py (the component table every
+list of components derives from; tests/test_layout.py checks this tuple runs the table's rows in their rank).
 
 Order (controllers/state_manager.go): node labels (the Operator's node-labeling controller runs before
 any state), pre-requisites (RuntimeClasses), driver, container-toolkit, operator-validation,
