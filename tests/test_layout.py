@@ -408,3 +408,130 @@ def test_every_component_with_a_profile_section_has_chart_values():
 def test_a_hand_written_component_list_is_found():
     src = 'A = ("dcgm", "gfd")\nB = {"toolkit": 1, "devicePlugin": 2, "migManager": 3}\n'
     assert component_literals(src) == [(2, "B", ["toolkit", "devicePlugin", "migManager"])]
+
+
+# ---- the architecture table: stage -> what it holds and what it may import; generated into the README ----
+
+import os  # noqa: E402
+
+README = REPO / "README.md"
+BEGIN = "<!-- architecture: generated from tests/test_layout.py ARCHITECTURE (GPUOP_UPDATE_GOLDEN=1 rewrites it) -->"
+END = "<!-- end of the generated architecture -->"
+
+# stage -> (what it holds, the stages its modules may import). test_stage_imports_match_the_architecture
+# holds the code to it both ways: an import the table does not allow fails, and so does an allowance no
+# module uses any more (the table says what the code does, not what it once did).
+ARCHITECTURE: dict[str, tuple[str, set[str]]] = {
+    "cli": ("argparse and the one error boundary (`main.py`), `gpuop mig` (`mig.py`), the `cdk8s synth` app "
+            "(`cdk8s_app.py`); nothing imports it",
+            {"catalog", "components", "errors", "kube", "mig", "ops", "outputs", "pipeline", "profile", "stack",
+             "verify"}),
+    "pipeline": ("sequencing (`run.py`), shards (`shards.py`), the build cache and its keys (`cache.py`, `keys.py`), "
+                 "the no-op path (`noop.py`), the review gate (`gate.py`), the output transaction (`write.py`, "
+                 "`journal.py`)",
+                 {"catalog", "errors", "kube", "outputs", "plan", "profile", "stack", "validate", "verify"}),
+    "profile": ("load + `extends` (`load.py`, `fastyaml.py`, `bounded.py`), the contract (`models.py`), settings, "
+                "the JSON schema, pydantic wording (`messages.py`)", {"catalog", "errors", "kube"}),
+    "validate": ("the one runner (`runner.py`) and the rule modules; each rule a small `check_*` function declared "
+                 "with `@rule(id, source, severity)`, listed in [docs/rules.md](docs/rules.md); rules read each "
+                 "pool's effective settings from `Context.defaults` (plan/defaults.py)",
+                 {"catalog", "components", "errors", "kube", "mig", "plan", "profile"}),
+    "plan": ("the frozen plan (`model.py`, imports no profile or validate), the defaulting pass (`defaults.py`: each "
+             "pool's effective settings, read by the rules too), its build (`build.py`), driver DaemonSets "
+             "(`drivers.py`), per-pool configs (`pools.py`), DRA, capacity, operator mode and the NVIDIA chart "
+             "mapping (`chartmap.py`)", {"catalog", "errors", "kube", "mig", "profile"}),
+    "stack": ("the component registry (`registry.py`), plan → props (`derive.py`), the cdk8s chart, synthesis, "
+              "synthesized objects", {"components", "kube", "plan"}),
+    "components": ("one module per component (the rows of `kube/components.py`); shared props (`props.py`), object "
+                   "builders (`builders.py`), the construct base, OpenShift transforms, the Node runtime; never "
+                   "profile, validate, plan", {"catalog", "errors", "kube"}),
+    "outputs": ("one cluster's files and the tree (`cluster.py`), manifests, chart + values contract, kustomize, "
+                "Argo CD, Flux, fleet, chart archives, versions, node-group labels, operator mode; never profile, "
+                "validate, components", {"catalog", "kube", "plan", "stack"}),
+    "verify": ("checks of compiled output (`gpuop validate DIST`): strict schemas, CRDs, CEL, the semantic rules "
+               "(one registry, same `@rule` shape)", {"errors", "kube"}),
+    "ops": ("operations on compiled output: `diff`, `check`, `publish`, `report`, `capacity`, `images`, `import`, "
+            "impact; `init` (the starter project, its files in `ops/scaffold/`)",
+            {"catalog", "errors", "kube", "mig", "outputs", "pipeline", "plan", "profile", "stack", "validate",
+             "verify"}),
+    "kube": ("Kubernetes-shaped values and conventions: value slots, kind order and waves, YAML io, label/quantity "
+             "types, the component table (`components.py`)", set()),
+    "catalog": ("all catalogs as data with their sources (`data/`: releases, GPUs, drivers, MIG, known issues); the "
+                "one version order (`versions.py`) and \"did you mean\" (`names.py`)", set()),
+    "mig": ("the MIG placement search and pictures", {"catalog"}),
+    "errors": ("the located `Issue`, `UserError` and the `@rule` declaration (a module)", set()),
+    "api": ("the public construct API (docs/constructs.md; a module); nothing of gpuop imports it",
+            {"catalog", "components", "errors", "kube", "pipeline", "plan", "profile", "stack"}),
+}
+
+# Where each kind of change goes: the files it touches (checked by a dry run of each; paths below constructs/gpuop/
+# unless they start with a top-level folder).
+CHANGES = (
+    ("Adding a component", "its module `components/<name>.py`, its row in `kube/components.py`, its props function in "
+     "`stack/derive.py`, its line in `stack/registry.py`, its golden file `tests/golden/components/<name>.yaml`; "
+     "with a profile section also `profile/models.py`, `plan/model.py` + `plan/build.py` (what the plan says of it), "
+     "`outputs/values.py` (its chart values) and its image in `catalog/data/releases.yaml`"),
+    ("Adding an output target", "its writer `outputs/<target>.py`, one call in `outputs/cluster.py` `build_cluster` "
+     "(its files and its index entry), and the list of what `gpuop synth` writes in this README"),
+    ("Adding a pool-level field", "the field in `profile/models.py` (`NodePool`, its description saying what "
+     "omitted means), its effective value in `plan/defaults.py` (`PoolDefaults`), the rules and plan builders that "
+     "read it (`validate/*.py`, `plan/*.py`) and the regenerated `schemas/profile.schema.json`"),
+)
+
+
+def stage_modules(stage: str) -> list[str]:
+    """What a stage holds, as the README lists it: its modules and sub-packages (a loose module: itself)."""
+    folder = PKG / stage
+    if not folder.is_dir():
+        return [f"{stage}.py"]
+    rows = {r.module for r in component_table.TABLE} if stage == "components" else set()
+    out = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir()
+                 if (p.suffix == ".py" and p.stem not in rows | {"__init__"})
+                 or (p.is_dir() and (p / "__init__.py").is_file()))
+    return out + ([f"+ {len(rows)} component modules"] if rows else [])
+
+
+def architecture_markdown() -> str:
+    lines = [BEGIN, "", "| stage | what it holds | modules | may import |", "|---|---|---|---|"]
+    for stage, (holds, may) in ARCHITECTURE.items():
+        where = f"`{stage}/`" if (PKG / stage).is_dir() else f"`{stage}.py`"
+        mods = ", ".join(f"`{m}`" if not m.startswith("+") else m for m in stage_modules(stage))
+        lines.append(f"| {where} | {holds} | {mods} | {', '.join(sorted(may)) or 'nothing of gpuop'} |")
+    lines += ["", "Where each kind of change goes (paths below `constructs/gpuop/`):", ""]
+    lines += [f"- **{what}** touches: {files}." for what, files in CHANGES]
+    return "\n".join(lines + ["", END])
+
+
+def test_stage_imports_match_the_architecture():
+    actual = {stage_of(m).split(".", 1)[1]: {stage_of(d).split(".", 1)[1] for d in deps}
+              for m, deps in stage_graph(GRAPH).items() if m != "gpuop"}
+    table = {stage: may for stage, (_, may) in ARCHITECTURE.items()}
+    assert {s: sorted(d - table.get(s, set())) for s, d in actual.items() if d - table.get(s, set())} == {}, \
+        "imports the architecture table does not allow"
+    assert {s: sorted(m - actual.get(s, set())) for s, m in table.items() if m - actual.get(s, set())} == {}, \
+        "allowances no module uses: narrow the table"
+    assert sorted(actual) == sorted(table)
+
+
+def test_readme_architecture_section_is_generated_from_the_table():
+    text = README.read_text()
+    assert BEGIN in text and END in text, f"README.md lacks the markers {BEGIN!r} ... {END!r}"
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    want = head + architecture_markdown() + tail
+    if os.environ.get("GPUOP_UPDATE_GOLDEN"):
+        README.write_text(want)
+    assert text == want, "README.md's architecture section differs from tests/test_layout.py; GPUOP_UPDATE_GOLDEN=1"
+
+
+def test_every_file_a_change_touches_exists():
+    for what, files in CHANGES:
+        for path in re_paths(files):
+            p = REPO / path if path.split("/")[0] in ("tests", "schemas", "docs") else PKG / path
+            if "<" not in path and not path.endswith("/*.py"):
+                assert p.exists(), (what, path)
+
+
+def re_paths(text: str) -> list[str]:
+    import re
+    return [m for m in re.findall(r"`([^`]+)`", text) if "/" in m or m.endswith(".py")]
