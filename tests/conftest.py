@@ -125,6 +125,25 @@ def run_gpuop(*args: str, cwd: Path, check: bool = False) -> subprocess.Complete
     return proc
 
 
+def run_main(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """`gpuop ARGS` in this process, from `cwd`: cli.main(argv), the CLI's one error boundary, with what it
+    prints and the exit code it returns (an argparse refusal's too), as run_gpuop gives them. For commands that
+    start no worker process (validate, schema, mig, ...): their messages and exit codes, without Python's
+    start and gpuop's imports each time."""
+    import contextlib
+    import io
+
+    from gpuop.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exc:          # argparse: usage errors exit 2, --help 0
+            code = exc.code if isinstance(exc.code, int) else 1
+    return subprocess.CompletedProcess(["gpuop", *args], code, out.getvalue(), err.getvalue())
+
+
 @pytest.fixture(scope="session")
 def workdir(tmp_path_factory) -> Path:
     """A copy of the project inputs (profiles/, gpuop.yaml) to compile from."""
@@ -212,3 +231,85 @@ def registry(tmp_path_factory):
     proc.terminate()
     proc.wait(timeout=10)
 
+
+
+# ---- the fast loop, computed: `make test-fast` (pytest -m fast) ----------------------------------------
+#
+# A test is `fast` when it is not marked slow and nothing it runs starts a process: neither the test function
+# nor any fixture it uses (pytest's closure: fixtures of fixtures too) reaches, through the functions of its
+# own module and of this conftest, a call that starts one (the CLI as `python -m gpuop.cli`, subprocess, a
+# server, a process pool). What runs in-process (the rules, the plan, the components from their props,
+# `main(argv)` itself) is fast by this rule; nobody marks a test fast by hand, so the loop cannot drift.
+
+import ast as _ast
+import inspect as _inspect
+from functools import lru_cache as _lru_cache
+
+# calls that start a process: attribute or function names (subprocess.run, Popen, os.fork, ProcessPool...)
+SPAWNS = frozenset({"subprocess", "Popen", "fork", "forkserver", "system", "execv", "execvp", "spawn",
+                    "ProcessPoolExecutor", "Pool", "run_gpuop", "check_output", "check_call"})
+
+
+def _called_names(node) -> set[str]:
+    out = set()
+    for n in _ast.walk(node):
+        if isinstance(n, _ast.Name):
+            out.add(n.id)
+        elif isinstance(n, _ast.Attribute):
+            out.add(n.attr)
+            if isinstance(n.value, _ast.Name):
+                out.add(n.value.id)
+    return out
+
+
+@_lru_cache(maxsize=None)
+def _spawning(path: str) -> frozenset[str]:
+    """The functions (module-level, fixtures included, and methods as Class.name too) of a source file that
+    start a process, directly or through another such function of the file or of this conftest."""
+    try:
+        tree = _ast.parse(Path(path).read_text())
+    except (OSError, SyntaxError):
+        return frozenset()
+    funcs: dict[str, set[str]] = {}
+    for node in tree.body:
+        if isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef)):
+            funcs[node.name] = _called_names(node)
+        elif isinstance(node, _ast.ClassDef):
+            for sub in node.body:
+                if isinstance(sub, (_ast.FunctionDef, _ast.AsyncFunctionDef)):
+                    funcs[f"{node.name}.{sub.name}"] = _called_names(sub)
+                    funcs.setdefault(sub.name, set()).update(_called_names(sub))
+    outside = SPAWNS | (_spawning(__file__) if path != __file__ else frozenset())
+    bad = {name for name, called in funcs.items() if called & outside}
+    while True:
+        more = {name for name, called in funcs.items() if name not in bad and called & bad}
+        if not more:
+            return frozenset(bad)
+        bad |= more
+
+
+def _starts_a_process(func) -> bool:
+    try:
+        path = _inspect.getsourcefile(func)
+    except TypeError:
+        return False
+    return path is not None and func.__qualname__.replace(".<locals>", "") in _spawning(path)
+
+
+def is_fast(item) -> bool:
+    if item.get_closest_marker("slow") is not None or not hasattr(item, "function"):
+        return False
+    if _starts_a_process(item.function):
+        return False
+    info = getattr(item, "_fixtureinfo", None)
+    for name in item.fixturenames:
+        for fixturedef in (info.name2fixturedefs.get(name, ()) if info else ()):
+            if _starts_a_process(fixturedef.func):
+                return False
+    return True
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if is_fast(item):
+            item.add_marker(pytest.mark.fast)

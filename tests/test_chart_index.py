@@ -13,7 +13,6 @@ import yaml
 
 from conftest import REPO
 
-pytestmark = pytest.mark.fast      # reads the committed dist/ only
 
 CHARTS = REPO / "dist" / "charts"
 FIELDS = ("apiVersion", "name", "version", "appVersion", "kubeVersion", "description", "type", "urls")

@@ -3,7 +3,8 @@
 The contract: every problem is one line `FILE:LINE:COL: field.path: what is wrong; allowed: ...`
 (FILE relative to the working directory), all problems of all profiles are reported, sorted, then a
 last line `gpuop: N error(s); nothing written`; exit code 2; no traceback; the output folder is left
-byte for byte as it was. Each test runs `python -m gpuop.cli` in a temporary project folder.
+byte for byte as it was. Each test runs in a temporary project folder: `validate` and `schema` through
+cli.main(argv) in-process (the same error boundary), `synth` as `python -m gpuop.cli`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_main
 from gpuop import catalog
 from gpuop.profile.models import ClusterSpec
 
@@ -57,6 +59,12 @@ def write(project: Path, name: str, text: str) -> None:
 def gpuop(project: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "gpuop.cli", *args], cwd=project, env=ENV,
                           capture_output=True, text=True, timeout=120)
+
+
+def cli(project: Path, *args: str) -> subprocess.CompletedProcess:
+    """A command that starts no worker process (validate, schema), run in-process through cli.main(argv): the
+    same error boundary, so the same messages and exit code; synth goes through the CLI process (gpuop)."""
+    return run_main(*args, cwd=project)
 
 
 def refused(proc: subprocess.CompletedProcess, expected: str) -> None:
@@ -125,7 +133,7 @@ def test_reports_bad_indentation_at_its_line_and_column(project):
          spec:
           os: ubuntu24.04
     """)
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         profiles/a.yaml:5:2: malformed YAML: bad indentation: found a new mapping that does not line up with the mapping starting at line 1, column 1; entries of one mapping start in the same column (indent with spaces)
         gpuop: 1 error; nothing written
     """)
@@ -141,7 +149,7 @@ def test_reports_unclosed_bracket_and_where_it_opened(project):
           platform: {type: kubernetes, version: "1.33"
           os: ubuntu24.04
     """)
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         profiles/a.yaml:7:3: malformed YAML: the '{' at line 6, column 13 is not closed, or a ',' is missing: expected ',' or '}' here, found a value
         gpuop: 1 error; nothing written
     """)
@@ -155,7 +163,7 @@ def test_reports_unclosed_list_at_end_of_file(project):
         spec:
           nodePools: [
     """)
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         profiles/a.yaml:6:1: malformed YAML: a value is missing here, found the end of the file; is a '[' or '{' left open?
         gpuop: 1 error; nothing written
     """)
@@ -168,7 +176,7 @@ def test_refuses_tabs_and_duplicate_keys(project):
         kind: ClusterProfile
         kind: ClusterProfile
     """)
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         profiles/a.yaml:3:1: malformed YAML: tab character; YAML indents with spaces only
         profiles/b.yaml:3:1: malformed YAML: duplicate key 'kind' in the mapping starting at line 1, column 1; each key may appear once
         gpuop: 2 errors; nothing written
@@ -179,7 +187,7 @@ def test_refuses_empty_file_and_non_mapping_documents(project):
     write(project, "a.yaml", "")
     write(project, "b.yaml", "- name: c1\n")
     write(project, "c.yaml", VALID + "---\n" + VALID)
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         profiles/a.yaml:1:1: the file is empty; a profile is one YAML mapping
         profiles/b.yaml:1:1: the document is a list; a profile is one YAML mapping of fields
         profiles/c.yaml:1:1: more than one YAML document ('---'); a profile is one YAML mapping
@@ -203,7 +211,7 @@ def test_refuses_non_string_keys_and_yaml_tags(project):
             - name: train
               gpu: H100-SXM5-80GB
     """)
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         profiles/a.yaml:3:1: key 1 is not a string; keys are names: quote it ("1")
         profiles/a.yaml:6:12: metadata.labels: key 2024-01-01 is not a string; keys are names: quote it ("2024-01-01")
         profiles/a.yaml:9:3: spec.os: YAML tag !custom is not supported; remove it (profiles hold plain mappings, lists, strings, numbers and booleans)
@@ -227,7 +235,7 @@ def test_merge_keys_are_followed_and_located(project):
             - <<: *pool
               name: infer
     """)
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         profiles/a.yaml:9:63: spec.nodePools[0].mig.layout["1g.10gb"]: must be at least 1, got the number 0
         profiles/a.yaml:9:63: spec.nodePools[1].mig.layout["1g.10gb"]: must be at least 1, got the number 0
         gpuop: 2 errors; nothing written
@@ -252,7 +260,7 @@ def test_refuses_unknown_field_with_allowed_list(project):
               gpu: H100-SXM5-80GB
               gpus: 8
     """)
-    refused(gpuop(project, "validate"), f"""\
+    refused(cli(project, "validate"), f"""\
         profiles/a.yaml:3:1: colour: unknown field; allowed: apiVersion, kind, metadata, spec, extends
         profiles/a.yaml:9:3: spec.nodes: unknown field (did you mean nodePools?); allowed: {spec_fields()}
         profiles/a.yaml:13:7: spec.nodePools[0].gpus: unknown field (did you mean gpu?); allowed: {pool_fields()}
@@ -264,7 +272,7 @@ def test_refuses_unknown_field_with_allowed_list(project):
 
 def test_refuses_node_pools_that_are_not_a_list(project):
     write(project, "a.yaml", VALID.split("      nodePools:")[0] + "      nodePools: 3\n")
-    refused(gpuop(project, "validate"), f"""\
+    refused(cli(project, "validate"), f"""\
         profiles/a.yaml:8:3: spec.nodePools: must be a list, got the number 3; a list of mappings with fields {pool_fields()}
         gpuop: 1 error; nothing written
     """)
@@ -288,7 +296,7 @@ def test_refuses_wrong_types_in_mig_and_driver(project):
               gpu: L40S
               mig: [1]
     """)
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         profiles/a.yaml:8:12: spec.driver.enabled: must be true or false, got 'maybe'
         profiles/a.yaml:8:28: spec.driver.version: must be a string, got the number 580; put the value in quotes (YAML reads it as a number)
         profiles/a.yaml:12:13: spec.nodePools[0].mig.strategy: 'all' is not allowed; allowed: none, single, mixed
@@ -300,7 +308,7 @@ def test_refuses_wrong_types_in_mig_and_driver(project):
 
 def test_refuses_unquoted_platform_version(project):
     write(project, "a.yaml", VALID.replace('version: "1.33"', "version: 1.33"))
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         profiles/a.yaml:6:32: spec.platform.version: must be a string, got the number 1.33; put the value in quotes (YAML reads it as a number)
         gpuop: 1 error; nothing written
     """)
@@ -313,7 +321,7 @@ def test_refuses_empty_sections(project):
         metadata:
         spec: "x"
     """)
-    refused(gpuop(project, "validate"), f"""\
+    refused(cli(project, "validate"), f"""\
         profiles/a.yaml:3:1: metadata: must be a mapping, got null (an empty value); allowed fields: name, labels
         profiles/a.yaml:4:1: spec: must be a mapping, got 'x'; allowed fields: {spec_fields()}
         gpuop: 2 errors; nothing written
@@ -324,7 +332,7 @@ def test_refuses_empty_sections(project):
 
 def test_refuses_cluster_name_with_uppercase_and_underscore(project):
     write(project, "a.yaml", VALID.replace("name: c1", "name: Prod_East"))
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         profiles/a.yaml:4:3: metadata.name: 'Prod_East' is not a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 53 characters
         gpuop: 1 error; nothing written
     """)
@@ -333,7 +341,7 @@ def test_refuses_cluster_name_with_uppercase_and_underscore(project):
 def test_refuses_too_long_cluster_name(project):
     name = "a" * 54
     write(project, "a.yaml", VALID.replace("name: c1", f"name: {name}"))
-    refused(gpuop(project, "validate"), f"""\
+    refused(cli(project, "validate"), f"""\
         profiles/a.yaml:4:3: metadata.name: '{name}' is not a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 53 characters
         gpuop: 1 error; nothing written
     """)
@@ -341,7 +349,7 @@ def test_refuses_too_long_cluster_name(project):
 
 def test_refuses_bad_pool_name(project):
     write(project, "a.yaml", VALID.replace("name: train", "name: Train.1"))
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         profiles/a.yaml:9:7: spec.nodePools[0].name: 'Train.1' is not a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 40 characters
         gpuop: 1 error; nothing written
     """)
@@ -349,7 +357,7 @@ def test_refuses_bad_pool_name(project):
 
 def test_refuses_duplicate_pool_names(project):
     write(project, "a.yaml", VALID + "        - name: train\n          gpu: L40S\n")
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         profiles/a.yaml:11:7: spec.nodePools[1].name: duplicate pool name 'train' (also spec.nodePools[0]); pool names must be unique
         gpuop: 1 error; nothing written
     """)
@@ -367,7 +375,7 @@ def test_refuses_missing_required_fields(project):
           platform: {type: kubernetes, version: "1.33"}
           os: ubuntu24.04
     """)
-    refused(gpuop(project, "validate"), f"""\
+    refused(cli(project, "validate"), f"""\
         profiles/a.yaml:3:1: metadata.name: required field is missing; DNS-1123 label, at most 53 characters (Helm's release-name limit)
         profiles/a.yaml:5:1: spec.nodePools: required field is missing; a list of mappings with fields {pool_fields()}
         gpuop: 2 errors; nothing written
@@ -383,7 +391,7 @@ def test_refuses_missing_api_version_and_empty_pool_list(project):
           os: ubuntu24.04
           nodePools: []
     """)
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         profiles/a.yaml:1:1: apiVersion: required field is missing; allowed: gpuop/v1alpha1
         profiles/a.yaml:4:3: spec.platform.version: required field is missing; minor version, e.g. "1.33" for Kubernetes or "4.19" for OpenShift
         profiles/a.yaml:6:3: spec.nodePools: must have at least 1 item, got an empty list
@@ -395,7 +403,7 @@ def test_refuses_missing_api_version_and_empty_pool_list(project):
 
 def test_refuses_extends_to_missing_parent_at_the_extends_line(project):
     write(project, "a.yaml", VALID.replace("kind: ClusterProfile\n", "kind: ClusterProfile\n    extends: _nope.yaml\n"))
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         profiles/a.yaml:3:1: extends: parent profile '_nope.yaml' not found (looked for profiles/_nope.yaml); the path is relative to the extending profile's folder
         gpuop: 1 error; nothing written
     """)
@@ -405,7 +413,7 @@ def test_refuses_extends_cycle(project):
     write(project, "a.yaml", "extends: _b.yaml\n" + textwrap.dedent(VALID))
     write(project, "_b.yaml", "extends: _c.yaml\n")
     write(project, "_c.yaml", "kind: ClusterProfile\nextends: _b.yaml\n")
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         profiles/_c.yaml:2:1: extends: cycle profiles/a.yaml -> profiles/_b.yaml -> profiles/_c.yaml -> profiles/_b.yaml; a profile cannot extend itself, directly or through its parents
         gpuop: 1 error; nothing written
     """)
@@ -413,7 +421,7 @@ def test_refuses_extends_cycle(project):
 
 def test_refuses_extends_that_is_not_a_path(project):
     write(project, "a.yaml", "extends: [_base.yaml]\n" + textwrap.dedent(VALID))
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         profiles/a.yaml:1:1: extends: must be the relative path of a parent profile, e.g. _base.yaml (got '[_base.yaml]')
         gpuop: 1 error; nothing written
     """)
@@ -438,7 +446,7 @@ def test_error_in_inherited_value_is_located_in_the_parent(project):
             - name: train
               gpu: H100-SXM5-80GB
     """)
-    refused(gpuop(project, "validate"), f"""\
+    refused(cli(project, "validate"), f"""\
         profiles/_base.yaml:4:32: spec.platform.version: Kubernetes 1.99 is outside stack release {release()}'s support matrix; allowed: {kube_versions()}
         profiles/_base.yaml:6:12: spec.driver.kernelModuleType: 'sometimes' is not allowed; allowed: auto, open, proprietary
         gpuop: 2 errors; nothing written
@@ -454,7 +462,7 @@ def test_child_value_overrides_a_bad_parent_value(project):
           os: ubuntu24.04
     """)
     write(project, "a.yaml", "extends: _base.yaml\n" + textwrap.dedent(VALID))
-    proc = gpuop(project, "validate")
+    proc = cli(project, "validate")
     assert (proc.returncode, proc.stderr) == (0, "gpuop: 1 profile(s) valid\n")
 
 
@@ -463,7 +471,7 @@ def test_child_value_overrides_a_bad_parent_value(project):
 def test_refuses_unknown_gpu_model_and_suggests_close_matches(project):
     write(project, "a.yaml", VALID.replace("gpu: H100-SXM5-80GB", "gpu: H100-SXM-80GB")
           + "        - name: infer\n          gpu: a100\n")
-    refused(gpuop(project, "validate"), f"""\
+    refused(cli(project, "validate"), f"""\
         profiles/a.yaml:10:7: spec.nodePools[0].gpu: 'H100-SXM-80GB' is not a known GPU model (did you mean H100-SXM5-80GB, A100-SXM4-80GB, H100-SXM5-94GB?); allowed: {gpu_models()}
         profiles/a.yaml:12:7: spec.nodePools[1].gpu: 'a100' is not a known GPU model (did you mean A100-SXM4-40GB, A100-PCIE-40GB, A100-SXM4-80GB, A100-PCIE-80GB?); allowed: {gpu_models()}
         gpuop: 2 errors; nothing written
@@ -472,7 +480,7 @@ def test_refuses_unknown_gpu_model_and_suggests_close_matches(project):
 
 def test_refuses_unknown_os(project):
     write(project, "a.yaml", VALID.replace("os: ubuntu24.04", "os: ubuntu20.04"))
-    refused(gpuop(project, "validate"), f"""\
+    refused(cli(project, "validate"), f"""\
         profiles/a.yaml:7:3: spec.os: 'ubuntu20.04' is not a known operating system for kubernetes (did you mean ubuntu26.04, ubuntu24.04, ubuntu22.04?); allowed: {kube_oses()}
         gpuop: 1 error; nothing written
     """)
@@ -480,7 +488,7 @@ def test_refuses_unknown_os(project):
 
 def test_refuses_kubernetes_version_outside_the_matrix(project):
     write(project, "a.yaml", VALID.replace('version: "1.33"', 'version: "1.29"'))
-    refused(gpuop(project, "validate"), f"""\
+    refused(cli(project, "validate"), f"""\
         profiles/a.yaml:6:32: spec.platform.version: Kubernetes 1.29 is outside stack release {release()}'s support matrix; allowed: {kube_versions()}
         gpuop: 1 error; nothing written
     """)
@@ -488,7 +496,7 @@ def test_refuses_kubernetes_version_outside_the_matrix(project):
 
 def test_refuses_os_of_another_platform(project):
     write(project, "a.yaml", VALID.replace("os: ubuntu24.04", "os: rhcos4.19"))
-    refused(gpuop(project, "validate"), f"""\
+    refused(cli(project, "validate"), f"""\
         profiles/a.yaml:7:3: spec.os: rhcos4.19 is an OS for openshift, not kubernetes; allowed: {kube_oses()}
         gpuop: 1 error; nothing written
     """)
@@ -496,7 +504,7 @@ def test_refuses_os_of_another_platform(project):
 
 def test_refuses_unknown_driver_branch(project):
     write(project, "a.yaml", VALID.replace("      nodePools:", '      driver: {version: "999"}\n      nodePools:'))
-    refused(gpuop(project, "validate"), f"""\
+    refused(cli(project, "validate"), f"""\
         profiles/a.yaml:8:12: spec.driver.version: '999' is not a known driver branch; allowed: {driver_branches()}
         gpuop: 1 error; nothing written
     """)
@@ -504,7 +512,7 @@ def test_refuses_unknown_driver_branch(project):
 
 def test_refuses_unknown_stack_release(project):
     write(project, "a.yaml", VALID.replace("      nodePools:", '      release: "25.3"\n      nodePools:'))
-    refused(gpuop(project, "validate"), f"""\
+    refused(cli(project, "validate"), f"""\
         profiles/a.yaml:8:3: spec.release: '25.3' is not a known stack release; allowed: {release()}
         gpuop: 1 error; nothing written
     """)
@@ -512,7 +520,7 @@ def test_refuses_unknown_stack_release(project):
 
 def test_refuses_mig_layout_on_non_mig_gpu(project):
     write(project, "a.yaml", VALID.replace("gpu: H100-SXM5-80GB", 'gpu: L40S\n          mig: {layout: {"1g.10gb": 2}}'))
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         profiles/a.yaml:11:13: spec.nodePools[0].mig.layout: L40S is not MIG-capable: it refuses any MIG layout (MIG-capable models: gpuop mig gpus)
         gpuop: 1 error; nothing written
     """)
@@ -521,7 +529,7 @@ def test_refuses_mig_layout_on_non_mig_gpu(project):
 def test_reports_shape_and_catalog_problems_of_one_profile_together(project):
     # a typo in one field must not hide the catalog problems of the others
     write(project, "a.yaml", VALID.replace("os: ubuntu24.04", "os: ubuntu20.04").replace("name: c1", "name: C1"))
-    refused(gpuop(project, "validate"), f"""\
+    refused(cli(project, "validate"), f"""\
         profiles/a.yaml:4:3: metadata.name: 'C1' is not a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 53 characters
         profiles/a.yaml:7:3: spec.os: 'ubuntu20.04' is not a known operating system for kubernetes (did you mean ubuntu26.04, ubuntu24.04, ubuntu22.04?); allowed: {kube_oses()}
         gpuop: 2 errors; nothing written
@@ -534,7 +542,7 @@ def test_reports_errors_of_all_profiles_sorted(project):
     write(project, "b.yaml", VALID.replace("gpu: H100-SXM5-80GB", "gpu: H100"))
     write(project, "a.yaml", VALID.replace('version: "1.33"', 'version: "1.20"').replace("name: c1", "name: c2"))
     write(project, "c.yaml", VALID.replace("name: c1", "name: c3"))
-    refused(gpuop(project, "validate"), f"""\
+    refused(cli(project, "validate"), f"""\
         profiles/a.yaml:6:32: spec.platform.version: Kubernetes 1.20 is outside stack release {release()}'s support matrix; allowed: {kube_versions()}
         profiles/b.yaml:10:7: spec.nodePools[0].gpu: 'H100' is not a known GPU model (did you mean H100-SXM5-80GB, H100-PCIE-80GB, H100-NVL-94GB, H100-SXM5-94GB?); allowed: {gpu_models()}
         gpuop: 2 errors; nothing written
@@ -544,7 +552,7 @@ def test_reports_errors_of_all_profiles_sorted(project):
 def test_refuses_two_profiles_with_the_same_cluster_name(project):
     write(project, "a.yaml", VALID)
     write(project, "b.yaml", VALID)
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         profiles/b.yaml:4:3: metadata.name: cluster name 'c1' is already used by profiles/a.yaml; names must be unique across profiles
         gpuop: 1 error; nothing written
     """)
@@ -552,12 +560,12 @@ def test_refuses_two_profiles_with_the_same_cluster_name(project):
 
 def test_a_profile_named_twice_is_compiled_once(project):
     write(project, "a.yaml", VALID)
-    proc = gpuop(project, "validate", "profiles", "profiles/a.yaml", "./profiles/a.yaml")
+    proc = cli(project, "validate", "profiles", "profiles/a.yaml", "./profiles/a.yaml")
     assert (proc.returncode, proc.stderr) == (0, "gpuop: 1 profile(s) valid\n")
 
 
 def test_refuses_a_profile_file_that_does_not_exist(project):
-    refused(gpuop(project, "validate", "profiles/nope.yaml"), """\
+    refused(cli(project, "validate", "profiles/nope.yaml"), """\
         profiles/nope.yaml: file not found; name a profile file or a folder of profiles
         gpuop: 1 error; nothing written
     """)
@@ -573,7 +581,7 @@ def test_refuses_missing_settings(project):
         gpuop.yaml: settings file not found; gpuop needs gitops.repoURL (where dist/ lives in git); create gpuop.yaml or pass --settings FILE
         gpuop: 1 error; nothing written
     """
-    refused(gpuop(project, "validate"), expected)
+    refused(cli(project, "validate"), expected)
     refused(gpuop(project, "synth"), expected)
     assert tree(project) == before
 
@@ -588,7 +596,7 @@ def test_refuses_bad_settings_together_with_bad_profiles(project):
           flux: {interval: soon}
     """))
     write(project, "a.yaml", VALID.replace("name: c1", "name: c_1"))
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         gpuop.yaml:4:3: gitops.repoURL: must not be empty
         gpuop.yaml:5:3: gitops.revison: unknown field (did you mean revision?); allowed: repoURL, revision, ref, path, argocd, flux
         gpuop.yaml:6:10: gitops.flux.interval: 'soon' is not a duration; allowed: numbers with units ms, s, m or h, e.g. 10m, 1h30m
@@ -600,7 +608,7 @@ def test_refuses_bad_settings_together_with_bad_profiles(project):
 def test_refuses_malformed_settings_at_its_line(project):
     (project / "gpuop.yaml").write_text("apiVersion: gpuop/v1alpha1\nkind: Settings\ngitops: {repoURL: x\n")
     write(project, "a.yaml", VALID)
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         gpuop.yaml:4:1: malformed YAML: the '{' at line 3, column 9 is not closed, or a ',' is missing: expected ',' or '}' here, found the end of the file
         gpuop: 1 error; nothing written
     """)
@@ -646,7 +654,7 @@ def test_validate_accepts_the_bundled_profiles(tmp_path):
     shutil.copytree(REPO / "profiles", tmp_path / "profiles")
     shutil.copy(REPO / "gpuop.yaml", tmp_path / "gpuop.yaml")
     before = tree(tmp_path)
-    proc = gpuop(tmp_path, "validate")
+    proc = cli(tmp_path, "validate")
     bundled = len([f for f in (REPO / "profiles").glob("*.yaml") if not f.name.startswith("_")])
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", f"gpuop: {bundled} profile(s) valid\n")
     assert tree(tmp_path) == before
@@ -682,7 +690,7 @@ def test_error_in_a_shared_parent_is_reported_once(project):
     write(project, "_base.yaml", VALID.replace('version: "1.33"', 'version: "1.99"'))
     write(project, "a.yaml", "extends: _base.yaml\nmetadata: {name: a}\n")
     write(project, "b.yaml", "extends: _base.yaml\nmetadata: {name: b}\n")
-    refused(gpuop(project, "validate"), f"""\
+    refused(cli(project, "validate"), f"""\
         profiles/_base.yaml:6:32: spec.platform.version: Kubernetes 1.99 is outside stack release {release()}'s support matrix; allowed: {kube_versions()}
         gpuop: 1 error; nothing written
     """)
@@ -755,17 +763,17 @@ def test_refuses_revision_with_ref_and_two_kinds_of_ref(project):
     write(project, "a.yaml", VALID)
     settings = (project / "gpuop.yaml").read_text()
     (project / "gpuop.yaml").write_text(settings.replace("  revision: main\n", "  revision: main\n  ref: {tag: v1}\n"))
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         gpuop.yaml:4:1: gitops: revision and ref are exclusive: revision names a branch, ref says which kind of ref; keep one
         gpuop: 1 error; nothing written
     """)
     (project / "gpuop.yaml").write_text(settings.replace("  revision: main\n", f"  ref: {{tag: v1, commit: {'a' * 40}}}\n"))
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         gpuop.yaml:6:3: gitops.ref: set exactly one of branch, tag, semver, commit (got tag, commit)
         gpuop: 1 error; nothing written
     """)
     (project / "gpuop.yaml").write_text(settings.replace("  revision: main\n", "  ref: {commit: abc}\n"))
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         gpuop.yaml:6:9: gitops.ref.commit: 'abc' is not a full commit SHA; allowed: 40 or 64 lowercase hex digits
         gpuop: 1 error; nothing written
     """)
@@ -806,7 +814,7 @@ def test_operator_mode_olm_flux_source_follows_a_tag_ref(project):
 def test_refuses_a_plain_value_yaml_reads_as_an_unconvertible_number_at_its_place(project):
     # found by tests/test_fuzz.py: ruamel resolves `._` as a float and then fails to convert it
     write(project, "a.yaml", "apiVersion: gpuop/v1alpha1\nkind: ClusterProfile\nextends: ._\nmetadata: {name: a}\n")
-    refused(gpuop(project, "validate"), """\
+    refused(cli(project, "validate"), """\
         profiles/a.yaml:3:10: malformed YAML: a value YAML reads as a number cannot be converted (could not convert string to float: '.'); put the value in quotes
         gpuop: 1 error; nothing written
     """)
@@ -814,7 +822,7 @@ def test_refuses_a_plain_value_yaml_reads_as_an_unconvertible_number_at_its_plac
 
 def test_schema_into_a_file_is_refused_naming_the_folder_it_wants(project):
     (project / "taken.json").write_text("{}\n")
-    refused(gpuop(project, "schema", "-o", "taken.json"), """\
+    refused(cli(project, "schema", "-o", "taken.json"), """\
         taken.json: is a file, not a folder; pass the folder the two schemas go into (e.g. -o schemas)
         gpuop: 1 error; nothing written
         """)

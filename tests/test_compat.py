@@ -18,7 +18,6 @@ from gpuop.plan.build import build_plan
 from gpuop.profile.load import load_profile
 from gpuop.validate.runner import validate
 
-pytestmark = pytest.mark.fast      # in-process rules, no compile: `make test-fast`
 
 HEAD = """\
 apiVersion: gpuop/v1alpha1

@@ -33,7 +33,6 @@ from gpuop.components.toolkit import ContainerToolkit, ToolkitProps
 from gpuop.components.validator import OperatorValidator, ValidatorProps
 from gpuop.kube.order import with_wave
 
-pytestmark = pytest.mark.fast
 
 NS = "gpu-ops"
 IMG = "registry.test/nvidia/image:1.0"

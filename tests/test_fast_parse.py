@@ -22,7 +22,6 @@ from gpuop.errors import UserError
 from gpuop.profile import fastyaml, load
 from gpuop.validate.runner import validate
 
-pytestmark = pytest.mark.fast      # in-process parsing and validation, no compile: `make test-fast`
 
 REPO = Path(__file__).resolve().parents[1]
 SETTINGS = settings(max_examples=300, deadline=None, database=None, derandomize=True,

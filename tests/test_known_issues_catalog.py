@@ -21,7 +21,6 @@ from gpuop.errors import UserError
 from gpuop.profile.load import load_profile
 from gpuop.validate.runner import validate
 
-pytestmark = pytest.mark.fast      # in-process rules and `gpuop validate`, no compile
 
 HEAD = """\
 apiVersion: gpuop/v1alpha1

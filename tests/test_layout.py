@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.fast      # reads the sources only: `make test-fast`
 
 from conftest import REPO
 

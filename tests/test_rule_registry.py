@@ -23,7 +23,6 @@ from gpuop.validate.runner import REGISTRY, validate
 from conftest import REPO
 from test_semantic import NS, _fixture, by_kind, ctr, ds, pod
 
-pytestmark = pytest.mark.fast
 DOC = REPO / "docs" / "rules.md"
 
 STACK = {"apiVersion": "gpuop/v1alpha1", "kind": "ClusterProfile", "metadata": {"name": "t"},

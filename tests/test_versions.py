@@ -7,7 +7,6 @@ import pytest
 
 from gpuop.catalog import names, versions
 
-pytestmark = pytest.mark.fast
 
 
 @pytest.mark.parametrize("a, b, order", [
