@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -339,6 +340,7 @@ def component_literals(source: str) -> list[tuple[int, str | None, list[str]]]:
     return out
 
 
+@lru_cache(maxsize=1)
 def hand_component_lists() -> dict[tuple[str, str | None], list[str]]:
     table = PKG / "kube" / "components.py"
     found = {}
@@ -467,9 +469,10 @@ ARCHITECTURE: dict[str, tuple[str, set[str]]] = {
 # unless they start with a top-level folder).
 CHANGES = (
     ("Adding a component", "its module `components/<name>.py`, its row in `kube/components.py`, its props function in "
-     "`stack/derive.py`, its line in `stack/registry.py`, its golden file `tests/golden/components/<name>.yaml`; "
-     "with a profile section also `profile/models.py`, `plan/model.py` + `plan/build.py` (what the plan says of it), "
-     "`outputs/values.py` (its chart values) and its image in `catalog/data/releases.yaml`"),
+     "`stack/derive.py`, its line in `stack/registry.py`, its example props in `tests/test_component_units.py`, "
+     "and the regenerated golden files of the scenarios that deploy it (`tests/golden/`); with a profile section "
+     "also `profile/models.py`, `plan/model.py` + `plan/build.py` (what the plan says of it), `outputs/values.py` "
+     "(its chart values) and its image in `catalog/data/releases.yaml`"),
     ("Adding an output target", "its writer `outputs/<target>.py`, one call in `outputs/cluster.py` `build_cluster` "
      "(its files and its index entry), and the list of what `gpuop synth` writes in this README"),
     ("Adding a pool-level field", "the field in `profile/models.py` (`NodePool`, its description saying what "
@@ -487,7 +490,7 @@ def stage_modules(stage: str) -> list[str]:
     out = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir()
                  if (p.suffix == ".py" and p.stem not in rows | {"__init__"})
                  or (p.is_dir() and (p / "__init__.py").is_file()))
-    return out + ([f"+ {len(rows)} component modules"] if rows else [])
+    return out + (["+ one module per component"] if rows else [])
 
 
 def architecture_markdown() -> str:
