@@ -470,11 +470,12 @@ ARCHITECTURE: dict[str, tuple[str, set[str]]] = {
 CHANGES = (
     ("Adding a component", "its module `components/<name>.py`, its row in `kube/components.py`, its props function in "
      "`stack/derive.py`, its line in `stack/registry.py`, its example props in `tests/test_component_units.py`, "
-     "and the regenerated golden files of the scenarios that deploy it (`tests/golden/`); with a profile section "
+     "and, regenerated, the golden files (`tests/golden/`) and `dist/` of the profiles that deploy it; with a profile section "
      "also `profile/models.py`, `plan/model.py` + `plan/build.py` (what the plan says of it), `outputs/values.py` "
      "(its chart values) and its image in `catalog/data/releases.yaml`"),
     ("Adding an output target", "its writer `outputs/<target>.py`, one call in `outputs/cluster.py` `build_cluster` "
-     "(its files and its index entry), and the list of what `gpuop synth` writes in this README"),
+     "(its files and its index entry), the list of what `gpuop synth` writes in this README (its module list above "
+     "is regenerated) and, regenerated, `dist/`"),
     ("Adding a pool-level field", "the field in `profile/models.py` (`NodePool`, its description saying what "
      "omitted means), its effective value in `plan/defaults.py` (`PoolDefaults`), the rules and plan builders that "
      "read it (`validate/*.py`, `plan/*.py`) and the regenerated `schemas/profile.schema.json`"),
@@ -529,7 +530,7 @@ def test_readme_architecture_section_is_generated_from_the_table():
 def test_every_file_a_change_touches_exists():
     for what, files in CHANGES:
         for path in re_paths(files):
-            p = REPO / path if path.split("/")[0] in ("tests", "schemas", "docs") else PKG / path
+            p = REPO / path if path.split("/")[0] in ("tests", "schemas", "docs", "dist") else PKG / path
             if "<" not in path and not path.endswith("/*.py"):
                 assert p.exists(), (what, path)
 
