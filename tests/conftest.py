@@ -17,6 +17,7 @@ import time
 import socket
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,25 @@ def pytest_configure(config):
                 f"({where}: {REFS}):\n  " + "\n  ".join(problems) +
                 f"\n{names} need it. Run `make refs` to fetch it into .refs/ (pinned by refs.lock, checksums "
                 "verified), or set GPUOP_REFS to a copy.", returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+# ---- one profile builder for the tests ------------------------------------------------------------------
+
+PROFILE_HEAD = "apiVersion: gpuop/v1alpha1\nkind: ClusterProfile\nmetadata: {name: c1}\nspec:\n"
+
+
+def profile_text(spec: str, head: str = PROFILE_HEAD) -> str:
+    """A whole profile from its spec (YAML lines under `spec:`, any common indentation removed): the spec's
+    first line is line 5 of the file, so tests can name the line of each message."""
+    return head + textwrap.indent(textwrap.dedent(spec), "  ")
+
+
+def write_profile(folder: Path, spec: str, name: str = "c1.yaml", head: str = PROFILE_HEAD) -> Path:
+    """profile_text(spec) written to folder/name (parents made); the path."""
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(profile_text(spec, head))
+    return path
 
 
 def run_gpuop(*args: str, cwd: Path, check: bool = False) -> subprocess.CompletedProcess:

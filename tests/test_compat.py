@@ -7,10 +7,11 @@ here too, so every compatibility rule has its exact message in one place.
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
+
+from conftest import profile_text, write_profile
 
 from gpuop import catalog
 from gpuop.errors import UserError
@@ -19,19 +20,12 @@ from gpuop.profile.load import load_profile
 from gpuop.validate.runner import validate
 
 
-HEAD = """\
-apiVersion: gpuop/v1alpha1
-kind: ClusterProfile
-metadata: {name: c1}
-spec:
-"""
 
 
 def run(tmp_path: Path, spec: str, cat=None):
     """(errors, warnings) as (path, message) pairs, and the file's line of each, for a profile whose spec
     is `spec` (YAML lines under `spec:`)."""
-    f = tmp_path / "c1.yaml"
-    f.write_text(HEAD + textwrap.indent(textwrap.dedent(spec), "  "))
+    f = write_profile(tmp_path, spec)
     try:
         valid = validate(load_profile(f), cat or catalog.load())
     except UserError as exc:
@@ -189,12 +183,12 @@ def test_runtime_outside_the_matrix(tmp_path):
 
 def test_a_branch_resolves_to_the_catalogs_newest_driver(tmp_path):
     f = tmp_path / "c1.yaml"
-    f.write_text(HEAD + textwrap.indent(textwrap.dedent("""\
+    f.write_text(profile_text("""\
         platform: {type: kubernetes, version: "1.33"}
         os: ubuntu24.04
         driver: {version: "580"}
         nodePools: [{name: a, gpu: B200-180GB}]
-        """), "  "))
+        """))
     cat = catalog.load()
     plan = build_plan(validate(load_profile(f), cat), cat)
     assert plan.driver_version == "580.173.02"

@@ -6,10 +6,10 @@ only `driver.version` under `spec.driver.enabled: false` has no driver, so no ru
 
 from __future__ import annotations
 
-import textwrap
 
 import pytest
 
+from conftest import write_profile
 from gpuop import catalog
 from gpuop.catalog import known_issues as known_catalog
 from gpuop.errors import UserError
@@ -17,13 +17,6 @@ from gpuop.plan import defaults as defaulting
 from gpuop.plan.build import build_plan
 from gpuop.profile.load import load_profile
 from gpuop.validate.runner import validate
-
-HEAD = """\
-apiVersion: gpuop/v1alpha1
-kind: ClusterProfile
-metadata: {name: c1}
-spec:
-"""
 
 PREINSTALLED_WITH_VERSION = """\
 platform: {type: kubernetes, version: "1.33"}
@@ -39,8 +32,7 @@ JULY_2026 = "1782864000"        # 2026-07-01: branch 535's end of life (2026-06)
 
 
 def profile(tmp_path, spec: str):
-    (tmp_path / "c1.yaml").write_text(HEAD + textwrap.indent(spec, "  "))
-    return load_profile(tmp_path / "c1.yaml")
+    return load_profile(write_profile(tmp_path, spec))
 
 
 def issues(tmp_path, spec: str, cat=None) -> list[str]:
@@ -84,28 +76,34 @@ def test_the_plan_deploys_no_driver_for_a_version_under_a_disabled_driver(tmp_pa
     assert [v.version.split(".")[0] for v in deployed] == ["535"]
 
 
-def test_driver_end_of_life_is_not_warned_for_a_driver_that_is_not_deployed(tmp_path, monkeypatch):
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", JULY_2026)
-    eol = ("spec.nodePools[0].driver.version: driver branch 535 reached its end of life in 2026-06: no more "
-           "security or bug fixes; branches still supported: 610, 595, 580")
-    assert not [i for i in issues(tmp_path, PREINSTALLED_WITH_VERSION) if "end of life" in i]
-    assert [i for i in issues(tmp_path, DEPLOYED) if "end of life" in i][0].startswith(eol)
-
-
-def test_a_known_issue_of_a_driver_branch_does_not_fire_on_a_driver_that_is_not_deployed(tmp_path, monkeypatch):
+def known_issue_of_branch_535(monkeypatch):
+    """The known-issues catalog with one more entry, on driver branch 535."""
     entry = known_catalog.KnownIssue(
         id="test-535", severity="warning", when=known_catalog.When(driverBranches=("535",)),
         field=("spec", "driver", "version"), effect="branch 535 does something", workaround="use 580",
         sources=("https://example.com/535",))
     real = known_catalog.load()
     monkeypatch.setattr(known_catalog, "load", lambda: real + (entry,))
-    assert not [i for i in issues(tmp_path, PREINSTALLED_WITH_VERSION) if "known issue test-535" in i]
-    assert [i for i in issues(tmp_path, DEPLOYED) if "known issue test-535" in i]
 
 
-def test_the_gpu_driver_floor_is_not_checked_against_a_driver_that_is_not_deployed(tmp_path):
-    b200 = PREINSTALLED_WITH_VERSION.replace("gpu: L40S", "gpu: B200-180GB")
-    assert not [i for i in issues(tmp_path, b200) if "not supported by driver branch" in i]
-    assert [i for i in issues(tmp_path, b200.replace('driver: {version: "535"}',
-                                                     'driver: {enabled: true, version: "535"}'))
-            if "not supported by driver branch" in i]
+def end_of_life_passed(monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", JULY_2026)
+
+
+# rule -> (how the case is set up, the GPU, what its message says): each rule about a deployed driver, on the
+# pool's driver.version under spec.driver.enabled: false (no driver: silent) and with driver.enabled: true (fires)
+DRIVER_RULES = {
+    "driver-eol": (end_of_life_passed, "L40S", "spec.nodePools[0].driver.version: driver branch 535 reached its end "
+                   "of life in 2026-06: no more security or bug fixes; branches still supported: 610, 595, 580"),
+    "known-issues": (known_issue_of_branch_535, "L40S", "known issue test-535: branch 535 does something"),
+    "pool-driver-fits-gpu": (lambda monkeypatch: None, "B200-180GB", "spec.nodePools[0].gpu: B200-180GB (blackwell) is "
+                             "not supported by driver branch 535"),
+}
+
+
+@pytest.mark.parametrize("rule", DRIVER_RULES)
+def test_a_rule_about_the_deployed_driver_ignores_a_pool_version_under_a_disabled_driver(rule, tmp_path, monkeypatch):
+    setup, gpu, message = DRIVER_RULES[rule]
+    setup(monkeypatch)
+    assert not [i for i in issues(tmp_path, PREINSTALLED_WITH_VERSION.replace("L40S", gpu)) if message in i]
+    assert [i for i in issues(tmp_path, DEPLOYED.replace("L40S", gpu)) if message in i]

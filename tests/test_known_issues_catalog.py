@@ -10,24 +10,16 @@ tests/test_fleet_insight.py.
 from __future__ import annotations
 
 import shutil
-import textwrap
 
 import pytest
 
-from conftest import REPO, run_gpuop
+from conftest import REPO, run_gpuop, write_profile
 from gpuop import catalog
 from gpuop.catalog import known_issues as known_catalog
 from gpuop.errors import UserError
 from gpuop.profile.load import load_profile
 from gpuop.validate.runner import validate
 
-
-HEAD = """\
-apiVersion: gpuop/v1alpha1
-kind: ClusterProfile
-metadata: {name: c1}
-spec:
-"""
 
 GKE = """\
 platform: {type: kubernetes, version: "1.33", distribution: gke}
@@ -94,7 +86,7 @@ def known(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
     def check(spec: str) -> list[str]:
-        (tmp_path / "c1.yaml").write_text(HEAD + textwrap.indent(spec, "  "))
+        write_profile(tmp_path, spec)
         try:
             issues = validate(load_profile(tmp_path / "c1.yaml"), catalog.load()).warnings
         except UserError as exc:
@@ -140,7 +132,7 @@ def test_dra_passthrough_is_warned_of_double_allocation_while_the_gate_is_on(kno
 
 def test_a_known_error_stops_the_cli_with_its_located_message_and_links(tmp_path):
     (tmp_path / "profiles").mkdir()
-    (tmp_path / "profiles" / "rhel8.yaml").write_text(HEAD + textwrap.indent(RHEL8, "  "))
+    write_profile(tmp_path, RHEL8, "profiles/rhel8.yaml")
     shutil.copy(REPO / "gpuop.yaml", tmp_path / "gpuop.yaml")
     proc = run_gpuop("validate", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
@@ -168,9 +160,9 @@ def test_gke_workaround_is_not_warned_as_overriding_a_toolkit_env_gpuop_sets(tmp
     monkeypatch.chdir(tmp_path)
     fixed = GKE.replace("driver: {enabled: false}", "driver: {enabled: false}\n"
                         "toolkit: {env: [{name: RUNTIME_CONFIG_SOURCE, value: file}]}")
-    (tmp_path / "c1.yaml").write_text(HEAD + textwrap.indent(fixed, "  "))
+    write_profile(tmp_path, fixed)
     assert [str(w) for w in validate(load_profile(tmp_path / "c1.yaml"), catalog.load()).warnings] == []
     k3s = fixed.replace("distribution: gke", "distribution: k3s")
-    (tmp_path / "c1.yaml").write_text(HEAD + textwrap.indent(k3s, "  "))
+    write_profile(tmp_path, k3s)
     assert any("RUNTIME_CONFIG_SOURCE is set by gpuop on the toolkit container" in str(w)
                for w in validate(load_profile(tmp_path / "c1.yaml"), catalog.load()).warnings)

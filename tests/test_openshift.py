@@ -11,7 +11,6 @@ tests do the same before comparing.
 from __future__ import annotations
 
 import copy
-import textwrap
 from pathlib import Path
 
 import helm_python as helm
@@ -25,7 +24,7 @@ from gpuop.profile.load import load_profile
 from gpuop.validate.runner import validate
 from gpuop.kube.yamlio import load_all
 
-from conftest import ASSETS, REFS, by_key, load_dir
+from conftest import ASSETS, REFS, by_key, load_dir, write_profile
 from test_helm import render
 
 NS = "nvidia-gpu-operator"
@@ -370,7 +369,6 @@ def test_chart_lints_for_the_openshift_kube_version(dist, entry):
 
 # ---- rules: each broken one has its exact, located message --------------------------------------------
 
-HEAD = "apiVersion: gpuop/v1alpha1\nkind: ClusterProfile\nmetadata: {name: c1}\nspec:\n"
 OK = """\
 platform: {type: openshift, version: "4.19"}
 os: rhcos4.19
@@ -380,8 +378,7 @@ nodePools: [{name: a, gpu: H100-SXM5-80GB}]
 
 
 def errors(tmp_path: Path, spec: str) -> list[tuple[str, str]]:
-    f = tmp_path / "c1.yaml"
-    f.write_text(HEAD + textwrap.indent(textwrap.dedent(spec), "  "))
+    f = write_profile(tmp_path, spec)
     try:
         validate(load_profile(f), catalog.load())
     except UserError as exc:
