@@ -42,7 +42,7 @@ $(CHECKOV_STAMP): pyproject.toml
 test: setup checkov-venv
 	$(PY) -m pytest -n 2 --dist loadfile
 
-# Under a minute: the tests marked fast (the layout rules, each component from its props, the rules).
+# The tests that start no process (tests/conftest.py marks them fast; nobody marks one by hand).
 test-fast: setup
 	$(PY) -m pytest -m fast
 
