@@ -20,6 +20,7 @@ inputs stay unknown (None) rather than guessed.
 from __future__ import annotations
 
 from gpuop.catalog import instances as instance_catalog
+from gpuop.plan import defaults as defaulting
 from gpuop.plan.model import ClusterCapacity, PoolCapacity
 
 
@@ -85,7 +86,7 @@ def plan_capacity(spec) -> ClusterCapacity:
         allocation = getattr(pool, "allocation", "devicePlugin")
         note, per_gpu, devices = "", (), ()
         if allocation == "dra":
-            layout = dict(pool.mig.layout) if pool.mig and pool.mig.layout else {}
+            layout = defaulting.layout_of(pool)
             devices = tuple(sorted(layout.items())) if layout else (("gpu", 1),)
             note = "DRA: devices are claimed through DeviceClasses, not advertised as extended resources"
         elif not spec.devicePlugin.enabled:

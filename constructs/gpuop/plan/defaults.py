@@ -63,6 +63,11 @@ def pool_sidecars(pool, cluster: Sidecars) -> Sidecars:
                     cluster.gdrcopy if d.gdrcopy is None else d.gdrcopy)
 
 
+def layout_of(pool) -> dict:
+    """A pool's MIG layout ({profile: count}); {} without MIG or without a layout."""
+    return dict(pool.mig.layout) if pool.mig and pool.mig.layout else {}
+
+
 def runtime(spec) -> str:
     return spec.containerRuntime or DEFAULT_RUNTIME[spec.platform.type]
 

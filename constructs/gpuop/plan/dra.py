@@ -85,7 +85,7 @@ def selector(driver: str, device_type: str, profile: str | None, product: str | 
 def pool_devices(pool, dynamic: bool) -> dict[str, int]:
     """The devices one GPU of a DRA pool offers: {device: count}. Static MIG: the layout (a GPU in MIG
     mode is not offered whole, FACTS §5); DynamicMIG: each profile of the GPU at its max count; else the GPU."""
-    layout = dict(pool.mig.layout) if pool.mig and pool.mig.layout else {}
+    layout = defaulting.layout_of(pool)
     if dynamic:
         family = geometry.family_of(pool.gpu)
         if family is not None and not layout:

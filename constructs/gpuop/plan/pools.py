@@ -44,6 +44,7 @@ import hashlib
 import json
 
 from gpuop.mig import geometry
+from gpuop.plan import defaults as defaulting
 from gpuop.plan import dra as dra_rules
 from gpuop.plan.model import NfdPoolRule, PoolConfigs, PoolLabels
 from gpuop.kube.yamlio import dump_plain
@@ -97,8 +98,7 @@ def _layout_from_name(name: str, gpu) -> dict:
     return out if mig_config_name(out) == name else {}
 
 
-def layout_of(pool) -> dict:
-    return dict(pool.mig.layout) if pool.mig and pool.mig.layout else {}
+layout_of = defaulting.layout_of
 
 
 def states_strategy(pool) -> bool:

@@ -16,6 +16,7 @@ from gpuop.catalog import dra as dra_catalog
 from gpuop.catalog import versions
 from gpuop.kube import validation as kv
 from gpuop.mig import geometry
+from gpuop.plan import defaults as defaulting
 from gpuop.plan import dra as dra_plan
 from gpuop.plan.drivers import full_version
 from gpuop.validate.rules import Context, Found, rule
@@ -300,7 +301,7 @@ def check_claims(ctx: Context):
         _, pool = found
         offered = dra_plan.pool_devices(pool, dynamic)
         family = geometry.family_of(pool.gpu, ctx.cat.gpus)
-        layout = dict(pool.mig.layout) if pool.mig and pool.mig.layout else {}
+        layout = defaulting.layout_of(pool)
         mig_counts: dict[str, int] = {}
         for n, d in enumerate(t.devices):
             where = base + ("devices", n, "profile")

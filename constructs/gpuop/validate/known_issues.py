@@ -16,6 +16,7 @@ from gpuop.catalog import dra as dra_catalog
 from gpuop.catalog import known_issues as known_catalog
 from gpuop.catalog import versions
 from gpuop.errors import Issue
+from gpuop.plan import defaults as defaulting
 from gpuop.plan import dra as dra_plan
 from gpuop.plan.drivers import full_version
 from gpuop.validate.rules import Context, rule
@@ -34,13 +35,13 @@ def _kubernetes(ctx: Context) -> str | None:
 
 def _mig_manager_version(ctx: Context) -> str | None:
     spec = ctx.spec
-    if not spec.migManager.enabled or not any(p.mig and p.mig.layout for p in spec.nodePools):
+    if not spec.migManager.enabled or not any(defaulting.layout_of(p) for p in spec.nodePools):
         return None                                  # no MIG manager runs
     return spec.migManager.version or ctx.release.components["migManager"].version
 
 
 def _pool_matches(when, pool, resolved) -> bool:
-    layout = bool(pool.mig and pool.mig.layout)
+    layout = bool(defaulting.layout_of(pool))
     if when.migStrategy and not (layout and pool.mig.strategy == when.migStrategy):
         return False
     if when.mig is not None and layout != when.mig:
