@@ -145,7 +145,7 @@ def run_gpuop(*args: str, cwd: Path, check: bool = False) -> subprocess.Complete
     return proc
 
 
-def run_main(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def run_main(*args: str, cwd: Path, check: bool = False) -> subprocess.CompletedProcess:
     """`gpuop ARGS` in this process, from `cwd`: cli.main(argv), the CLI's one error boundary, with what it
     prints and the exit code it returns (an argparse refusal's too), as run_gpuop gives them. For commands that
     start no worker process (validate, schema, mig, ...): their messages and exit codes, without Python's
@@ -161,6 +161,8 @@ def run_main(*args: str, cwd: Path) -> subprocess.CompletedProcess:
             code = main(list(args))
         except SystemExit as exc:          # argparse: usage errors exit 2, --help 0
             code = exc.code if isinstance(exc.code, int) else 1
+    if check and code != 0:
+        raise AssertionError(f"gpuop {' '.join(args)} exited {code}:\n{err.getvalue()}")
     return subprocess.CompletedProcess(["gpuop", *args], code, out.getvalue(), err.getvalue())
 
 
@@ -265,12 +267,14 @@ import ast as _ast
 import inspect as _inspect
 from functools import lru_cache as _lru_cache
 
-# calls that start a process: attribute or function names (subprocess.run, Popen, os.fork, ProcessPool...)
-SPAWNS = frozenset({"subprocess", "Popen", "fork", "forkserver", "system", "execv", "execvp", "spawn",
-                    "ProcessPoolExecutor", "Pool", "run_gpuop", "check_output", "check_call"})
+# calls that start a process: subprocess.run / .call, Popen, os.fork, a process pool, the CLI as a process
+SPAWNS = frozenset({"Popen", "fork", "forkpty", "system", "execv", "execvp", "posix_spawn", "ProcessPoolExecutor",
+                    "Pool", "run_gpuop", "check_output", "check_call", "subprocess.run", "subprocess.call"})
 
 
 def _called_names(node) -> set[str]:
+    """What a function refers to: names (a helper it calls or hands on), attributes, and `module.attr` pairs
+    (so `subprocess.run` is seen as such while `subprocess.CompletedProcess` starts nothing)."""
     out = set()
     for n in _ast.walk(node):
         if isinstance(n, _ast.Name):
@@ -278,14 +282,15 @@ def _called_names(node) -> set[str]:
         elif isinstance(n, _ast.Attribute):
             out.add(n.attr)
             if isinstance(n.value, _ast.Name):
-                out.add(n.value.id)
+                out.add(f"{n.value.id}.{n.attr}")
     return out
 
 
 @_lru_cache(maxsize=None)
 def _spawning(path: str) -> frozenset[str]:
     """The functions (module-level, fixtures included, and methods as Class.name too) of a source file that
-    start a process, directly or through another such function of the file or of this conftest."""
+    start a process, directly or through another such function of the file, of this conftest or of a module
+    beside it that the file imports the function from."""
     try:
         tree = _ast.parse(Path(path).read_text())
     except (OSError, SyntaxError):
@@ -299,7 +304,12 @@ def _spawning(path: str) -> frozenset[str]:
                 if isinstance(sub, (_ast.FunctionDef, _ast.AsyncFunctionDef)):
                     funcs[f"{node.name}.{sub.name}"] = _called_names(sub)
                     funcs.setdefault(sub.name, set()).update(_called_names(sub))
-    outside = SPAWNS | (_spawning(__file__) if path != __file__ else frozenset())
+    outside = set(SPAWNS | (_spawning(__file__) if path != __file__ else frozenset()))
+    for node in tree.body:       # helpers imported from a module beside the tests (operator_differential.py, ...)
+        if isinstance(node, _ast.ImportFrom) and node.module and not node.level:
+            sibling = Path(path).parent / f"{node.module}.py"
+            if sibling.is_file() and str(sibling) != path:
+                outside |= {a.asname or a.name for a in node.names if a.name in _spawning(str(sibling))}
     bad = {name for name, called in funcs.items() if called & outside}
     while True:
         more = {name for name, called in funcs.items() if name not in bad and called & bad}

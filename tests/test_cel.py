@@ -19,7 +19,7 @@ import crd_cel_rules
 from gpuop.verify import cel
 from gpuop.verify.crdschema import CrdValidator
 
-from conftest import CRDS, REFS, REPO, load_dir, run_gpuop
+from conftest import CRDS, REFS, REPO, load_dir, run_main
 
 # NVIDIA's CRDs of the kinds operator mode writes (ClusterPolicy: no CEL rule; NVIDIADriver: three)
 NVIDIA_CRDS = (REFS / "gpu-operator" / "nvidia.com_clusterpolicies.yaml",
@@ -280,7 +280,7 @@ def test_celpy_is_loaded_only_for_an_object_with_rules():
 def test_validate_reports_what_the_api_server_would_reject_in_an_output(dist, tmp_path):
     out = tmp_path / "dist"
     shutil.copytree(dist, out)
-    ok = run_gpuop("validate", str(out), cwd=tmp_path)
+    ok = run_main("validate", str(out), cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
     hr = out / "prod-east" / "flux" / "helmrelease.yaml"
     doc = yaml.safe_load(hr.read_text())
@@ -293,7 +293,7 @@ def test_validate_reports_what_the_api_server_would_reject_in_an_output(dist, tm
     doc["extraObjects"][0]["spec"]["default"] = True        # a pool's driver, with its nodeSelector
     driver = doc["extraObjects"][0]["metadata"]["name"]
     values.write_text(yaml.safe_dump(doc))
-    proc = run_gpuop("validate", str(out), cwd=tmp_path)
+    proc = run_main("validate", str(out), cwd=tmp_path)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert lines[-1] == "gpuop: 3 errors; nothing written"

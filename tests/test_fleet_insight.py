@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_gpuop
+from conftest import REPO, run_gpuop, run_main
 
 PROFILE = """\
 apiVersion: gpuop/v1alpha1
@@ -265,7 +265,7 @@ def test_known_bad_combination_is_flagged_with_its_links_until_the_workaround_is
     f = project / "profiles" / "east.yaml"
     f.write_text(f.read_text().replace("upgradePolicy: {maxParallelUpgrades: 2}}",
                                        "upgradePolicy: {maxParallelUpgrades: 2}, rdma: {enabled: true}}"))
-    proc = run_gpuop("validate", cwd=project)
+    proc = run_main("validate", cwd=project)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.splitlines()[0] == (
         "profiles/east.yaml:9:83: warning: spec.driver.rdma.enabled: known issue peermem-restart-without-reboot: the "
@@ -277,5 +277,5 @@ def test_known_bad_combination_is_flagged_with_its_links_until_the_workaround_is
         "https://github.com/NVIDIA/cloud-native-docs/pull/372)")
     f.write_text(f.read_text().replace("rdma: {enabled: true}}",
                                        'rdma: {enabled: true}, env: [{name: FORCE_REINSTALL, value: "true"}]}'))
-    quiet = run_gpuop("validate", cwd=project)
+    quiet = run_main("validate", cwd=project)
     assert quiet.returncode == 0 and "known issue" not in quiet.stderr

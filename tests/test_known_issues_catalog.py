@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from conftest import REPO, run_gpuop, write_profile
+from conftest import REPO, run_main, write_profile
 from gpuop import catalog
 from gpuop.catalog import known_issues as known_catalog
 from gpuop.errors import UserError
@@ -134,7 +134,7 @@ def test_a_known_error_stops_the_cli_with_its_located_message_and_links(tmp_path
     (tmp_path / "profiles").mkdir()
     write_profile(tmp_path, RHEL8, "profiles/rhel8.yaml")
     shutil.copy(REPO / "gpuop.yaml", tmp_path / "gpuop.yaml")
-    proc = run_gpuop("validate", cwd=tmp_path)
+    proc = run_main("validate", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.splitlines() == [f"profiles/rhel8.yaml:8:16: spec.migManager.version: {RHEL8_ISSUE}",
                                         "gpuop: 1 error; nothing written"]
@@ -149,7 +149,7 @@ def test_every_entry_has_links_a_reported_field_and_a_unique_id():
 
 
 def test_the_bundled_example_profiles_hit_no_known_issue():
-    proc = run_gpuop("validate", "profiles", cwd=REPO)
+    proc = run_main("validate", "profiles", cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     assert "known issue" not in proc.stderr
 

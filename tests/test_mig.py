@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REFS, REPO, run_gpuop
+from conftest import REFS, REPO, run_gpuop, run_main
 from gpuop import catalog
 from gpuop.mig import geometry
 from gpuop.mig import picture
@@ -378,19 +378,19 @@ def test_docs_example_is_current():
      "gpuop mig: L40S is not MIG-capable: it refuses any MIG layout (MIG-capable models: gpuop mig gpus)\n"),
 ])
 def test_cli_exit_codes_and_messages(tmp_path, args, code, stdout, stderr):
-    proc = run_gpuop("mig", *args, cwd=tmp_path)
+    proc = run_main("mig", *args, cwd=tmp_path)
     assert (proc.returncode, proc.stdout, proc.stderr) == (code, stdout, stderr)
 
 
 def test_cli_gpus_and_show_svg(tmp_path):
-    proc = run_gpuop("mig", "gpus", cwd=tmp_path)
+    proc = run_main("mig", "gpus", cwd=tmp_path)
     assert proc.returncode == 0 and all(name in proc.stdout for name in GPUS)
     assert "1g.10gb x7, 1g.10gb+me x1, 1g.20gb x4, 2g.20gb x3, 3g.40gb x2, 4g.40gb x1, 7g.80gb x1" in proc.stdout
-    proc = run_gpuop("mig", "show", "--gpu", "A100-SXM4-40GB", "3g.20gb=1", "1g.5gb=4", "--svg", "out/p.svg",
+    proc = run_main("mig", "show", "--gpu", "A100-SXM4-40GB", "3g.20gb=1", "1g.5gb=4", "--svg", "out/p.svg",
                      cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "| A     | B     | C     | D     | E 3g.20gb" in proc.stdout and len(ET.parse(tmp_path / "out" / "p.svg").getroot()) > 5
-    proc = run_gpuop("mig", "show", "--gpu", "A100-SXM4-40GB", "3g.20gb=2", "1g.5gb=1", "--svg", "bad.svg",
+    proc = run_main("mig", "show", "--gpu", "A100-SXM4-40GB", "3g.20gb=2", "1g.5gb=1", "--svg", "bad.svg",
                      cwd=tmp_path)
     assert proc.returncode == 2 and proc.stderr.startswith("gpuop mig: no placement: ")
     assert not (tmp_path / "bad.svg").exists()
@@ -442,5 +442,5 @@ def test_profile_rules(tmp_path):
 
 
 def test_bundled_profiles_validate(tmp_path):
-    proc = run_gpuop("validate", str(REPO / "profiles"), cwd=REPO)
+    proc = run_main("validate", str(REPO / "profiles"), cwd=REPO)
     assert proc.returncode == 0, proc.stderr

@@ -25,7 +25,7 @@ from gpuop.mig import geometry
 from gpuop.kube.slots import fill
 from gpuop.kube.yamlio import load_all
 
-from conftest import ASSETS, by_key, load_dir, run_gpuop
+from conftest import ASSETS, by_key, load_dir, run_gpuop, run_main
 from test_plan_helpers import plan_for
 
 NS = "gpu-operator"
@@ -390,7 +390,7 @@ def test_ambiguous_pools_are_located_errors_until_the_profile_says_where_their_l
       mig: {strategy: single, layout: {"3g.40gb": 2}}
 """
     (project / "profiles" / "c1.yaml").write_text(HEAD + pools % ("", ""))
-    proc = run_gpuop("validate", cwd=project)
+    proc = run_main("validate", cwd=project)
     why = ("NFD tells nodes apart by hardware (PCI device ids), not by node labels, so no NodeFeatureRule can set them")
     where = "node group template (cloud node group, Karpenter NodePool or OpenShift MachineSet labels)"
     fix = (f"without them the nodes get no MIG layout and no sharing config. Set nodeGroup to the node group whose "
@@ -405,7 +405,7 @@ def test_ambiguous_pools_are_located_errors_until_the_profile_says_where_their_l
         "gpuop: 2 errors; nothing written"])
     (project / "profiles" / "c1.yaml").write_text(HEAD + pools % ("\n      nodeGroup: h100-small",
                                                                   "\n      labelsFrom: user"))
-    proc = run_gpuop("validate", cwd=project)
+    proc = run_main("validate", cwd=project)
     assert (proc.returncode, proc.stderr.splitlines()) == (0, [
         f"profiles/c1.yaml:8:7: warning: spec.nodePools[0]: label this pool's nodes nvidia.com/mig.config=7x1g.10gb "
         f"through its {where} (node group h100-small): pool(s) big have the same GPU model (H100-SXM5-80GB) with "
@@ -423,7 +423,7 @@ def test_keep_mig_configs_must_name_a_config_of_the_pools_gpu(project):
       keepMigConfigs: [2x3g.40gb, 2x4g.99gb]
       mig: {strategy: single, layout: {"1g.10gb": 7}}
 """)
-    proc = run_gpuop("validate", cwd=project)
+    proc = run_main("validate", cwd=project)
     assert proc.returncode == 2
     assert proc.stderr.splitlines()[0].startswith(
         "profiles/c1.yaml:10:35: spec.nodePools[0].keepMigConfigs[1]: '2x4g.99gb' is not a MIG config name of "
@@ -467,7 +467,7 @@ def test_no_rules_and_mig_manager_off_warn(project):
       gpu: H100-SXM5-80GB
       mig: {strategy: mixed, layout: {"3g.40gb": 1, "1g.10gb": 4}}
 """)
-    proc = run_gpuop("validate", cwd=project)
+    proc = run_main("validate", cwd=project)
     assert proc.returncode == 0
     assert proc.stderr.splitlines()[0] == (
         "profiles/c1.yaml:9:7: warning: spec.nodePools[0]: label this pool's nodes "
@@ -475,7 +475,7 @@ def test_no_rules_and_mig_manager_off_warn(project):
         "NodePool or OpenShift MachineSet labels): spec.nfd.rules is false, so no NodeFeatureRule sets them")
     text = (project / "profiles" / "c1.yaml").read_text().replace("nfd: {rules: false}", "migManager: {enabled: false}")
     (project / "profiles" / "c1.yaml").write_text(text)
-    proc = run_gpuop("validate", cwd=project)
+    proc = run_main("validate", cwd=project)
     assert proc.stderr.splitlines()[0] == (
         "profiles/c1.yaml:7:16: warning: spec.migManager.enabled: pools declare MIG layouts but the MIG manager is "
         "off: nothing applies them on the nodes (partition the GPUs yourself)")

@@ -21,7 +21,7 @@ from gpuop.profile.load import load_profile
 from gpuop.validate.runner import validate
 from gpuop.verify.crdschema import CrdValidator
 
-from conftest import REFS, REPO, run_gpuop
+from conftest import REFS, REPO, run_gpuop, run_main
 
 CHART = REFS / "gpu-operator" / "chart"
 GPU_CRDS = [REFS / "gpu-operator" / f for f in ("nvidia.com_clusterpolicies.yaml", "nvidia.com_nvidiadrivers.yaml",
@@ -263,7 +263,7 @@ def test_the_operand_preview_is_outside_every_folder_gitops_or_kustomize_applies
 
 
 def test_gpuop_validate_accepts_the_operator_output(odist):
-    proc = run_gpuop("validate", "dist", cwd=odist.parent)
+    proc = run_main("validate", "dist", cwd=odist.parent)
     assert proc.returncode == 0, proc.stderr
 
 

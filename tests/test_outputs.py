@@ -12,7 +12,7 @@ import pytest
 
 from gpuop.kube.yamlio import load
 
-from conftest import REPO, run_gpuop
+from conftest import REPO, run_gpuop, run_main
 
 
 def tree(folder: Path) -> dict[str, str]:
@@ -137,18 +137,18 @@ def test_deleted_charts_folder_is_rebuilt_and_validate_refuses_an_empty_reposito
     run_gpuop("synth", "-o", "out", cwd=w, check=True)
     before = tree(w / "out")
     (w / "out" / "charts" / "index.yaml").write_text("apiVersion: v1\nentries: {}\n")
-    proc = run_gpuop("validate", "out", cwd=w)
+    proc = run_main("validate", "out", cwd=w)
     assert proc.returncode == 2
     assert "out/charts/index.yaml: does not list prod-east-0.1.0.tgz; run gpuop synth to rebuild it" in proc.stderr
     shutil.rmtree(w / "out" / "charts")
-    proc = run_gpuop("validate", "out", cwd=w)
+    proc = run_main("validate", "out", cwd=w)
     assert proc.returncode == 2
     i = [c["name"] for c in json.loads((w / "out" / "index.json").read_text())["clusters"]].index("prod-east")
     assert (f"out/index.json: clusters[{i}].package: charts/prod-east-0.1.0.tgz is missing; run gpuop synth to rebuild "
             "it from the version lock") in proc.stderr.splitlines()
     run_gpuop("synth", "-o", "out", cwd=w, check=True)
     assert tree(w / "out") == before
-    assert run_gpuop("validate", "out", cwd=w).returncode == 0
+    assert run_main("validate", "out", cwd=w).returncode == 0
 
 
 @pytest.mark.slow                   # several compiles (15-40 s)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REFS, REPO, run_gpuop
+from conftest import REFS, REPO, run_gpuop, run_main
 from gpuop import catalog
 from gpuop.kube.yamlio import load, load_all
 from gpuop.profile.load import load_profile
@@ -340,7 +340,7 @@ def compiled(tmp_path_factory) -> Path:
 
 
 def test_the_compiled_output_passes_the_strict_schema_and_semantic_check(compiled):
-    proc = run_gpuop("validate", "dist", cwd=compiled)
+    proc = run_main("validate", "dist", cwd=compiled)
     assert proc.returncode == 0, proc.stderr
     driver = load_all((compiled / "dist" / "ib" / "manifests" / "03-driver.yaml").read_text())   # the driver's file
     assert sorted(o["metadata"]["name"] for o in driver if o["kind"] == "DaemonSet") == [

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, run_gpuop
+from conftest import REPO, run_gpuop, run_main
 from gpuop.verify import semantic
 from gpuop.verify.semantic import (
     CONTEXT_RULES,
@@ -1143,7 +1143,7 @@ def test_validate_dist_finds_the_mps_defect_put_back_by_hand(dist, tmp_path) -> 
     assert "shareProcessNamespace" not in text
     f.write_text(re.sub(r"^( +)hostPID: true$", r"\1hostPID: true\n\1shareProcessNamespace: true", text, count=1,
                         flags=re.MULTILINE))
-    proc = run_gpuop("validate", "dist", cwd=tmp_path)
+    proc = run_main("validate", "dist", cwd=tmp_path)
     assert (proc.returncode, proc.stderr) == (2, (
         f"dist/mig-sharing/manifests/{MPS_FILE}: DaemonSet/{MPS} spec.template.spec.shareProcessNamespace: "
         f"{MPS_MESSAGE}\n"

@@ -21,7 +21,7 @@ from gpuop.plan import pools
 from gpuop.stack.registry import COMPONENTS, component_props
 from gpuop.kube.slots import fill
 
-from conftest import ASSETS, REFS, REPO, by_key, load_dir, run_gpuop
+from conftest import ASSETS, REFS, REPO, by_key, load_dir, run_main
 from test_helm import render
 from test_plan_helpers import plan_for
 
@@ -306,7 +306,7 @@ def project(tmp_path):
 
 def refused(project, body: str) -> list[str]:
     (project / "profiles" / "c1.yaml").write_text(HEAD + body)
-    proc = run_gpuop("validate", cwd=project)
+    proc = run_main("validate", cwd=project)
     assert proc.returncode == 2, proc.stderr
     return proc.stderr.splitlines()
 

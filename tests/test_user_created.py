@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, TOOL_PATHS, TOOLS, run_gpuop
+from conftest import REPO, TOOL_PATHS, TOOLS, run_gpuop, run_main
 from gpuop.profile.models import ConfigMapFiles
 
 KUBEVAL = TOOLS / TOOL_PATHS["kubeval"]          # GPUOP_TOOLS, else ../shared/tools (conftest)
@@ -74,7 +74,7 @@ def test_a_profile_with_repo_and_cert_config_compiles_and_its_output_validates(o
     text = "".join(p.read_text() for p in driver)
     assert "name: repo-config" in text and "name: cert-config" in text      # mounted, not written
     assert not re.search(r"kind: ConfigMap\n(?:.*\n){0,3}  name: (repo|cert)-config", text)
-    proc = run_gpuop("validate", str(out), cwd=out.parent)
+    proc = run_main("validate", str(out), cwd=out.parent)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -93,7 +93,7 @@ def test_only_the_named_configmaps_are_external(out, tmp_path):
     dist = copy_of(out, tmp_path)
     for f in (dist / "mirror" / "manifests").glob("*driver*.yaml"):
         f.write_text(f.read_text().replace("name: repo-config", "name: other-config"))
-    proc = run_gpuop("validate", str(dist), cwd=tmp_path)
+    proc = run_main("validate", str(dist), cwd=tmp_path)
     assert proc.returncode == 2
     assert 'configmaps "other-config" not found' in proc.stderr
     assert "repo-config" not in proc.stderr and "cert-config" not in proc.stderr
@@ -105,7 +105,7 @@ def test_an_index_entry_that_is_not_a_name_is_refused_and_not_external(out, tmp_
     ns = index["clusters"][0]["namespace"]
     index["clusters"][0]["userCreated"] = {"ConfigMap": [f"{ns}/Repo_Config", f"{ns}/cert-config"]}
     (dist / "index.json").write_text(json.dumps(index))
-    proc = run_gpuop("validate", str(dist), cwd=tmp_path)
+    proc = run_main("validate", str(dist), cwd=tmp_path)
     assert proc.returncode == 2
     assert 'userCreated.ConfigMap[0]: Invalid value: "gpu-operator/Repo_Config"' in proc.stderr.replace(ns, "gpu-operator")
     assert 'configmaps "repo-config" not found' in proc.stderr
