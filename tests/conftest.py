@@ -275,15 +275,17 @@ SPAWNS = frozenset({"Popen", "fork", "forkpty", "system", "execv", "execvp", "po
 def _called_names(node) -> set[str]:
     """What a function refers to: names (a helper it calls or hands on), attributes, and `module.attr` pairs
     (so `subprocess.run` is seen as such while `subprocess.CompletedProcess` starts nothing)."""
-    out = set()
+    out, local = set(), set()
     for n in _ast.walk(node):
         if isinstance(n, _ast.Name):
-            out.add(n.id)
+            (local if isinstance(n.ctx, _ast.Store) else out).add(n.id)
+        elif isinstance(n, _ast.arg):
+            local.add(n.arg)                     # a parameter named like a helper (`index`) is not the helper
         elif isinstance(n, _ast.Attribute):
             out.add(n.attr)
             if isinstance(n.value, _ast.Name):
                 out.add(f"{n.value.id}.{n.attr}")
-    return out
+    return out - local
 
 
 @_lru_cache(maxsize=None)
@@ -304,10 +306,12 @@ def _spawning(path: str) -> frozenset[str]:
                 if isinstance(sub, (_ast.FunctionDef, _ast.AsyncFunctionDef)):
                     funcs[f"{node.name}.{sub.name}"] = _called_names(sub)
                     funcs.setdefault(sub.name, set()).update(_called_names(sub))
-    outside = set(SPAWNS | (_spawning(__file__) if path != __file__ else frozenset()))
-    for node in tree.body:       # helpers imported from a module beside the tests (operator_differential.py, ...)
+    # helpers imported from this conftest or a module beside the tests (operator_differential.py, ...); a
+    # conftest name that is not imported is a local variable (`index`), and fixtures are checked by is_fast
+    outside = set(SPAWNS)
+    for node in tree.body:
         if isinstance(node, _ast.ImportFrom) and node.module and not node.level:
-            sibling = Path(path).parent / f"{node.module}.py"
+            sibling = Path(__file__) if node.module == "conftest" else Path(path).parent / f"{node.module}.py"
             if sibling.is_file() and str(sibling) != path:
                 outside |= {a.asname or a.name for a in node.names if a.name in _spawning(str(sibling))}
     bad = {name for name, called in funcs.items() if called & outside}
