@@ -182,7 +182,7 @@ def test_a_component_s_own_pull_secrets_are_kept(tmp_path):
     result = import_all([Doc(str(tmp_path / "values.yaml"), values, {})], "secrets")
     assert yaml.safe_load(result.text)["spec"]["delivery"]["operator"]["pullSecrets"] == {
         "driver": ["ngc-secret"], "devicePlugin": ["ngc-secret"]}
-    diffs = import_check.check(result.inputs, result.text, result.unexpressed, _locate, CHART)
+    diffs = import_check.check_text(result.inputs, result.text, result.unexpressed, _locate, CHART)
     assert diffs == [], "\n".join(map(str, diffs))
 
 
@@ -198,7 +198,7 @@ def test_a_config_map_the_input_does_not_hold_is_left_to_the_user_and_named_as_b
     assert op["devicePluginConfig"] == {"name": "plugin-config", "default": "shared"}
     assert op["migManagerConfig"] == {"name": "my-mig-config"}
     assert "its ConfigMap was not given" in result.text and result.unexpressed == []
-    diffs = import_check.check(result.inputs, result.text, result.unexpressed, _locate, CHART)
+    diffs = import_check.check_text(result.inputs, result.text, result.unexpressed, _locate, CHART)
     assert diffs == [], "\n".join(map(str, diffs))
 
 

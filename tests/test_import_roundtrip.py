@@ -56,7 +56,7 @@ def test_the_corpus_has_at_least_15_cases_each_naming_its_source():
                                   if c in KNOWN_GAPS else c for c in CASES])
 def test_import_check_over_the_corpus(case):
     result = import_all(read_inputs(files(case)), case)
-    diffs = import_check.check(result.inputs, result.text, result.unexpressed, _locate, CHART)
+    diffs = import_check.check_text(result.inputs, result.text, result.unexpressed, _locate, CHART)
     text, code = import_check.report(diffs, accept_unexpressed=True)
     assert code == 0, text
     assert text.rstrip().endswith("the profile keeps the cluster as it is")
@@ -128,7 +128,7 @@ def test_the_live_install_is_kept(tmp_path):
     assert pools["h100-balanced"]["mig"]["configName"] == "h100-balanced"
     assert result.unexpressed == []
     # the ClusterPolicy, its ConfigMaps and the chart's objects reproduced exactly, without accepting anything
-    diffs = import_check.check(result.inputs, result.text, result.unexpressed, _locate, CHART)
+    diffs = import_check.check_text(result.inputs, result.text, result.unexpressed, _locate, CHART)
     assert diffs == [], "\n".join(map(str, diffs))
     text, code = run([live], None, check=True, chart=CHART, accept_unexpressed=False)
     assert code == 0 and text.rstrip().endswith("the profile keeps the cluster as it is"), text

@@ -85,14 +85,23 @@ def _parser() -> argparse.ArgumentParser:
                     "git revision, with its impact on the nodes")
     rp.add_argument("-o", "--output", type=Path, default=Path("dist"), help="compiled output folder (default: dist)")
     rp.add_argument("--settings", type=Path, default=Path("gpuop.yaml"))
-    im = sub.add_parser("import", help="an operator values.yaml or ClusterPolicy (+ NVIDIADriver CRs) -> a profile")
+    im = sub.add_parser("import", help="an operator values.yaml or ClusterPolicy (+ NVIDIADriver CRs) -> a profile",
+                        description="What a cluster runs today (NVIDIA's gpu-operator chart values, or a ClusterPolicy "
+                        "with its NVIDIADriver CRs and ConfigMaps) -> a gpuop profile in operator mode, compiled "
+                        "before it is written.",
+                        epilog="Exit codes: 0 a profile written (or, with --check, nothing differs); 2 bad input, "
+                        "located (unreadable input, a profile gpuop refuses, a chart template that fails, an -o "
+                        "that would overwrite); 3 with --check, differences found; 1 only for a bug in gpuop.")
     im.add_argument("files", nargs="+", type=Path)
     im.add_argument("-o", "--output", type=Path, default=None, help="the profile to write (inside the project; "
                     "default: stdout); an existing file is kept unless --force")
     im.add_argument("--force", action="store_true", help="replace the profile -o names if it exists")
-    im.add_argument("--check", action="store_true", help="compile the imported profile in operator mode, render "
-                    "NVIDIA's chart with gpuop's values and print every difference from the imported ClusterPolicy, "
-                    "NVIDIADriver CRs and ConfigMaps (exit 0: none, 1: some)")
+    im.add_argument("--check", action="store_true", help="compile the imported profile (or --profile) in operator "
+                    "mode, render NVIDIA's whole chart with the live values and with gpuop's and print every "
+                    "difference, one located line each: ClusterPolicy, NVIDIADriver CRs, ConfigMaps, NFD subchart, "
+                    "NodeFeatureRules, the operator Deployment, RBAC (exit 0: none, 3: some)")
+    im.add_argument("--profile", type=Path, default=None, help="with --check: compare this profile (e.g. the "
+                    "imported one after hand edits) instead of a new import; its errors are located in it")
     im.add_argument("--chart", type=Path, default=None, help="with --check: NVIDIA's gpu-operator chart folder "
                     "(default: $GPUOP_NVIDIA_CHART)")
     im.add_argument("--accept-unexpressed", action="store_true", help="with --check: differences at settings the "
@@ -474,8 +483,15 @@ def cmd_init(args) -> int:
 def cmd_import(args) -> int:
     from gpuop.ops.importer import run
 
-    text, code = run(args.files, args.output, chart_defaults=args.chart_defaults, force=args.force,
-                     check=args.check, chart=args.chart, accept_unexpressed=args.accept_unexpressed)
+    from gpuop.ops.importer import ProfileRefused
+
+    try:
+        text, code = run(args.files, args.output, chart_defaults=args.chart_defaults, force=args.force,
+                         check=args.check, chart=args.chart, accept_unexpressed=args.accept_unexpressed,
+                         profile=args.profile)
+    except ProfileRefused as exc:       # the refused profile on stdout: its errors' lines point into it
+        sys.stdout.write(exc.text)
+        raise
     sys.stdout.write(text)
     return code
 

@@ -155,76 +155,173 @@ def plugin_config_as_run(config, strategy):
     return out
 
 
-def imported_objects(got, chart: Path | None) -> tuple[dict | None, list[dict], dict[str, dict]]:
-    """What the cluster runs: the ClusterPolicy, NVIDIADriver CRs and ConfigMaps of the input (a values file is
-    rendered with NVIDIA's chart first, as `helm install -f` would), CRD-defaulted."""
+# what NVIDIA's chart renders from a values path: objects of the NFD subchart and the operator Deployment (with its
+# CRD jobs) follow these value keys, the rest the ClusterPolicy's (compared and located field by field above)
+OBJECT_VALUES = (("node-feature-discovery", "node-feature-discovery"), ("gpu-operator-upgrade-crd", "operator"),
+                 ("gpu-operator-cleanup", "operator"), ("gpu-operator", "operator"))
+# what a live export of a ClusterPolicy install holds (kubectl get clusterpolicy,nvidiadriver,configmap), and what
+# of gpuop's objects then changes the cluster: the operator itself is OLM's (the CSV, the same on both sides)
+POLICY_KINDS = ("ClusterPolicy", "NVIDIADriver", "ConfigMap", "NodeFeatureRule")
+
+
+@dataclass
+class Side:
+    """Every object of one side (kind, namespace, name) -> object, CRs CRD-defaulted."""
+    objects: dict
+
+    def of_kind(self, kind: str) -> list[dict]:
+        return [o for (k, _, _), o in self.objects.items() if k == kind]
+
+    @property
+    def cluster_policy(self) -> dict | None:
+        found = self.of_kind("ClusterPolicy")
+        return found[0] if found else None
+
+    @property
+    def configmaps(self) -> dict[str, dict]:
+        return {o["metadata"]["name"]: o for o in self.of_kind("ConfigMap")}
+
+
+def object_key(obj: dict, namespace: str) -> tuple[str, str, str]:
+    meta = obj.get("metadata") or {}
+    cluster_scoped = obj.get("kind") in ("ClusterPolicy", "NVIDIADriver", "NodeFeatureRule", "ClusterRole",
+                                         "ClusterRoleBinding", "Namespace", "RuntimeClass",
+                                         "CustomResourceDefinition", "PriorityClass")
+    return (str(obj.get("kind")), "" if cluster_scoped else str(meta.get("namespace") or namespace),
+            str(meta.get("name")))
+
+
+def _side(objs, namespace: str) -> Side:
+    out: dict = {}
+    for o in objs:
+        out.setdefault(object_key(o, namespace), o)
+    return Side(out)
+
+
+def _render(values: dict, chart: Path, namespace: str):
+    """NVIDIA's chart rendered; a template that fails is the user's chart input: located exit 2 with Helm's words."""
     from gpuop.verify import nvidia_chart
 
-    cms = {n: {k: v for k, v in cm.items() if k != "_doc"} for n, cm in got.configmaps.items()}
-    drivers = [copy.deepcopy(d) for d in got.drivers]
-    chart = chart or nvidia_chart.default_chart()
+    try:
+        return nvidia_chart.render(values, chart, namespace=namespace)
+    except nvidia_chart.RenderError as exc:
+        raise UserError(Issue(*exc.where(), "", f"NVIDIA's chart does not render: {one_line(str(exc))}")) from None
+
+
+def imported_objects(got, chart: Path | None, namespace: str = "gpu-operator") -> Side:
+    """What the cluster runs: a values file rendered with NVIDIA's chart (every object, as `helm install -f`
+    would), or the ClusterPolicy, NVIDIADriver CRs and ConfigMaps of the input, CRD-defaulted; the input's own
+    ConfigMaps and NVIDIADriver CRs beside them."""
+    from gpuop.verify import nvidia_chart
+
+    cms = [{k: v for k, v in cm.items() if k != "_doc"} for cm in got.configmaps.values()]
+    chart = Path(chart or nvidia_chart.default_chart())
+    crds = str(chart / "crds")
+    drivers = [nvidia_chart.crd_defaults(d, nvidia_chart._schema(crds, "NVIDIADriver")) for d in got.drivers]
     if got.policy is not None:
-        policy = copy.deepcopy(got.policy.data)
-        crds = Path(chart) / "crds" if chart else None
-        if crds and (crds / nvidia_chart.KINDS["ClusterPolicy"]).is_file():
-            policy = nvidia_chart.crd_defaults(policy, nvidia_chart._schema(str(crds), "ClusterPolicy"))
-            drivers = [nvidia_chart.crd_defaults(d, nvidia_chart._schema(str(crds), "NVIDIADriver")) for d in drivers]
-        return policy, drivers, cms
+        policy = nvidia_chart.crd_defaults(copy.deepcopy(got.policy.data), nvidia_chart._schema(crds, "ClusterPolicy"))
+        return _side([policy] + drivers + cms, namespace)
     from gpuop.plan import chartmap
 
     # a key left out means the chart default of the operator version (the table's catalog data, which records
     # the published chart's appVersion where the chart renders it for an unset version)
-    rendered = nvidia_chart.render(chartmap.effective(got.values), chart)
-    for name, cm in rendered.configmaps.items():
-        cms.setdefault(name, cm)
-    crds = Path(chart) / "crds"
-    drivers = [nvidia_chart.crd_defaults(d, nvidia_chart._schema(str(crds), "NVIDIADriver")) for d in drivers]
-    return rendered.cluster_policy, rendered.drivers + drivers, cms
+    rendered = _render(chartmap.effective(got.values), chart, namespace)
+    return _side(rendered.objects + drivers + cms, namespace)
 
 
-def ours_objects(text: str, chart: Path | None):
-    """The imported profile compiled in operator mode -> the ClusterPolicy, NVIDIADriver CRs and ConfigMaps
-    NVIDIA's operator would be given."""
+def ours_objects(profile: Path, chart: Path | None, label: str | None = None):
+    """The profile compiled in operator mode -> (its plan, every object NVIDIA's chart (Helm) or gpuop's OLM
+    policy objects would give the cluster). A profile that does not compile is a located exit 2: in `profile`,
+    or, for a text gpuop wrote to a scratch file, at `label`."""
     from gpuop.outputs import operator as operator_out
     from gpuop.pipeline.run import plan_all
+    from gpuop.plan import chartmap
     from gpuop.verify import nvidia_chart
 
-    with tempfile.TemporaryDirectory(prefix="gpuop-import-check-") as tmp:
-        path = Path(tmp) / "imported.yaml"
-        path.write_text(text)
-        try:
-            plans, _ = plan_all([path])
-        except UserError as exc:
-            raise UserError([Issue("imported profile", i.line, i.col, i.path, f"does not compile: {i.message}")
-                             for i in exc.issues]) from None
+    try:
+        plans, _ = plan_all([profile])
+    except UserError as exc:
+        raise UserError([Issue(label or i.file, i.line, i.col, i.path, i.message) if label and i.file == str(profile)
+                         else i for i in exc.issues]) from None
     plan = plans[0]
+    if plan.operator is None:
+        raise UserError(Issue(label or str(profile), 1, 1, "spec.delivery.mode", "must be operator: `gpuop import "
+                              "--check` compares what NVIDIA's operator is given"))
+    chart = Path(chart or nvidia_chart.default_chart())
     if plan.operator.install == "olm":
-        objs = operator_out.olm_policy(plan)
-        chart = chart or nvidia_chart.default_chart()
-        crds = str(Path(chart) / "crds")
+        crds = str(chart / "crds")
         out = []
-        for o in objs:
-            o = {k: v for k, v in o.items()}
+        for o in operator_out.olm_policy(plan):
+            o = dict(o)
             o["metadata"] = {k: v for k, v in o["metadata"].items() if k != "annotations"}
             if o.get("kind") in ("ClusterPolicy", "NVIDIADriver"):
                 o = nvidia_chart.crd_defaults(o, nvidia_chart._schema(crds, o["kind"]))
             out.append(o)
-        rendered = nvidia_chart.Rendered(out)
-    else:
-        rendered = nvidia_chart.render(operator_out.chart_values(plan), chart, namespace=plan.namespace)
-    return rendered.cluster_policy, rendered.drivers, rendered.configmaps
+        return plan, _side(out, plan.namespace)
+    rendered = _render(chartmap.effective(operator_out.chart_values(plan)), chart, plan.namespace)
+    return plan, _side(rendered.objects, plan.namespace)
 
 
-def check(got, text: str, unexpressed: list[str], locate, chart: Path | None = None) -> list[Difference]:
-    """Every difference; `locate(inputs, values path) -> (document, field path)` finds where a value was read."""
-    policy, drivers, cms = imported_objects(got, chart)
-    o_policy, o_drivers, o_cms = ours_objects(text, chart)
+def compare_objects(a, b, path: str = "") -> list[tuple[str, object, object]]:
+    """(field path, a's value, b's value) of every difference between two objects: mappings by key, lists of
+    named entries (containers, env, volumes) by name, other lists by position when as long; an absent value
+    equals an empty one or null (as the API server stores an object)."""
+    a, b = drop_nulls(a) if a is not MISSING else a, drop_nulls(b) if b is not MISSING else b
+    if a == b or (_empty(a) and _empty(b)):
+        return []
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in dict.fromkeys(list(a) + list(b)):
+            sub = f"{path}.{k}" if path else str(k)
+            out += compare_objects(a.get(k, MISSING), b.get(k, MISSING), sub)
+        return out
+    if isinstance(a, list) and isinstance(b, list):
+        na, nb = _named(a), _named(b)
+        if na is not None and nb is not None:
+            out = []
+            for k in dict.fromkeys(list(na) + list(nb)):
+                out += compare_objects(na.get(k, MISSING), nb.get(k, MISSING), f"{path}[{k}]")
+            return out
+        if len(a) == len(b):
+            out = []
+            for i, (x, y) in enumerate(zip(a, b)):
+                out += compare_objects(x, y, f"{path}[{i}]")
+            return out
+    return [(path, a, b)]
+
+
+def _named(items: list) -> dict | None:
+    names = [i.get("name") if isinstance(i, dict) else None for i in items]
+    if not items or None in names or len(set(names)) != len(names):
+        return None
+    return {str(n): i for n, i in zip(names, items)}
+
+
+def _object_values_key(key: tuple[str, str, str]) -> str:
+    kind, _, name = key
+    if kind == "NodeFeatureRule":
+        return "nfd.nodefeaturerules"
+    for prefix, values_key in OBJECT_VALUES:
+        if name.startswith(prefix):
+            return values_key
+    return ""
+
+
+def check(got, profile: Path, unexpressed: list[str], locate, chart: Path | None = None,
+          label: str | None = None) -> list[Difference]:
+    """Every difference between what the cluster runs (`got`) and what the profile at `profile` gives NVIDIA's
+    chart and operator; `locate(inputs, values path) -> (document, field path)` finds where a value was read."""
+    _, ours = ours_objects(profile, chart, label)
+    live = imported_objects(got, chart, (ours.cluster_policy or {}).get("metadata", {}).get("namespace")
+                            or _namespace_of(ours))
+    policy, o_policy = live.cluster_policy, ours.cluster_policy
+    drivers, o_drivers = live.of_kind("NVIDIADriver"), ours.of_kind("NVIDIADriver")
+    cms, o_cms = live.configmaps, ours.configmaps
     diffs: list[Difference] = []
 
     def where_values(vpath: tuple) -> tuple[str, int, int]:
         doc, loc = locate(got, vpath)
         return doc.where(loc) if doc is not None else (got.files[0], 0, 0)
-
     a = (policy or {}).get("spec") or {}
     b = (o_policy or {}).get("spec") or {}
     if (policy is None) != (o_policy is None):
@@ -273,7 +370,58 @@ def check(got, text: str, unexpressed: list[str], locate, chart: Path | None = N
         elif d1 != d2:
             diffs.append(Difference(where, f"ConfigMap {n1 if c1 else n2} data", d1 or MISSING, d2 or MISSING,
                                     _is_unexpressed((comp, "config"), unexpressed)))
+    diffs += whole_objects(got, live, ours, unexpressed, where_values, compared={
+        ("ConfigMap", n) for n in (get(a, (c, "config", "name")) for c in ("devicePlugin", "migManager",
+                                                                             "dcgmExporter")) if isinstance(n, str)}
+        | {("ConfigMap", get(b, (c, "config", "name"))) for c in ("devicePlugin", "migManager", "dcgmExporter")})
     return diffs
+
+
+def _namespace_of(side: Side) -> str:
+    return next((ns for (_, ns, _) in side.objects if ns), "gpu-operator")
+
+
+def whole_objects(got, live: Side, ours: Side, unexpressed: list[str], where_values,
+                  compared: set) -> list[Difference]:
+    """Every object but the ClusterPolicy, the NVIDIADriver CRs and the config ConfigMaps (compared above), field
+    by field: the NFD subchart, NodeFeatureRules, the operator Deployment and its env, RBAC, other ConfigMaps. A
+    live export of a ClusterPolicy install is compared on what it holds (POLICY_KINDS)."""
+    skip = {"ClusterPolicy", "NVIDIADriver"}
+    out = []
+    for key in sorted(set(live.objects) | set(ours.objects)):
+        kind, ns, name = key
+        if kind in skip or (kind, name) in compared:
+            continue
+        if got.policy is not None and kind not in POLICY_KINDS:
+            continue
+        x, y = live.objects.get(key, MISSING), ours.objects.get(key, MISSING)
+        if got.policy is not None and kind == "ConfigMap" and x is MISSING:
+            continue            # an export holds the ConfigMaps it was given, not the NFD subchart's
+        label = f"{kind} {ns + '/' if ns else ''}{name}"
+        vkey = _object_values_key(key)
+        lost = bool(vkey) and _is_unexpressed(tuple(vkey.split(".")), unexpressed)
+        # located at the values key the object follows, where the input sets it
+        where = where_values(tuple(vkey.split("."))) if vkey and got.policy is None else (got.files[0], 0, 0)
+        if x is MISSING or y is MISSING:
+            out.append(Difference(where, label, "present" if x is not MISSING else MISSING,
+                                  "present" if y is not MISSING else MISSING, lost))
+            continue
+        if kind == "ConfigMap":
+            x = {"data": {k: _config_content(k, v) for k, v in (x.get("data") or {}).items()}}
+            y = {"data": {k: _config_content(k, v) for k, v in (y.get("data") or {}).items()}}
+        for p, u, v in compare_objects(x, y):
+            out.append(Difference(where, f"{label} {one_line(p)}", u, v, lost))
+    return out
+
+
+
+
+def check_text(got, text: str, unexpressed: list[str], locate, chart: Path | None = None) -> list[Difference]:
+    """`check` of a profile text (an import not written anywhere): its errors located at `<stdout>`."""
+    with tempfile.TemporaryDirectory(prefix="gpuop-import-check-") as tmp:
+        path = Path(tmp) / "imported.yaml"
+        path.write_text(text, encoding="utf-8")
+        return check(got, path, unexpressed, locate, chart, label="<stdout>")
 
 
 def _driver_where(got, cr: dict | None) -> tuple[str, int, int]:

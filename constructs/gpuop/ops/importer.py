@@ -114,6 +114,7 @@ class Importer:
         self.notes: dict[str, list[str]] = {}       # profile section -> comments
         self.dropped_configs: list[tuple[str, str]] = []   # live configs no pool keeps
         self.unexpressed: list[str] = []            # values paths reported as not expressible
+        self.user_labels = False                    # a pool's config label is on its nodes already
 
     def note(self, section: str, text: str) -> None:
         # strings of the input reach the comment: one line, escaped (a \r or \n would end the comment and
@@ -324,6 +325,8 @@ class Importer:
                        f"nodes labelled {MIG_CONFIG_LABEL}={name} run this config")
                 _eol(p, f"{NOTE} {who}; add the pool's nodeSelector" + ("" if gpu else
                      "; the GPU model is a placeholder that can hold the layout"), "name")
+                if name != mig_default:
+                    self.labelled(p, MIG_CONFIG_LABEL, str(name))
                 pools.append(p)
         plugin = self.config_data("devicePlugin")
         plugin_default = self.eget("devicePlugin.config.default")
@@ -360,6 +363,8 @@ class Importer:
                    f"default: {key})" if key == plugin_default else
                    f"nodes labelled {DEVICE_PLUGIN_LABEL}={key} run this config")
             _eol(p, f"{NOTE} {who}; add the pool's nodeSelector and GPU model", "name")
+            if key != plugin_default:
+                self.labelled(p, DEVICE_PLUGIN_LABEL, str(key))
             pools.append(p)
         if not pools:
             mig_pool = strategy == "mixed" or (strategy == "single" and self.v_has("mig.strategy"))
@@ -369,6 +374,15 @@ class Importer:
             _eol(p, f"{NOTE} the operator's input names no GPU model; set it", "gpu")
             pools.append(p)
         return pools
+
+    def labelled(self, pool: CommentedMap, label: str, value: str) -> None:
+        """A pool whose nodes already carry their config label: the user labelled them (labelsFrom: user), and
+        no NodeFeatureRule of gpuop's may set it, since NFD matches a GPU model and would label every node of
+        that model (spec.nfd.rules: false, written by `profile`)."""
+        pool["labelsFrom"] = "user"
+        _eol(pool, f"{NOTE} its nodes carry {label}={value} already (you labelled them); gpuop writes no "
+             "NodeFeatureRule, which would label every node of the GPU model", "labelsFrom")
+        self.user_labels = True
 
     def config_name(self, section: CommentedMap, key: str, name: str) -> None:
         """The live config's key kept as the pool's configName: it is the value of the nodes' config label."""
@@ -420,6 +434,11 @@ class Importer:
         strategy = self.eget("mig.strategy") or ""
         pools = self.pools(strategy or "mixed")
         spec["nodePools"] = CommentedSeq(pools)
+        if self.user_labels:
+            nfd = spec.setdefault("nfd", CommentedMap())
+            nfd["rules"] = False
+            _eol(nfd, f"{NOTE} the nodes carry their config labels already; a NodeFeatureRule matches GPU "
+                 "models and would relabel every node of a model", "rules")
         self.config_names(pools)
         defaults = chartmap.chart_defaults(self.version)
         by_dotted: dict[str, list] = {}
@@ -724,10 +743,43 @@ def _merge(a: dict, b: dict) -> dict:
     return out
 
 
+STDOUT = "<stdout>"          # where the errors of a profile printed (not written) are located
+
+
+def compiled(path: Path, label: str | None = None):
+    """The plan of the profile at `path`, or a located UserError: in `path` itself, or at `label` (the profile
+    text printed on stdout) for a scratch copy. What `import` writes and what `--check` reads both pass here."""
+    from gpuop.pipeline.run import plan_all
+
+    try:
+        return plan_all([path])[0][0]
+    except UserError as exc:
+        raise UserError([Issue(label, i.line, i.col, i.path, f"the imported profile does not compile: {i.message}")
+                         if label and i.file == str(path) else i for i in exc.issues]) from None
+
+
+class ProfileRefused(UserError):
+    """The imported profile does not compile: its text goes to stdout, so the errors' lines point into it."""
+
+    def __init__(self, issues, text: str):
+        super().__init__(issues)
+        self.text = text
+
+
 def run(paths: list[Path], output: Path | None, name: str | None = None, chart_defaults: Path | None = None,
         force: bool = False, check: bool = False, chart: Path | None = None,
-        accept_unexpressed: bool = False) -> tuple[str, int]:
-    """(what to print on stdout, exit code): the profile, or with `check` the comparison (ops/import_check.py)."""
+        accept_unexpressed: bool = False, profile: Path | None = None) -> tuple[str, int]:
+    """(what to print on stdout, exit code): the profile, or with `check` the comparison (ops/import_check.py).
+
+    The imported profile is compiled before it is written or printed: one gpuop refuses is never written (exit 2,
+    every error located in the text, which goes to stdout). `profile` (with `check`): an existing profile, e.g.
+    the imported one after hand edits, compared in place of a new import; its errors are located in it."""
+    import tempfile
+
+    if profile is not None and not check:
+        raise UserError(Issue("--profile", 0, 0, "", "is for --check: the profile to compare with the live install"))
+    if profile is not None and output is not None:
+        raise UserError(Issue("--profile", 0, 0, "", "with -o: --check --profile reads a profile, it writes none"))
     docs = read_inputs(paths)
     defaults = None
     if chart_defaults is not None:
@@ -738,20 +790,30 @@ def run(paths: list[Path], output: Path | None, name: str | None = None, chart_d
         defaults = found[0].data
     stem = paths[0].name.split(".")[0]
     result = import_all(docs, name or _pool_name(stem) or "imported", defaults)
-    out, code = result.text, 0
     if check:
-        from gpuop.ops import import_check
+        from gpuop.verify import nvidia_chart
 
         if chart is not None and not (chart / "Chart.yaml").is_file():
             raise UserError(Issue(str(chart), 0, 0, "", "--chart is the folder of NVIDIA's gpu-operator chart (with "
                                   "Chart.yaml), e.g. from `helm pull nvidia/gpu-operator --version v26.7.0 --untar`"))
-        from gpuop.verify import nvidia_chart
-
         if chart is None and nvidia_chart.default_chart() is None:
             raise UserError(Issue("--check", 0, 0, "", f"needs NVIDIA's gpu-operator chart: pass --chart DIR or set "
                                   f"{nvidia_chart.CHART_ENV}"))
-        diffs = import_check.check(result.inputs, result.text, result.unexpressed, _locate, chart)
-        out, code = import_check.report(diffs, accept_unexpressed)
+    with tempfile.TemporaryDirectory(prefix="gpuop-import-") as tmp:
+        scratch = Path(tmp) / "imported.yaml"
+        if profile is None:
+            scratch.write_text(result.text, encoding="utf-8")
+            try:
+                compiled(scratch, STDOUT)
+            except UserError as exc:
+                raise ProfileRefused(exc.issues, result.text) from None
+        out, code = result.text, 0
+        if check:
+            from gpuop.ops import import_check
+
+            target, label = (profile, None) if profile is not None else (scratch, STDOUT)
+            diffs = import_check.check(result.inputs, target, result.unexpressed, _locate, chart, label)
+            out, code = import_check.report(diffs, accept_unexpressed)
     if output is not None:
         import_io.write_profile(output, result.text, force=force)
         if not check:

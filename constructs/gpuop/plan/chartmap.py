@@ -359,12 +359,70 @@ def _upgrade_rows() -> list[Row]:
                   policy=(f"{up}.drain.force", f"{up}.podDeletion.force")),
         field_row("driver.upgradePolicy.timeoutSeconds", (f"{up}.drain.timeoutSeconds",
                                                           f"{up}.gpuPodDeletion.timeoutSeconds"), 0,
-                  policy=(f"{up}.drain.timeoutSeconds", f"{up}.podDeletion.timeoutSeconds")),
+                  policy=(f"{up}.drain.timeoutSeconds", f"{up}.podDeletion.timeoutSeconds"),
+                  # the drain's: a GPU pod deletion timeout of its own is the row below
+                  inv=lambda vals, _: copy.deepcopy(vals[0])),
+        _pod_deletion_timeout_row(),
         field_row("driver.upgradePolicy.deleteEmptyDir", (f"{up}.drain.deleteEmptyDir",
                                                           f"{up}.gpuPodDeletion.deleteEmptyDir"), False,
                   policy=(f"{up}.drain.deleteEmptyDir", f"{up}.podDeletion.deleteEmptyDir")),
         field_row("driver.upgradePolicy.podSelector", f"{up}.drain.podSelector", ""),
     ]
+
+
+def _pod_deletion_timeout_row() -> Row:
+    """After the timeout row: a GPU pod deletion timeout other than the drain's replaces the one it wrote."""
+    up = "driver.upgradePolicy"
+    paths = (f"{up}.gpuPodDeletion.timeoutSeconds", f"{up}.drain.timeoutSeconds")
+
+    def fwd(v, _):
+        return (v, None)
+
+    def inv(vals, _):
+        return None if vals[0] == vals[1] else copy.deepcopy(vals[0])
+    return Row("delivery.operator.gpuPodDeletionTimeoutSeconds", paths, (f"{up}.podDeletion.timeoutSeconds",
+               f"{up}.drain.timeoutSeconds"), None, fwd, inv, "field",
+               "the GPU pod deletion timeout where it is not the drain's")
+
+
+def _tree_delta(value, default):
+    """What of `value` differs from `default` (mappings by key, anything else whole); None when nothing does."""
+    if isinstance(value, dict) and isinstance(default, dict):
+        out = {}
+        for k, v in value.items():
+            d = _tree_delta(v, default.get(k, MISSING))
+            if d is not None:
+                out[k] = d
+        return out or None
+    return None if value == default else copy.deepcopy(value)
+
+
+def _passthrough_row(profile: str, key: str, subkeys: tuple[str, ...] | None, why: str) -> Row:
+    """A part of NVIDIA's chart gpuop builds nothing of its own for, kept as written: the profile holds what
+    differs from the chart's defaults (`subkeys`: the keys of `key` the row covers; None: all of them)."""
+    paths = (key,) if subkeys is None else tuple(f"{key}.{k}" for k in subkeys)
+
+    def fwd(v, _):
+        v = v or {}
+        if subkeys is None:
+            return (copy.deepcopy(v) or None,)
+        return tuple(copy.deepcopy(v[k]) if k in v else None for k in subkeys)
+
+    def inv(vals, _):
+        defaults = chart_defaults()
+        if subkeys is None:
+            return _tree_delta(vals[0] or {}, get_path(defaults, key, {})) or {}
+        out = {}
+        for k, v in zip(subkeys, vals):
+            default = get_path(defaults, f"{key}.{k}", MISSING)
+            if v != default and not (v in (None, {}, [], "") and default is MISSING):
+                out[k] = copy.deepcopy(v)
+        return out
+    return Row(profile, paths, (), {}, fwd, inv, "field", why)
+
+
+OPERATOR_KEYS = ("imagePullPolicy", "env", "priorityClassName", "nodeSelector", "tolerations", "annotations",
+                 "affinity", "logging", "resources", "cleanupCRD", "upgradeCRD")     # profile/models.py operatorValues
 
 
 def _service_monitor_rows() -> list[Row]:
@@ -814,6 +872,12 @@ def _rows() -> tuple[Row, ...]:
                     "(ENABLE_AUTO_DRAIN, DRAIN_*) from spec.driver.upgradePolicy, which the operator gives it only "
                     "through this env (plan/operator.py manager_env)"),
         derived_row(("extraObjects",), "gpuop's per-pool NVIDIADriver CRs and NodeFeatureRule"),
+        field_row("delivery.operator.nvidiaNodeFeatureRules", "nfd.nodefeaturerules", False, policy=(),
+                  inv=_bool_inv),
+        _passthrough_row("delivery.operator.nfdValues", "node-feature-discovery", None,
+                         "the NFD subchart's values, as written"),
+        _passthrough_row("delivery.operator.operatorValues", "operator", OPERATOR_KEYS,
+                         "the operator Deployment's settings, as written"),
     ]
     return tuple(rows)
 
@@ -824,10 +888,7 @@ DERIVED_PATHS: tuple[str, ...] = tuple(p for r in ROWS if r.kind == "derived" fo
 # Chart value prefixes the profile cannot express, with the reason (what the inverse reports when a value there
 # differs from the chart default).
 UNEXPRESSED: tuple[tuple[str, str], ...] = (
-    ("operator", "the operator Deployment's own settings (gpuop installs NVIDIA's chart and leaves them at "
-                 "its defaults)"),
-    ("node-feature-discovery", "the NFD subchart's settings (gpuop leaves them at NVIDIA's chart defaults)"),
-    ("nfd.nodefeaturerules", "NVIDIA's own NodeFeatureRules (gpuop writes its per-pool rule instead)"),
+    ("operator", "the operator Deployment's image settings (its image follows spec.images.registry)"),
     ("psa", "pod security admission labels by the operator"),
     ("cdi.nriPluginEnabled", "the NRI plugin"), ("cdi.default", "CDI as the default runtime mode"),
     ("sandboxWorkloads", "sandboxed (VM) workloads"),

@@ -106,7 +106,7 @@ def chart_values(spec, plan: StackPlan, cat, groups: list[DriverGroup]) -> dict:
     v = chartmap.profile_to_values(settings, rel)
     pc = plan.pool_configs
     # derived rows
-    v["nfd"] = {"enabled": plan.nfd.mode == "deploy"}
+    v.setdefault("nfd", {})["enabled"] = plan.nfd.mode == "deploy"     # beside the table's nodefeaturerules
     # pools that disagree: an empty strategy (the chart then leaves it out; omitted, the chart's default is
     # single), and each pool's device-plugin config carries its own flags.migStrategy
     v["mig"] = {"strategy": "" if pc.per_pool_strategy else plan.mig_strategy}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WrapValidator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, WrapValidator, model_validator
 
 from gpuop.kube import components
 from gpuop.kube import validation as kv
@@ -653,6 +653,27 @@ class OperatorDelivery(Model):
         "The DCGM exporter's metrics ConfigMap (dcgmExporter.config.name) as NVIDIA's operator reads it: with "
         "spec.dcgmExporter.metrics the chart creates it; without, the exporter reads a ConfigMap of that name "
         "you manage. Operator mode only (refused in stack mode). Omitted: dcgm-exporter-metrics."))
+
+    # ---- adoption: what a running install of NVIDIA's chart sets that gpuop builds nothing of its own for,
+    # kept as it is so `gpuop import` changes nothing (plan/chartmap.py rows; operator mode only)
+    gpuPodDeletionTimeoutSeconds: int | None = Field(None, ge=0, le=INT32_MAX, description=(
+        "How long the operator's GPU pod deletion may take before a driver upgrade gives up (NVIDIA's chart "
+        "driver.upgradePolicy.gpuPodDeletion.timeoutSeconds), where it differs from the drain's "
+        "(spec.driver.upgradePolicy.timeoutSeconds). Operator mode only. Omitted: "
+        "spec.driver.upgradePolicy.timeoutSeconds."))
+    nvidiaNodeFeatureRules: bool = Field(False, description=(
+        "Let NVIDIA's chart create its own NodeFeatureRules (nfd.nodefeaturerules: the kernel-module labels of "
+        "its driver). Operator mode only. Omitted: false (the chart's default)."))
+    nfdValues: dict[str, JsonValue] = Field(default_factory=dict, max_length=64, description=(
+        "Values of NVIDIA's NFD subchart (the chart's `node-feature-discovery` key: its image mirror, worker "
+        "config, tolerations ...), written as they are over the subchart's defaults. Operator mode only. "
+        "Omitted: the subchart's defaults."))
+    operatorValues: dict[Literal["imagePullPolicy", "env", "priorityClassName", "nodeSelector", "tolerations",
+                                 "annotations", "affinity", "logging", "resources", "cleanupCRD", "upgradeCRD"],
+                         JsonValue] = Field(default_factory=dict, description=(
+        "Settings of the operator's own Deployment (NVIDIA's chart `operator.<key>`: its env, resources, "
+        "scheduling, logging, the CRD jobs), written as they are. Its image follows spec.images.registry and "
+        "spec.images.pullSecrets. Operator mode only. Omitted: the chart's defaults."))
 
 
 class Delivery(Model):

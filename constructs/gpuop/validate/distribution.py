@@ -277,7 +277,10 @@ def check_driver_sidecars(ctx: Context) -> list:
 OPERATOR_ONLY = (("spec", "delivery", "operator", "pullSecrets"), ("spec", "delivery", "operator", "env"),
                  ("spec", "delivery", "operator", "devicePluginConfig"),
                  ("spec", "delivery", "operator", "migManagerConfig"),
-                 ("spec", "delivery", "operator", "dcgmMetricsConfig"))
+                 ("spec", "delivery", "operator", "dcgmMetricsConfig"),
+                 ("spec", "delivery", "operator", "gpuPodDeletionTimeoutSeconds"),
+                 ("spec", "delivery", "operator", "nvidiaNodeFeatureRules"),
+                 ("spec", "delivery", "operator", "nfdValues"), ("spec", "delivery", "operator", "operatorValues"))
 
 
 @rule("operator-only-field", source="NVIDIA/gpu-operator ClusterPolicy CRD: names and settings only the "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -31,6 +32,25 @@ def default_chart() -> Path | None:
         return Path(env)
     here = Path(__file__).resolve().parents[3].parent / "shared" / "refs" / "gpu-operator" / "chart"
     return here if here.is_dir() else None
+
+
+# Helm's location of a template error: "(<chart name>/templates/x.yaml:12:3)"
+_HELM_AT = re.compile(r"\(([^()\s:]+/templates/[^()\s:]+):(\d+):(\d+)\)")
+
+
+class RenderError(Exception):
+    """Helm could not render the chart; `where()` is the template file, line and column Helm names, if any."""
+
+    def __init__(self, message: str, chart: Path):
+        super().__init__(" ".join(message.split()))
+        self.chart = chart
+
+    def where(self) -> tuple[str, int, int]:
+        m = _HELM_AT.search(str(self))
+        if not m:
+            return str(self.chart), 0, 0
+        inside = m.group(1).split("/", 1)[1]            # below the chart's own name
+        return str(self.chart / inside), int(m.group(2)), int(m.group(3))
 
 
 @dataclass
@@ -91,11 +111,14 @@ def render(values: dict, chart: Path | None = None, namespace: str = "gpu-operat
     chart = chart or default_chart()
     if chart is None:
         raise FileNotFoundError(f"NVIDIA's gpu-operator chart: set {CHART_ENV} to its folder")
-    c = helm.Chart.load(str(chart))
     try:
-        out = c.render(values, name=release, namespace=namespace)
-    finally:
-        c.close()
+        c = helm.Chart.load(str(chart))
+        try:
+            out = c.render(values, name=release, namespace=namespace)
+        finally:
+            c.close()
+    except helm.HelmError as exc:       # the chart's (a template's `fail`, a bad value), not gpuop's: Helm's words
+        raise RenderError(str(exc), Path(chart)) from None
     objs = []
     crds = str(Path(chart) / "crds")
     for path in sorted(out):
