@@ -136,6 +136,23 @@ EXAMPLES["proxy"] = {"httpProxy": "http://proxy.corp.example:8080", "httpsProxy"
 EXAMPLES["driver.args"] = ["--debug"]
 EXAMPLES["hostPaths.rootFS"] = "/host"
 EXAMPLES["hostPaths.driverInstallDir"] = "/"
+# what a live install sets that gpuop builds nothing of its own for (values other than the chart's defaults)
+STRATEGIES["delivery.operator.gpuPodDeletionTimeoutSeconds"] = st.one_of(st.none(), st.integers(0, 3600))
+STRATEGIES["delivery.operator.nvidiaNodeFeatureRules"] = st.booleans()
+STRATEGIES["delivery.operator.nfdValues"] = st.fixed_dictionaries({}, optional={
+    "image": st.fixed_dictionaries({"repository": st.sampled_from(["mirror.example.com/nfd/node-feature-discovery",
+                                                                   "harbor.example.org/nfd/node-feature-discovery"])}),
+    "gc": st.fixed_dictionaries({"enable": st.just(False)}),
+    "worker": st.fixed_dictionaries({"tolerations": st.lists(TOLERATION, min_size=1, max_size=2)})})
+STRATEGIES["delivery.operator.operatorValues"] = st.fixed_dictionaries({}, optional={
+    "logging": st.fixed_dictionaries({"level": st.sampled_from(["debug", "error"])}),
+    "nodeSelector": st.dictionaries(LABEL, LABEL, min_size=1, max_size=2),
+    "priorityClassName": st.sampled_from(["system-cluster-critical", "gpu-high"]),
+    "cleanupCRD": st.just(True), "env": ENV.filter(bool)})
+EXAMPLES["delivery.operator.gpuPodDeletionTimeoutSeconds"] = 600
+EXAMPLES["delivery.operator.nvidiaNodeFeatureRules"] = True
+EXAMPLES["delivery.operator.nfdValues"] = {"image": {"repository": "mirror.example.com/nfd/node-feature-discovery"}}
+EXAMPLES["delivery.operator.operatorValues"] = {"logging": {"level": "debug"}, "resources": {"limits": {"cpu": "1"}}}
 STRATEGIES["platform.distribution"] = st.sampled_from([None, "k3s", "rke2", "microk8s"])
 STRATEGIES["toolkit.env"] = ENV
 EXAMPLES["platform.distribution"] = "rke2"

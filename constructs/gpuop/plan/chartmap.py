@@ -415,8 +415,11 @@ def _passthrough_row(profile: str, key: str, subkeys: tuple[str, ...] | None, wh
         out = {}
         for k, v in zip(subkeys, vals):
             default = get_path(defaults, f"{key}.{k}", MISSING)
-            if v != default and not (v in (None, {}, [], "") and default is MISSING):
-                out[k] = copy.deepcopy(v)
+            if v in (None, {}, [], "") and default is MISSING:
+                continue
+            delta = _tree_delta(v, default)          # Helm merges a mapping over the chart's: what differs
+            if delta is not None:
+                out[k] = delta
         return out
     return Row(profile, paths, (), {}, fwd, inv, "field", why)
 
