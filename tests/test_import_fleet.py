@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REFS, REPO, run_gpuop
+from conftest import REFS, REPO, run_gpuop, tool
 
 FLEET = REPO / "tests" / "data" / "import-fleet"
 CHART = REFS / "gpu-operator" / "chart"
@@ -100,3 +100,35 @@ def test_an_adopted_install_checks_clean_and_a_hand_edit_is_reported(case, tmp_p
     assert all(line.split(":", 1)[0] in {Path(p).name for p in live} or line.startswith(tuple(live))
                for line in hit), hit
     assert lines[-1].startswith("gpuop import --check: ") and "difference(s)" in lines[-1]
+
+
+# installs whose operands NVIDIA's operator code renders in the fleet test (each run renders both sides)
+OPERAND_CASES = ("h100-two-mig", "openshift-mig", "proxy")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", OPERAND_CASES)
+def test_nvidia_s_operator_creates_the_same_operands_from_the_adopted_profile(case, tmp_path):
+    render = tool("nvidia-operator")
+    live = [str(p) for p in sorted(FLEET.glob(f"{case}.*.yaml"))]
+    proc = run_gpuop("import", *live, "--check", "--chart", str(CHART), "--operator-renderer", str(render),
+                     cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith("0 difference(s) in the chart's objects and NVIDIA's operands; the profile "
+                                         "keeps the cluster as it is"), proc.stdout
+
+
+@pytest.mark.slow
+def test_a_proxy_edit_reaches_the_operands_as_located_differences(tmp_path):
+    render = tool("nvidia-operator")
+    live = str(FLEET / "proxy.values.yaml")
+    (tmp_path / "profiles").mkdir()
+    out = tmp_path / "profiles" / "p.yaml"
+    assert run_gpuop("import", live, "-o", str(out), cwd=tmp_path).returncode == 0
+    out.write_text(out.read_text().replace("http://proxy.corp.example:3128", "http://proxy2.corp.example:3128"))
+    proc = run_gpuop("import", live, "--check", "--profile", str(out), "--chart", str(CHART),
+                     "--operator-renderer", str(render), cwd=tmp_path)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert (f"{live}: operand DaemonSet gpu-operator/nvidia-driver-daemonset spec.template.spec.containers"
+            "[nvidia-driver-ctr].env[HTTP_PROXY].value: imported http://proxy.corp.example:3128, gpuop's operator "
+            "input gives http://proxy2.corp.example:3128") in proc.stdout.splitlines()

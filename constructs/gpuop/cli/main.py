@@ -102,6 +102,9 @@ def _parser() -> argparse.ArgumentParser:
                     "NodeFeatureRules, the operator Deployment, RBAC (exit 0: none, 3: some)")
     im.add_argument("--profile", type=Path, default=None, help="with --check: compare this profile (e.g. the "
                     "imported one after hand edits) instead of a new import; its errors are located in it")
+    im.add_argument("--operator-renderer", type=Path, default=None, help="with --check: NVIDIA's operator code as "
+                    "a renderer (the nvidia-operator tool's render.sh; default: $GPUOP_NVIDIA_OPERATOR_RENDER): also "
+                    "compare the operands it creates from each side (DaemonSets, ConfigMaps, RBAC, node labels)")
     im.add_argument("--chart", type=Path, default=None, help="with --check: NVIDIA's gpu-operator chart folder "
                     "(default: $GPUOP_NVIDIA_CHART)")
     im.add_argument("--accept-unexpressed", action="store_true", help="with --check: differences at settings the "
@@ -488,7 +491,7 @@ def cmd_import(args) -> int:
     try:
         text, code = run(args.files, args.output, chart_defaults=args.chart_defaults, force=args.force,
                          check=args.check, chart=args.chart, accept_unexpressed=args.accept_unexpressed,
-                         profile=args.profile)
+                         profile=args.profile, renderer=args.operator_renderer)
     except ProfileRefused as exc:       # the refused profile on stdout: its errors' lines point into it
         sys.stdout.write(exc.text)
         raise

@@ -272,7 +272,8 @@ def compare_objects(a, b, path: str = "") -> list[tuple[str, object, object]]:
     if isinstance(a, dict) and isinstance(b, dict):
         out = []
         for k in dict.fromkeys(list(a) + list(b)):
-            sub = f"{path}.{k}" if path else str(k)
+            part = f'["{k}"]' if "." in str(k) else str(k)     # a key holding dots (an annotation) stays one
+            sub = f"{path}.{part}" if path else part
             out += compare_objects(a.get(k, MISSING), b.get(k, MISSING), sub)
         return out
     if isinstance(a, list) and isinstance(b, list):
@@ -308,10 +309,11 @@ def _object_values_key(key: tuple[str, str, str]) -> str:
 
 
 def check(got, profile: Path, unexpressed: list[str], locate, chart: Path | None = None,
-          label: str | None = None) -> list[Difference]:
+          label: str | None = None, renderer: Path | None = None) -> list[Difference]:
     """Every difference between what the cluster runs (`got`) and what the profile at `profile` gives NVIDIA's
-    chart and operator; `locate(inputs, values path) -> (document, field path)` finds where a value was read."""
-    _, ours = ours_objects(profile, chart, label)
+    chart and operator; `locate(inputs, values path) -> (document, field path)` finds where a value was read.
+    With `renderer` (NVIDIA's operator code, ops/import_operands.py), the operands it creates from each side too."""
+    plan, ours = ours_objects(profile, chart, label)
     live = imported_objects(got, chart, (ours.cluster_policy or {}).get("metadata", {}).get("namespace")
                             or _namespace_of(ours))
     policy, o_policy = live.cluster_policy, ours.cluster_policy
@@ -374,7 +376,34 @@ def check(got, profile: Path, unexpressed: list[str], locate, chart: Path | None
         ("ConfigMap", n) for n in (get(a, (c, "config", "name")) for c in ("devicePlugin", "migManager",
                                                                              "dcgmExporter")) if isinstance(n, str)}
         | {("ConfigMap", get(b, (c, "config", "name"))) for c in ("devicePlugin", "migManager", "dcgmExporter")})
+    if renderer is not None:
+        diffs += operand_differences(got, live, ours, plan, renderer)
     return diffs
+
+
+def operand_differences(got, live: Side, ours: Side, plan, renderer: Path) -> list[Difference]:
+    """What NVIDIA's operator creates from each side's ClusterPolicy and NVIDIADriver CRs, on the same nodes."""
+    from gpuop import catalog as catalog_mod
+    from gpuop.catalog import operator as operator_catalog
+    from gpuop.ops import import_operands
+
+    facts = import_operands.node_facts(plan, catalog_mod.load())
+    olm_env = operator_catalog.olm_operator_env(plan.operator.version)
+    sides = [import_operands.operands(renderer, side.cluster_policy, side.of_kind("NVIDIADriver"), facts,
+                                      import_operands.operator_env(side, olm_env)) for side in (live, ours)]
+    where = got.policy.where() if got.policy is not None else (got.files[0], 0, 0)
+    out = []
+    for key in sorted(set(sides[0]) | set(sides[1])):
+        kind, ns, name = key
+        x, y = sides[0].get(key, MISSING), sides[1].get(key, MISSING)
+        label = f"operand {kind} {ns + '/' if ns else ''}{name}"
+        if x is MISSING or y is MISSING:
+            out.append(Difference(where, label, "present" if x is not MISSING else MISSING,
+                                  "present" if y is not MISSING else MISSING, False))
+            continue
+        for p, u, v in compare_objects(x, y):
+            out.append(Difference(where, f"{label} {one_line(p)}", u, v, False))
+    return out
 
 
 def _namespace_of(side: Side) -> str:
@@ -416,12 +445,13 @@ def whole_objects(got, live: Side, ours: Side, unexpressed: list[str], where_val
 
 
 
-def check_text(got, text: str, unexpressed: list[str], locate, chart: Path | None = None) -> list[Difference]:
+def check_text(got, text: str, unexpressed: list[str], locate, chart: Path | None = None,
+               renderer: Path | None = None) -> list[Difference]:
     """`check` of a profile text (an import not written anywhere): its errors located at `<stdout>`."""
     with tempfile.TemporaryDirectory(prefix="gpuop-import-check-") as tmp:
         path = Path(tmp) / "imported.yaml"
         path.write_text(text, encoding="utf-8")
-        return check(got, path, unexpressed, locate, chart, label="<stdout>")
+        return check(got, path, unexpressed, locate, chart, label="<stdout>", renderer=renderer)
 
 
 def _driver_where(got, cr: dict | None) -> tuple[str, int, int]:
@@ -429,11 +459,12 @@ def _driver_where(got, cr: dict | None) -> tuple[str, int, int]:
     return doc.where() if doc is not None else (got.files[0], 0, 0)
 
 
-def report(diffs: list[Difference], accept_unexpressed: bool) -> tuple[str, int]:
+def report(diffs: list[Difference], accept_unexpressed: bool, operands: bool = False) -> tuple[str, int]:
     counted = [d for d in diffs if not (accept_unexpressed and d.unexpressed)]
     lines = [str(d) for d in diffs]
     accepted = len(diffs) - len(counted)
     summary = (f"gpuop import --check: {len(counted)} difference(s)" +
+               (" in the chart's objects and NVIDIA's operands" if operands else "") +
                (f", {accepted} accepted as not expressible" if accepted else "") +
                ("; the profile keeps the cluster as it is" if not counted else ""))
     return "\n".join(lines + [summary]) + "\n", (0 if not counted else 3)

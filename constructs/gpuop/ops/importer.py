@@ -768,7 +768,8 @@ class ProfileRefused(UserError):
 
 def run(paths: list[Path], output: Path | None, name: str | None = None, chart_defaults: Path | None = None,
         force: bool = False, check: bool = False, chart: Path | None = None,
-        accept_unexpressed: bool = False, profile: Path | None = None) -> tuple[str, int]:
+        accept_unexpressed: bool = False, profile: Path | None = None,
+        renderer: Path | None = None) -> tuple[str, int]:
     """(what to print on stdout, exit code): the profile, or with `check` the comparison (ops/import_check.py).
 
     The imported profile is compiled before it is written or printed: one gpuop refuses is never written (exit 2,
@@ -812,8 +813,11 @@ def run(paths: list[Path], output: Path | None, name: str | None = None, chart_d
             from gpuop.ops import import_check
 
             target, label = (profile, None) if profile is not None else (scratch, STDOUT)
-            diffs = import_check.check(result.inputs, target, result.unexpressed, _locate, chart, label)
-            out, code = import_check.report(diffs, accept_unexpressed)
+            from gpuop.ops import import_operands
+
+            renderer = renderer or import_operands.default_renderer()
+            diffs = import_check.check(result.inputs, target, result.unexpressed, _locate, chart, label, renderer)
+            out, code = import_check.report(diffs, accept_unexpressed, operands=renderer is not None)
     if output is not None:
         import_io.write_profile(output, result.text, force=force)
         if not check:
