@@ -1,14 +1,21 @@
-"""`gpuop import --check`: does the imported profile keep the cluster as it is?
+"""`gpuop import --check`: does the imported profile (or `--profile FILE`) keep the cluster as it is?
 
-The imported profile is compiled in operator mode (placeholders as written), and what NVIDIA's operator would
-then be given -- with Helm: NVIDIA's chart (verify/nvidia_chart.py, Helm's own engine) rendered with gpuop's
-values; with OLM: the ClusterPolicy, NVIDIADriver CRs and ConfigMaps gpuop writes -- is compared with what was
-imported, after the CRDs' structural defaults on both sides (the API server applies them on create):
+The profile is compiled in operator mode (placeholders as written), and what NVIDIA's chart and operator would
+then be given -- with Helm: NVIDIA's whole chart (verify/nvidia_chart.py, Helm's own engine) rendered with gpuop's
+values, as the live side is rendered with the live values; with OLM: the ClusterPolicy, NVIDIADriver CRs,
+ConfigMaps and NodeFeatureRule gpuop writes -- is compared with what was imported, after the CRDs' structural
+defaults on both sides (the API server applies them on create):
 - the ClusterPolicy spec, field by field (every leaf of either side);
 - the NVIDIADriver CRs, matched by nodeSelector (gpuop names its CRs `default` and `driver-<version>`), spec
   field by field;
 - the ConfigMaps the ClusterPolicy references (device-plugin, mig-parted, DCGM metrics), by content: each
   config file parsed (YAML, or the metrics CSV's rows), since gpuop writes them in its own order and form.
+
+- every other object, keyed by kind, namespace and name, field by field (`whole_objects`: the NFD subchart's
+  objects and images, NodeFeatureRules, the operator Deployment and its env, RBAC, other ConfigMaps; lists of
+  named entries by name); a live ClusterPolicy export on what it holds (POLICY_KINDS);
+- with a renderer of NVIDIA's operator code, the operands it creates from each side (ops/import_operands.py).
+A chart template that fails is a located exit 2 with Helm's message (the template's file, line and column).
 
 Each difference is one located line (the input's file:line:col where the imported value sits). A difference at
 a value the profile cannot express (the import lists those in `# gpuop import:` comments) is marked so, and

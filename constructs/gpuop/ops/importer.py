@@ -25,9 +25,18 @@ layout), named in the comment beside them.
 Every string of the input that reaches a comment is escaped onto one line (import_io.one_line), and every
 string value that a YAML 1.1 or 1.2 reader would not read back as plain text is double-quoted.
 
+A config the nodes select by label (any but the one `config.default` names) is a pool with `labelsFrom: user`, and
+the profile then sets `spec.nfd.rules: false`: the nodes carry the label already, and gpuop's NodeFeatureRule,
+which matches GPU models, would relabel every node of the model (several configs for one model would not compile).
+
+The profile is compiled before it is written or printed (`run`): one gpuop refuses is never written -- exit 2,
+each error located in the profile text, which goes to stdout (`<stdout>:line:col`). `--check --profile FILE`
+compares an existing profile (the imported one after hand edits) instead; its errors are located in FILE.
+
 Exit codes: 0 with a profile; 2 for an input that cannot be read, has a value of the wrong shape (located), or
-holds no operator configuration, and for an `-o` that would overwrite, follow a symlink or leave the project;
-with `--check` (ops/import_check.py), 3 when the compiled profile does not reproduce the input.
+holds no operator configuration, for a profile gpuop refuses, a chart template that fails, and for an `-o` that
+would overwrite, follow a symlink or leave the project; with `--check` (ops/import_check.py), 3 when the profile
+does not reproduce the input.
 """
 
 from __future__ import annotations
