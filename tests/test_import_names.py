@@ -109,6 +109,18 @@ def test_operator_only_names_are_refused_in_stack_mode(tmp_path):
                           "use spec.delivery.mode: operator")]
 
 
+@pytest.mark.parametrize("field, value", [
+    ("gpuPodDeletionTimeoutSeconds", "600"), ("nvidiaNodeFeatureRules", "true"),
+    ("nfdValues", "{image: {repository: mirror.example.com/nfd/node-feature-discovery}}"),
+    ("operatorValues", "{logging: {level: debug}}")])
+def test_the_kept_chart_values_are_refused_in_stack_mode(tmp_path, field, value):
+    f = write(tmp_path, "platform: {type: kubernetes, version: \"1.33\"}\nos: ubuntu24.04\n"
+              f"delivery:\n  operator:\n    {field}: {value}\n" + POOLS)
+    found = issues(f)
+    assert [(p, line) for p, line, _ in found] == [(f"spec.delivery.operator.{field}", 9)]
+    assert found[0][2].startswith(f"spec.delivery.operator.{field} names what NVIDIA's operator reads")
+
+
 def test_one_config_name_for_two_different_configs_is_refused(tmp_path):
     f = write(tmp_path, """\
         platform: {type: kubernetes, version: "1.33"}

@@ -68,7 +68,7 @@ def test_import_check_over_the_corpus(case):
 
 
 @pytest.mark.slow
-def test_import_check_cli_prints_located_differences_and_exits_1(tmp_path):
+def test_import_check_cli_prints_located_differences_and_exits_3(tmp_path):
     src = tmp_path / "values.yaml"
     src.write_text("# an update strategy gpuop does not write\ndaemonsets:\n  updateStrategy: OnDelete\n")
     proc = run_gpuop("import", str(src), "--check", "--chart", str(CHART), cwd=tmp_path)
