@@ -105,3 +105,22 @@ def test_import_help_documents_the_exit_codes():
     assert "(exit 0: none, 3: some)" in text
     readme = " ".join((REPO / "README.md").read_text().split())
     assert "gpuop import FILE... [-o OUT] [--check [--profile FILE]]" in readme
+
+
+@pytest.mark.slow
+def test_an_olm_subscription_is_kept_and_another_channel_is_a_located_difference(tmp_path):
+    fleet = REPO / "tests" / "data" / "import-fleet"
+    policy = [str(p) for p in sorted(fleet.glob("openshift-mig.*.yaml")) if "subscription" not in p.name]
+    sub = (fleet / "openshift-mig.subscription.yaml").read_text()
+    proc = run_gpuop("import", *policy, str(fleet / "openshift-mig.subscription.yaml"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    op = yaml.safe_load(proc.stdout)["spec"]["delivery"]["operator"]
+    assert op["install"] == "olm" and op["installPlanApproval"] == "Automatic"
+    other = tmp_path / "sub.yaml"
+    other.write_text(sub.replace("channel: v26.7", "channel: stable"))
+    proc = run_gpuop("import", *policy, str(other), "--check", "--chart", str(CHART), cwd=tmp_path)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    line = next(i for i, t in enumerate(other.read_text().splitlines(), 1) if t.strip() == "channel: stable")
+    assert proc.stdout.splitlines() == [
+        f"sub.yaml:{line}:3: Subscription nvidia-gpu-operator/gpu-operator-certified spec.channel: imported stable, "
+        "gpuop's operator input gives v26.7", "gpuop import --check: 1 difference(s)"]

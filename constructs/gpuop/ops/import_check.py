@@ -168,7 +168,7 @@ OBJECT_VALUES = (("node-feature-discovery", "node-feature-discovery"), ("gpu-ope
                  ("gpu-operator-cleanup", "operator"), ("gpu-operator", "operator"))
 # what a live export of a ClusterPolicy install holds (kubectl get clusterpolicy,nvidiadriver,configmap), and what
 # of gpuop's objects then changes the cluster: the operator itself is OLM's (the CSV, the same on both sides)
-POLICY_KINDS = ("ClusterPolicy", "NVIDIADriver", "ConfigMap", "NodeFeatureRule")
+POLICY_KINDS = ("ClusterPolicy", "NVIDIADriver", "ConfigMap", "NodeFeatureRule", "Subscription")
 
 
 @dataclass
@@ -227,7 +227,8 @@ def imported_objects(got, chart: Path | None, namespace: str = "gpu-operator") -
     drivers = [nvidia_chart.crd_defaults(d, nvidia_chart._schema(crds, "NVIDIADriver")) for d in got.drivers]
     if got.policy is not None:
         policy = nvidia_chart.crd_defaults(copy.deepcopy(got.policy.data), nvidia_chart._schema(crds, "ClusterPolicy"))
-        return _side([policy] + drivers + cms, namespace)
+        sub = [copy.deepcopy(got.subscription.data)] if got.subscription is not None else []
+        return _side([policy] + drivers + cms + sub, namespace)
     from gpuop.plan import chartmap
 
     # a key left out means the chart default of the operator version (the table's catalog data, which records
@@ -258,7 +259,9 @@ def ours_objects(profile: Path, chart: Path | None, label: str | None = None):
     if plan.operator.install == "olm":
         crds = str(chart / "crds")
         out = []
-        for o in operator_out.olm_policy(plan):
+        # the Subscription: which operator OLM installs and how it upgrades (the CSV's objects follow from it)
+        subs = [o for o in operator_out.olm_operator(plan) if o.get("kind") == "Subscription"]
+        for o in operator_out.olm_policy(plan) + subs:
             o = dict(o)
             o["metadata"] = {k: v for k, v in o["metadata"].items() if k != "annotations"}
             if o.get("kind") in ("ClusterPolicy", "NVIDIADriver"):
@@ -445,8 +448,13 @@ def whole_objects(got, live: Side, ours: Side, unexpressed: list[str], where_val
         if kind == "ConfigMap":
             x = {"data": {k: _config_content(k, v) for k, v in (x.get("data") or {}).items()}}
             y = {"data": {k: _config_content(k, v) for k, v in (y.get("data") or {}).items()}}
+        elif got.policy is not None:       # a live export: its metadata is the API server's (uid, versions)
+            x, y = {"spec": x.get("spec")}, {"spec": y.get("spec")}
         for p, u, v in compare_objects(x, y):
-            out.append(Difference(where, f"{label} {one_line(p)}", u, v, lost))
+            at = where
+            if kind == "Subscription" and got.subscription is not None:     # the live field itself
+                at = got.subscription.where(tuple(p.split(".")[:2]))
+            out.append(Difference(at, f"{label} {one_line(p)}", u, v, lost))
     return out
 
 

@@ -424,7 +424,10 @@ class Importer:
         _eol(spec, f"{NOTE} the operator's input does not say; set your cluster's version", "platform")
         _eol(spec, f"{NOTE} the operator's input does not say; set your nodes' OS", "os")
         op = CommentedMap()
-        op["install"] = "olm" if openshift and self.policy else "helm"
+        op["install"] = "olm" if (openshift and self.policy) or self.got.subscription is not None else "helm"
+        sub = self.got.subscription.data["spec"] if self.got.subscription is not None else {}
+        if sub.get("installPlanApproval") == "Automatic":      # the profile's omitted is Manual
+            op["installPlanApproval"] = "Automatic"
         for k, v in (chartmap.get_path(frag, "delivery.operator") or {}).items():
             op[k] = v
         spec["delivery"] = CommentedMap(mode="operator", operator=op)
@@ -532,7 +535,8 @@ def _pool_name(text: str) -> str:
     return name or "pool"
 
 
-OBJECT_KINDS = ("ClusterPolicy", "NVIDIADriver", "ConfigMap")
+OBJECT_KINDS = ("ClusterPolicy", "NVIDIADriver", "ConfigMap", "Subscription")
+OLM_GROUP = "operators.coreos.com/"
 
 
 @dataclass
@@ -540,6 +544,7 @@ class Inputs:
     """The documents of an import, sorted by what they are to the operator."""
     values: dict = field(default_factory=dict)       # chart values (a values file, or the ClusterPolicy's spec)
     policy: Doc | None = None
+    subscription: Doc | None = None                 # OLM's Subscription of the operator (its channel, approval)
     value_docs: list = field(default_factory=list)
     drivers: list = field(default_factory=list)      # NVIDIADriver objects (plain)
     configmaps: dict = field(default_factory=dict)   # name -> ConfigMap (plain)
@@ -575,7 +580,8 @@ def classify(docs: list[Doc], top_keys) -> Inputs:
         if not isinstance(kind, str):
             issues.append(doc.issue(("kind",), "must be a string (the object's kind)"))
             continue
-        if kind not in OBJECT_KINDS:
+        if kind not in OBJECT_KINDS or (kind == "Subscription" and not str(d.get("apiVersion", "")).startswith(
+                OLM_GROUP)):
             got.ignored.append(f"{doc.file}: {'/'.join(_kind_name(doc))}")
             continue
         meta = d.get("metadata")
@@ -596,7 +602,14 @@ def classify(docs: list[Doc], top_keys) -> Inputs:
             issues.append(doc.issue(("spec",), f"must be a mapping (a {kind}'s spec), got "
                                     f"{'a list' if isinstance(spec, list) else 'no spec' if spec is None else 'a single value'}"))
             continue
-        if kind == "ClusterPolicy":
+        if kind == "Subscription":
+            if got.subscription is not None:
+                issues.append(doc.issue(("metadata", "name"), f"a second Subscription (the first is in "
+                                        f"{got.subscription.file}:{got.subscription.where()[1]}); give the GPU "
+                                        "Operator's only"))
+                continue
+            got.subscription = doc
+        elif kind == "ClusterPolicy":
             if got.policy is not None:
                 issues.append(doc.issue(("metadata", "name"), f"a second ClusterPolicy (the first is in "
                                         f"{got.policy.file}:{got.policy.where()[1]}); the operator reconciles one"))
