@@ -124,3 +124,16 @@ def test_an_olm_subscription_is_kept_and_another_channel_is_a_located_difference
     assert proc.stdout.splitlines() == [
         f"sub.yaml:{line}:3: Subscription nvidia-gpu-operator/gpu-operator-certified spec.channel: imported stable, "
         "gpuop's operator input gives v26.7", "gpuop import --check: 1 difference(s)"]
+
+
+@pytest.mark.slow
+def test_a_configmap_of_the_user_s_own_beside_the_install_is_no_difference(tmp_path):
+    values = tmp_path / "values.yaml"
+    values.write_text("# the device plugin's sharing configs\ndevicePlugin:\n  config:\n    name: ts\n"
+                      "    default: l40s-x2\n")
+    cms = tmp_path / "cms.yaml"
+    cms.write_text((DATA / "l40s-two-time-slicing.configmaps.yaml").read_text()
+                   + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: team-notes\ndata:\n  a: b\n")
+    proc = run_gpuop("import", str(values), str(cms), "--check", "--chart", str(CHART), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout == "gpuop import --check: 0 difference(s); the profile keeps the cluster as it is\n"
