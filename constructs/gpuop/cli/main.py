@@ -484,9 +484,7 @@ def cmd_init(args) -> int:
 
 
 def cmd_import(args) -> int:
-    from gpuop.ops.importer import run
-
-    from gpuop.ops.importer import ProfileRefused
+    from gpuop.ops.importer import ProfileRefused, run
 
     try:
         text, code = run(args.files, args.output, chart_defaults=args.chart_defaults, force=args.force,
