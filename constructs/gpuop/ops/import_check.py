@@ -434,8 +434,8 @@ def whole_objects(got, live: Side, ours: Side, unexpressed: list[str], where_val
         if got.policy is not None and kind not in POLICY_KINDS:
             continue
         x, y = live.objects.get(key, MISSING), ours.objects.get(key, MISSING)
-        if got.policy is not None and kind == "ConfigMap" and x is MISSING:
-            continue            # an export holds the ConfigMaps it was given, not the NFD subchart's
+        if got.policy is not None and kind in ("ConfigMap", "Subscription") and x is MISSING:
+            continue            # an export holds the ConfigMaps (and Subscription) it was given, no more
         if kind == "ConfigMap" and y is MISSING and name in got.configmaps:
             continue            # one the user created beside the install and gpuop does not write: left as it is
         label = f"{kind} {ns + '/' if ns else ''}{name}"
