@@ -137,3 +137,23 @@ def test_a_configmap_of_the_user_s_own_beside_the_install_is_no_difference(tmp_p
     proc = run_gpuop("import", str(values), str(cms), "--check", "--chart", str(CHART), cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout == "gpuop import --check: 0 difference(s); the profile keeps the cluster as it is\n"
+
+
+def test_profile_is_for_check_only(tmp_path):
+    proc = run_gpuop("import", *live("l40s-two-time-slicing"), "--profile", "p.yaml", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == ("--profile: is for --check: the profile to compare with the live install\n"
+                           "gpuop: 1 error; nothing written\n")
+
+
+@pytest.mark.slow
+def test_a_stack_mode_profile_is_refused_by_the_check(tmp_path):
+    profile = tmp_path / "stack.yaml"
+    profile.write_text("apiVersion: gpuop/v1alpha1\nkind: ClusterProfile\nmetadata: {name: s}\nspec:\n"
+                       "  platform: {type: kubernetes, version: \"1.33\"}\n  os: ubuntu24.04\n"
+                       "  nodePools: [{name: a, gpu: L40S}]\n")
+    proc = run_gpuop("import", *live("l40s-two-time-slicing"), "--check", "--profile", str(profile), "--chart",
+                     str(CHART), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr == ("stack.yaml:1:1: spec.delivery.mode: must be operator: `gpuop import --check` compares "
+                           "what NVIDIA's operator is given\ngpuop: 1 error; nothing written\n")

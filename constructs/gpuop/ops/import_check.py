@@ -253,7 +253,9 @@ def ours_objects(profile: Path, chart: Path | None, label: str | None = None):
                          else i for i in exc.issues]) from None
     plan = plans[0]
     if plan.operator is None:
-        raise UserError(Issue(label or str(profile), 1, 1, "spec.delivery.mode", "must be operator: `gpuop import "
+        from gpuop.profile.load import display
+
+        raise UserError(Issue(label or display(profile), 1, 1, "spec.delivery.mode", "must be operator: `gpuop import "
                               "--check` compares what NVIDIA's operator is given"))
     chart = Path(chart or nvidia_chart.default_chart())
     if plan.operator.install == "olm":
