@@ -47,10 +47,12 @@ from gpuop.kube.yamlio import load_all
 # `gpuop diff`, `--impact`, the report and the gate.
 EFFECTS = {
     "stack-removed": (0, True, "removal"),
+    "delivery-switch": (0, True, "delivery-switch"),
     "gitops-deletion": (0, True, "gitops-deletion"),
     "driver-reinstall": (1, True, "driver-reinstall"),
     "mig-reconfigure": (2, True, "mig-repartition"),
     "mig-config-lost": (2, True, "mig-repartition"),
+    "operator-upgrade": (3, False, "operand-restart"),
     "driver-restart": (3, False, "operand-restart"),
     "runtime-reconfigure": (4, False, "operand-restart"),
     "plugin-config-switch": (5, False, "config-relabel"),
@@ -69,6 +71,7 @@ MIG_LABEL = "nvidia.com/mig.config"
 # what the driver manager compares with the node's state file before unloading anything (components/driver.py)
 DIGEST_ENV = "DRIVER_CONFIG_DIGEST"
 PLUGIN_LABEL = "nvidia.com/device-plugin.config"
+PREVIEW = "preview"      # operator mode: dist/<cluster>/preview/ holds the operands (outputs/operator.py PREVIEW)
 RESTARTS = {"device-plugin": ("device-plugin-restart", "device plugin restarts: no new GPU allocations meanwhile"),
             "dcgm-exporter": ("metrics-gap", "metrics gap while the DCGM exporter restarts"),
             "dcgm": ("metrics-gap", "metrics gap while the DCGM host engine restarts"),
@@ -156,9 +159,18 @@ def _docs(data: bytes | None) -> list:
         return []
 
 
-def _objects(tree: dict, cluster: str) -> dict[tuple[str, str], dict]:
+def _mode(entry: dict | None) -> str:
+    """The cluster's delivery (index.json `delivery`): "operator" (NVIDIA's operator renders the operands) or
+    "stack" (gpuop's own operands)."""
+    return "operator" if (entry or {}).get("delivery") == "operator" else "stack"
+
+
+def _objects(tree: dict, cluster: str, entry: dict | None = None) -> dict[tuple[str, str], dict]:
+    """The operands on the cluster's nodes: the rendered manifests, or in operator mode the operand preview,
+    whose DaemonSets equal what NVIDIA's operator deploys on every node-visible field
+    (tests/test_operator_differential.py). Its folder is fixed here, never read from index.json."""
     out = {}
-    prefix = f"{cluster}/manifests/"
+    prefix = f"{cluster}/{PREVIEW}/manifests/" if _mode(entry) == "operator" else f"{cluster}/manifests/"
     for path in sorted(tree):
         if path.startswith(prefix) and path.endswith(".yaml") and not path.endswith("kustomization.yaml"):
             for o in _docs(tree[path]):
@@ -263,7 +275,7 @@ def _driver_roll(ds: dict, old_ds: dict | None, nodes: int | None) -> dict:
     tag = lambda ref: ref.split("@")[0].rsplit(":", 1)[-1]      # noqa: E731 (tag of a digest-pinned ref too)
     version = f" ({tag(old_image)} -> {tag(image)})" if old_image and old_image != image else ""
     strategy = spec.get("updateStrategy") or {}
-    fields = {"nodes": nodes, "per_node_seconds": per_node}
+    fields = {"nodes": nodes, "per_node_seconds": per_node, "version": version}
     if strategy.get("type") == "OnDelete":
         return {**fields, "trigger": "pod-deletion", "waves": None, "text": (
             f"driver reinstall{version} on each node when its driver pod is deleted (autoUpgrade off: "
@@ -284,6 +296,96 @@ def _driver_roll(ds: dict, old_ds: dict | None, nodes: int | None) -> dict:
         f"driver reinstall{version}: {evict}, {drain}, {parallel}"
         f"{', ' + where if waves is not None else ' (' + where + ')'}, each up to "
         f"{_duration(per_node)} (startup probe){bound}")}
+
+
+# ---- operator mode: NVIDIA's upgrade controller rolls the driver ------------------------------------
+
+# NVIDIA's chart defaults of driver.upgradePolicy (../shared/refs/gpu-operator/values.yaml), for a key the
+# operator inputs leave out and the catalog has no chart defaults for
+UPGRADE_DEFAULTS = {"autoUpgrade": True, "maxParallelUpgrades": 1, "maxUnavailable": "25%",
+                    "gpuPodDeletion": {"timeoutSeconds": 300}, "drain": {"enable": False, "timeoutSeconds": 300}}
+OLM_POLICY = "operator/olm/policy/clusterpolicy-gpu-cluster-policy.yaml"    # outputs/operator.py olm_files
+
+
+def _merged(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def operator_upgrade_policy(tree: dict, cluster: str, entry: dict | None) -> dict:
+    """The driver upgrade policy NVIDIA's upgrade controller runs with: the chart values gpuop writes
+    (`operator/values.yaml`, over the chart defaults of the operator version) or, with OLM, the ClusterPolicy
+    gpuop writes (its `podDeletion` is the chart's `gpuPodDeletion`). gpuop writes the same policy into every
+    NVIDIADriver CR (plan/operator.py driver_spec), so one policy holds for the cluster."""
+    from gpuop.catalog import operator as operator_catalog
+
+    op = (entry or {}).get("operator") or {}
+    defaults = ((operator_catalog.chart_defaults(str(op.get("version") or "")) or {}).get("driver") or {}).get(
+        "upgradePolicy") or {}
+    policy = _merged(UPGRADE_DEFAULTS, defaults)
+    if op.get("install") == "olm":
+        doc = next(iter(_docs(tree.get(f"{cluster}/{OLM_POLICY}"))), {})
+        written = dict((((doc.get("spec") or {}).get("driver") or {}).get("upgradePolicy")) or {})
+        if "podDeletion" in written:
+            written["gpuPodDeletion"] = written.pop("podDeletion")
+    else:
+        doc = next(iter(_docs(tree.get(f"{cluster}/operator/values.yaml"))), {})
+        written = ((doc.get("driver") or {}).get("upgradePolicy")) or {}
+    return _merged(policy, written if isinstance(written, dict) else {})
+
+
+def _seconds(value) -> int | None:
+    """A timeout of the policy; 0 (or none) waits forever: None."""
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def _operator_driver_roll(policy: dict, ds: dict, old_ds: dict | None, nodes: int | None,
+                          managed: int | None) -> dict:
+    """What NVIDIA's upgrade controller does with a changed driver DaemonSet (OnDelete in every operator
+    version: assets/state-driver/0500_daemonset.yaml): node by node it moves the nodes through
+    upgrade-required -> cordon -> wait-for-jobs -> pod-deletion (GPU pods, gpuPodDeletion.timeoutSeconds)
+    -> drain (drain.enable, drain.timeoutSeconds) -> pod-restart (the new driver pod, bounded by its startup
+    probe) -> validation -> uncordon (NOTES.md, "Driver upgrades"). It starts at most maxParallelUpgrades nodes
+    at a time (0: all), and no more than maxUnavailable of the nodes it manages (a percentage rounded up,
+    as k8s-operator-libs' upgrade manager scales it). With autoUpgrade false nothing rolls until a driver pod
+    is deleted."""
+    base = _driver_roll(ds, old_ds, nodes)
+    probe = base["per_node_seconds"]
+    version = base["version"]
+    deletion = _seconds((policy.get("gpuPodDeletion") or {}).get("timeoutSeconds"))
+    drain_on = bool((policy.get("drain") or {}).get("enable"))
+    drain = _seconds((policy.get("drain") or {}).get("timeoutSeconds")) if drain_on else 0
+    steps = [f"GPU pods deleted (up to {_duration(deletion)})" if deletion else "GPU pods deleted (no timeout)",
+             (f"node drained (up to {_duration(drain)})" if drain else "node drained (no timeout)") if drain_on
+             else "no drain"]
+    per_node = probe + deletion + drain if deletion is not None and drain is not None else None
+    fields = {"nodes": nodes, "per_node_seconds": per_node}
+    if not policy.get("autoUpgrade", True):
+        return {**fields, "trigger": "pod-deletion", "waves": None, "text": (
+            f"driver reinstall{version} on each node when its driver pod is deleted (the operator's "
+            "upgradePolicy.autoUpgrade false: its driver DaemonSet is OnDelete and no upgrade controller runs); "
+            f"the driver manager evicts the GPU pods, up to {_duration(probe)} per node (startup probe)")}
+    parallel = policy.get("maxParallelUpgrades", 1)
+    most = policy.get("maxUnavailable", "25%")
+    per_wave = None
+    if managed:
+        cap = (math.ceil(managed * int(most[:-1]) / 100) if isinstance(most, str) and most.endswith("%")
+               else int(most))
+        per_wave = max(1, min(parallel or managed, cap))
+    waves = math.ceil(nodes / per_wave) if nodes and per_wave else None
+    total = waves * per_node if waves is not None and per_node is not None else None
+    limit = (f"{parallel} node(s) at a time (maxParallelUpgrades)" if parallel else "all nodes at once "
+             "(maxParallelUpgrades 0)") + f", at most {most} of its {managed if managed else '?'} node(s) unavailable"
+    where = (f"{nodes} node(s) -> {waves} wave(s) of {per_wave}" if waves is not None
+             else "node count unknown: set nodes on the pool")
+    each = f"each up to {_duration(per_node)} (pod deletion, drain, startup probe)" if per_node is not None else \
+        "no time bound: a pod deletion or drain timeout is 0 (waits forever)"
+    bound = f"; up to {_duration(total)} in all" if total is not None else ""
+    return {**fields, "waves": waves, "bound_seconds": total, "text": (
+        f"driver upgrade{version} by the operator's upgrade controller: node cordoned, {', '.join(steps)}, "
+        f"{limit}, {where}, {each}{bound}")}
 
 
 def _source(entry: dict | None, pool: str, label: str) -> str:
@@ -314,7 +416,8 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
     if old_entry is None:
         return [Effect(cluster, "cluster", "stack-added", "new cluster: the whole GPU stack is installed",
                        nodes=_total_nodes(_pools(new_entry)))]
-    before, after = _objects(old, cluster), _objects(new, cluster)
+    before, after = _objects(old, cluster, old_entry), _objects(new, cluster, new_entry)
+    operator = _mode(new_entry) == "operator"
     pools = _pools(new_entry) or _pools(old_entry)
     pool_keys = {k for p in pools for k in (p.get("nodeSelector") or {})}
     nodes = {p["pool"]: (p.get("nodes") or {}).get("max") for p in pools}
@@ -322,12 +425,17 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
     effects: list[Effect] = []
     changed_objects = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
     template_changed = set()
-    for key in sorted(changed_objects):
+    switch = _delivery_switch(cluster, old_entry, new_entry, all_nodes)
+    bump = _operator_bump(cluster, old_entry, new_entry) if switch is None else None
+    effects += [e for e in (switch, bump) if e is not None]
+    # an operator version change rolls every operand: the chart's helm.sh/chart label is on each pod template
+    rolled = {k for k, o in after.items() if k[0] == "DaemonSet"} if bump is not None else set()
+    for key in sorted(changed_objects | rolled):
         kind, name = key
         if kind != "DaemonSet":
             continue
         b, a = before.get(key), after.get(key)
-        if b is not None and a is not None and b["spec"]["template"] == a["spec"]["template"]:
+        if key not in rolled and b is not None and a is not None and b["spec"]["template"] == a["spec"]["template"]:
             continue                               # no pod restarts: labels, annotations or the update strategy
         ds = a or b
         component = _component(ds)
@@ -345,8 +453,11 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
         elif component in RESTARTS:
             kind_, text = RESTARTS[component]
             effects.append(Effect(cluster, "all GPU nodes", kind_, text, **common))
+    if "driver" in template_changed and bump is not None:
+        effects += _bumped_drivers(cluster, before, after, pools, pool_keys, nodes, bump)
     if "driver" in template_changed:
-        effects += _driver_effects(cluster, before, after, pools, pool_keys, nodes)
+        effects += _driver_effects(cluster, before, after, pools, pool_keys, nodes,
+                                   operator_upgrade_policy(new, cluster, new_entry) if operator else None)
     # per pool: MIG layout and device plugin config (labels and the configs behind them)
     old_labels = _pool_labels(old, cluster, before, pools)
     new_labels = _pool_labels(new, cluster, after, pools)
@@ -392,6 +503,81 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
     return sorted(set(effects), key=lambda e: (EFFECTS[e.kind][0], e.scope, e.text))
 
 
+def _operator_version(entry: dict | None) -> str:
+    return str(((entry or {}).get("operator") or {}).get("version") or "")
+
+
+def _operator_bump(cluster: str, old_entry: dict | None, new_entry: dict | None) -> Effect | None:
+    """An operator version change (both outputs in operator mode): the operator Deployment is replaced, the
+    chart's pre-upgrade hook upgrades its CRDs (operator.upgradeCRD, kept true), and every operand DaemonSet
+    rolls: the chart writes helm.sh/chart: gpu-operator-<version> into the ClusterPolicy's
+    daemonsets.labels (templates/_helpers.tpl operand-labels), which the operator puts on every operand's
+    pod template."""
+    if _mode(old_entry) != "operator" or _mode(new_entry) != "operator":
+        return None
+    old, new = _operator_version(old_entry), _operator_version(new_entry)
+    if old == new:
+        return None
+    return Effect(cluster, "cluster", "operator-upgrade", f"GPU Operator {old} -> {new}: the operator is replaced, "
+                  "its CRDs upgraded by the chart's pre-upgrade hook, and every operand DaemonSet rolls (the chart's "
+                  "helm.sh/chart label is on each operand's pod template)", objects=(f"{cluster}/operator/",))
+
+
+def _bumped_drivers(cluster, before, after, pools, pool_keys, nodes, bump: Effect) -> list[Effect]:
+    """Under an operator version change, a driver DaemonSet whose pod template is otherwise the same: its pods
+    restart with the same install config (DRIVER_CONFIG_DIGEST), so the driver manager keeps the loaded
+    driver. Changed ones are _driver_effects' (a reinstall)."""
+    out = []
+    for p in pools or [{"pool": "", "nodeSelector": {}}]:
+        a = next((d for (k, _), d in sorted(after.items()) if k == "DaemonSet" and _component(d) == "driver"
+                  and _matches(d, p, pool_keys)), None)
+        if a is None or before.get(("DaemonSet", a["metadata"]["name"])) != a:
+            continue
+        out.append(Effect(cluster, f"pool {p['pool']}" if p["pool"] else "all GPU nodes", "driver-restart",
+                          f"driver pods of {a['metadata']['name']} restart ({bump.text.split(':')[0]}) with the same "
+                          f"install config ({DIGEST_ENV}): the driver manager keeps the loaded driver; GPU pods keep "
+                          "running", pool=p["pool"] or None, nodes=nodes.get(p["pool"]), objects=(_obj_key(a),)))
+    return out
+
+
+# what happens when a cluster's delivery changes mode, step by step (NVIDIA's chart and operator, Argo CD and
+# Flux as gpuop writes their objects: the same Application / HelmRelease gpuop-<cluster> in both modes)
+SWITCH_STEPS = {
+    ("operator", "stack"): (
+        "the Application / HelmRelease gpuop-{c} switches from NVIDIA's chart to gpuop's: Argo CD prunes, Flux "
+        "uninstalls, the old release's objects",
+        "the ClusterPolicy goes with them (NVIDIA's chart marks it helm.sh/resource-policy: keep only with "
+        "operator.cleanupCRD) and the garbage collector deletes every operand it owns (ownerReferences) on every "
+        "GPU node at once: driver, toolkit, device plugin, GFD, DCGM exporter, MIG manager, validator; gpuop's "
+        "DaemonSets of the same names, applied over them, keep the ClusterPolicy's ownerReference and go too",
+        "gpuop's stack then starts on every node at once; its driver manager finds another install config "
+        "(DRIVER_CONFIG_DIGEST) and reinstalls the driver: GPU pods evicted on every node",
+        "the CRDs stay (operator.cleanupCRD false, Helm never deletes crds/)",
+    ),
+    ("stack", "operator"): (
+        "the Application / HelmRelease gpuop-{c} switches from gpuop's chart to NVIDIA's: Argo CD prunes, Flux "
+        "uninstalls, gpuop's operands on every GPU node at once",
+        "NVIDIA's operator starts and, once its ClusterPolicy is reconciled, creates its operands (no "
+        "DaemonSet before a node has nvidia.com/gpu.present=true)",
+        "its driver pods find another install config (DRIVER_CONFIG_DIGEST) and reinstall the driver: GPU pods "
+        "evicted on every node; no device plugin advertises GPUs in between",
+    ),
+}
+
+
+def _delivery_switch(cluster: str, old_entry: dict | None, new_entry: dict | None,
+                     nodes: int | None) -> Effect | None:
+    """A cluster moved between delivery modes: what happens, in order. What does not happen follows from the
+    comparison of the operands (the preview of the operator's with gpuop's): a MIG layout or device-plugin
+    config left as it was is no reconfiguration."""
+    old, new = _mode(old_entry), _mode(new_entry)
+    if old == new:
+        return None
+    steps = "; ".join(f"({i}) {step.format(c=cluster)}" for i, step in enumerate(SWITCH_STEPS[(old, new)], 1))
+    return Effect(cluster, "cluster", "delivery-switch", f"delivery {old} -> {new}: {steps}", nodes=nodes, waves=1,
+                  objects=(f"{cluster}/argocd/application.yaml", f"{cluster}/flux/helmrelease.yaml"))
+
+
 def _total_nodes(pools: list[dict]) -> int | None:
     counts = [(p.get("nodes") or {}).get("max") for p in pools]
     return sum(counts) if counts and None not in counts else None
@@ -402,19 +588,29 @@ def _cm_key(objs: dict, name: str) -> str:
     return _obj_key(cm) if cm else ""
 
 
-def _driver_effects(cluster, before, after, pools, pool_keys, nodes) -> list[Effect]:
+def _driver_effects(cluster, before, after, pools, pool_keys, nodes, policy: dict | None = None) -> list[Effect]:
     """Per pool, the driver DaemonSet that runs there before and after: same name and pod template is
     nothing; otherwise the driver is reinstalled (a renamed DaemonSet too: its pods start fresh), or
-    unloaded when no driver DaemonSet runs there any more."""
+    unloaded when no driver DaemonSet runs there any more. `policy`: operator mode, the upgrade policy
+    NVIDIA's upgrade controller rolls the driver with (operator_upgrade_policy); None: the stack's
+    DaemonSet update strategy."""
     def drivers(objs):
         return [o for (k, _), o in sorted(objs.items()) if k == "DaemonSet" and _component(o) == "driver"]
     old_ds, new_ds = drivers(before), drivers(after)
+    pools = pools or [{"pool": "", "nodeSelector": {}}]
+    runs_on = {p["pool"]: next((d for d in new_ds if _matches(d, p, pool_keys)), None) for p in pools}
+
+    def managed(ds) -> int | None:
+        """The nodes one driver DaemonSet (one NVIDIADriver CR / the ClusterPolicy's driver) runs on."""
+        counts = [nodes.get(name) for name, d in runs_on.items() if d is ds]
+        return sum(counts) if counts and None not in counts else None
+
     out = []
-    for p in pools or [{"pool": "", "nodeSelector": {}}]:
+    for p in pools:
         scope = f"pool {p['pool']}" if p["pool"] else "all GPU nodes"
         pool = p["pool"] or None
         b = next((d for d in old_ds if _matches(d, p, pool_keys)), None)
-        a = next((d for d in new_ds if _matches(d, p, pool_keys)), None)
+        a = runs_on[p["pool"]]
         if a is None and b is None:
             continue
         if a is None:
@@ -433,7 +629,11 @@ def _driver_effects(cluster, before, after, pools, pool_keys, nodes) -> list[Eff
                               f"with the same install config ({DIGEST_ENV}): the driver manager keeps the loaded "
                               "driver; GPU pods keep running", pool=pool, nodes=nodes.get(p["pool"]), objects=keys))
             continue
-        roll = _driver_roll(a, b, nodes.get(p["pool"]))
+        if policy is None:
+            roll = _driver_roll(a, b, nodes.get(p["pool"]))
+        else:
+            roll = _operator_driver_roll(policy, a, b, nodes.get(p["pool"]), managed(a))
+        roll.pop("version", None)
         text = roll.pop("text")
         if b is not None and b["metadata"]["name"] != a["metadata"]["name"]:
             text = f"driver DaemonSet {b['metadata']['name']} replaced by {a['metadata']['name']}: " + text
