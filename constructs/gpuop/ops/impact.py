@@ -629,16 +629,34 @@ def _driver_effects(cluster, before, after, pools, pool_keys, nodes, policy: dic
                               f"with the same install config ({DIGEST_ENV}): the driver manager keeps the loaded "
                               "driver; GPU pods keep running", pool=pool, nodes=nodes.get(p["pool"]), objects=keys))
             continue
+        if b is not None and b["metadata"]["name"] != a["metadata"]["name"]:
+            out.append(_replaced(cluster, scope, pool, a, b, nodes.get(p["pool"]), keys, policy is not None))
+            continue
         if policy is None:
             roll = _driver_roll(a, b, nodes.get(p["pool"]))
         else:
             roll = _operator_driver_roll(policy, a, b, nodes.get(p["pool"]), managed(a))
         roll.pop("version", None)
         text = roll.pop("text")
-        if b is not None and b["metadata"]["name"] != a["metadata"]["name"]:
-            text = f"driver DaemonSet {b['metadata']['name']} replaced by {a['metadata']['name']}: " + text
         out.append(Effect(cluster, scope, "driver-reinstall", text, pool=pool, objects=keys, **roll))
     return out
+
+
+def _replaced(cluster, scope, pool, a: dict, b: dict, nodes: int | None, keys: tuple, operator: bool) -> Effect:
+    """A pool's driver moves to another DaemonSet: no update strategy and no upgrade controller paces that.
+    The old DaemonSet goes at once (pruned by Argo CD / Flux; in operator mode deleted with the NVIDIADriver
+    CR or ClusterPolicy that owns it), so the pool's driver pods all stop together, and the new DaemonSet
+    starts a pod on every node as soon as the old one is gone (the driver pods' anti-affinity on
+    app.kubernetes.io/component=nvidia-driver), each reinstalling the driver: one wave of every node."""
+    roll = _driver_roll(a, b, nodes)
+    per_node = roll["per_node_seconds"]
+    owner = " (the operator deletes it with the CR that owns it)" if operator else " (pruned)"
+    return Effect(cluster, scope, "driver-reinstall", (
+        f"driver DaemonSet {b['metadata']['name']} replaced by {a['metadata']['name']}{owner}: driver reinstall"
+        f"{roll['version']} on every node of the pool at once, no update strategy or upgrade policy paces a new "
+        f"DaemonSet; GPU pods evicted by the driver manager, {nodes if nodes is not None else '?'} node(s) in 1 "
+        f"wave, up to {_duration(per_node)} (startup probe)"), pool=pool, nodes=nodes, waves=1,
+        per_node_seconds=per_node, bound_seconds=per_node, objects=keys)
 
 
 def _mig_entry(config: str, name: str):
