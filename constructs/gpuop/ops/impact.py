@@ -336,6 +336,36 @@ def operator_upgrade_policy(tree: dict, cluster: str, entry: dict | None) -> dic
     return _merged(policy, written if isinstance(written, dict) else {})
 
 
+def driver_owners(tree: dict, cluster: str, entry: dict | None, pools: list[dict]) -> dict[str, str]:
+    """Operator mode: per pool, what owns the driver DaemonSet that runs there, as the operator names it (its
+    DaemonSet is named after its owner, not after the driver version as gpuop's preview is): the ClusterPolicy,
+    or with the NVIDIADriver CRD the CR whose nodeSelector the pool's nodes match (else the `default` CR, the
+    fallback for nodes no other CR selects). A pool whose owner changes gets a new DaemonSet."""
+    op = (entry or {}).get("operator") or {}
+    crs: list[dict] = []
+    if op.get("install") == "olm":
+        policy = next(iter(_docs(tree.get(f"{cluster}/{OLM_POLICY}"))), {})
+        crd = bool(((policy.get("spec") or {}).get("driver") or {}).get("useNvidiaDriverCRD"))
+        folder = f"{cluster}/operator/olm/policy/nvidiadriver-"
+        crs = [d for p in sorted(tree) if p.startswith(folder) for d in _docs(tree[p])]
+    else:
+        values = next(iter(_docs(tree.get(f"{cluster}/operator/values.yaml"))), {})
+        driver = values.get("driver") or {}
+        crd = bool((driver.get("nvidiaDriverCRD") or {}).get("enabled"))
+        crs = [o for o in values.get("extraObjects") or [] if isinstance(o, dict) and o.get("kind") == "NVIDIADriver"]
+    out = {}
+    for p in pools:
+        mine = p.get("nodeSelector") or {}
+        if not crd:
+            out[p["pool"]] = "ClusterPolicy cluster-policy"
+            continue
+        owner = next((f"NVIDIADriver {cr['metadata']['name']}" for cr in crs
+                      if not (cr.get("spec") or {}).get("default") and (cr["spec"].get("nodeSelector") or {})
+                      and all(mine.get(k) == v for k, v in cr["spec"]["nodeSelector"].items())), None)
+        out[p["pool"]] = owner or "NVIDIADriver default"
+    return out
+
+
 def _seconds(value) -> int | None:
     """A timeout of the policy; 0 (or none) waits forever: None."""
     return value if isinstance(value, int) and value > 0 else None
@@ -456,8 +486,11 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
     if "driver" in template_changed and bump is not None:
         effects += _bumped_drivers(cluster, before, after, pools, pool_keys, nodes, bump)
     if "driver" in template_changed:
+        owners = None
+        if operator and _mode(old_entry) == "operator":
+            owners = (driver_owners(old, cluster, old_entry, pools), driver_owners(new, cluster, new_entry, pools))
         effects += _driver_effects(cluster, before, after, pools, pool_keys, nodes,
-                                   operator_upgrade_policy(new, cluster, new_entry) if operator else None)
+                                   operator_upgrade_policy(new, cluster, new_entry) if operator else None, owners)
     # per pool: MIG layout and device plugin config (labels and the configs behind them)
     old_labels = _pool_labels(old, cluster, before, pools)
     new_labels = _pool_labels(new, cluster, after, pools)
@@ -588,12 +621,14 @@ def _cm_key(objs: dict, name: str) -> str:
     return _obj_key(cm) if cm else ""
 
 
-def _driver_effects(cluster, before, after, pools, pool_keys, nodes, policy: dict | None = None) -> list[Effect]:
+def _driver_effects(cluster, before, after, pools, pool_keys, nodes, policy: dict | None = None,
+                   owners: tuple[dict, dict] | None = None) -> list[Effect]:
     """Per pool, the driver DaemonSet that runs there before and after: same name and pod template is
     nothing; otherwise the driver is reinstalled (a renamed DaemonSet too: its pods start fresh), or
     unloaded when no driver DaemonSet runs there any more. `policy`: operator mode, the upgrade policy
     NVIDIA's upgrade controller rolls the driver with (operator_upgrade_policy); None: the stack's
-    DaemonSet update strategy."""
+    DaemonSet update strategy. `owners`: operator mode, per pool before and after, what owns its driver
+    DaemonSet (driver_owners): the operator's DaemonSet identity, in place of the preview's names."""
     def drivers(objs):
         return [o for (k, _), o in sorted(objs.items()) if k == "DaemonSet" and _component(o) == "driver"]
     old_ds, new_ds = drivers(before), drivers(after)
@@ -619,18 +654,22 @@ def _driver_effects(cluster, before, after, pools, pool_keys, nodes, policy: dic
                               "preinstalled on the nodes", pool=pool, nodes=nodes.get(p["pool"]), waves=1,
                               objects=(_obj_key(b),)))
             continue
-        if b is not None and b["metadata"]["name"] == a["metadata"]["name"] and \
-                b["spec"]["template"] == a["spec"]["template"]:
+        if owners is None:
+            same = b is not None and b["metadata"]["name"] == a["metadata"]["name"]
+        else:                                      # the operator names its DaemonSets after their owner
+            same = b is not None and owners[0].get(p["pool"]) == owners[1].get(p["pool"])
+        if same and _pod(b) == _pod(a):
             continue
         keys = tuple(sorted({_obj_key(a)} | ({_obj_key(b)} if b is not None else set())))
-        if b is not None and b["metadata"]["name"] == a["metadata"]["name"] and _config_digest(b) and \
-                _config_digest(b) == _config_digest(a):
+        if same and _config_digest(b) and _config_digest(b) == _config_digest(a):
             out.append(Effect(cluster, scope, "driver-restart", f"driver pods of {a['metadata']['name']} restart "
                               f"with the same install config ({DIGEST_ENV}): the driver manager keeps the loaded "
                               "driver; GPU pods keep running", pool=pool, nodes=nodes.get(p["pool"]), objects=keys))
             continue
-        if b is not None and b["metadata"]["name"] != a["metadata"]["name"]:
-            out.append(_replaced(cluster, scope, pool, a, b, nodes.get(p["pool"]), keys, policy is not None))
+        if b is not None and not same:
+            if owners is not None:
+                keys = (owners[0][p["pool"]], owners[1][p["pool"]]) + keys
+            out.append(_replaced(cluster, scope, pool, a, b, nodes.get(p["pool"]), keys, owners))
             continue
         if policy is None:
             roll = _driver_roll(a, b, nodes.get(p["pool"]))
@@ -642,7 +681,14 @@ def _driver_effects(cluster, before, after, pools, pool_keys, nodes, policy: dic
     return out
 
 
-def _replaced(cluster, scope, pool, a: dict, b: dict, nodes: int | None, keys: tuple, operator: bool) -> Effect:
+def _pod(ds: dict) -> dict:
+    """A driver DaemonSet's pod template without its name (the preview names it after the driver version;
+    in operator mode the owner names the DaemonSet)."""
+    return json.loads(json.dumps(ds["spec"]["template"]).replace(f'"{ds["metadata"]["name"]}"', '"-"'))
+
+
+def _replaced(cluster, scope, pool, a: dict, b: dict, nodes: int | None, keys: tuple,
+              owners: tuple[dict, dict] | None) -> Effect:
     """A pool's driver moves to another DaemonSet: no update strategy and no upgrade controller paces that.
     The old DaemonSet goes at once (pruned by Argo CD / Flux; in operator mode deleted with the NVIDIADriver
     CR or ClusterPolicy that owns it), so the pool's driver pods all stop together, and the new DaemonSet
@@ -650,9 +696,14 @@ def _replaced(cluster, scope, pool, a: dict, b: dict, nodes: int | None, keys: t
     app.kubernetes.io/component=nvidia-driver), each reinstalling the driver: one wave of every node."""
     roll = _driver_roll(a, b, nodes)
     per_node = roll["per_node_seconds"]
-    owner = " (the operator deletes it with the CR that owns it)" if operator else " (pruned)"
+    if owners is not None:
+        old, new = owners[0].get(pool or ""), owners[1].get(pool or "")
+        head = (f"driver moves from the DaemonSet of {old} to that of {new} (the operator deletes the old one with "
+                "its owner)")
+    else:
+        head = f"driver DaemonSet {b['metadata']['name']} replaced by {a['metadata']['name']} (pruned)"
     return Effect(cluster, scope, "driver-reinstall", (
-        f"driver DaemonSet {b['metadata']['name']} replaced by {a['metadata']['name']}{owner}: driver reinstall"
+        f"{head}: driver reinstall"
         f"{roll['version']} on every node of the pool at once, no update strategy or upgrade policy paces a new "
         f"DaemonSet; GPU pods evicted by the driver manager, {nodes if nodes is not None else '?'} node(s) in 1 "
         f"wave, up to {_duration(per_node)} (startup probe)"), pool=pool, nodes=nodes, waves=1,
