@@ -320,3 +320,86 @@ def test_a_pool_driver_named_by_version_moves_to_a_new_nvidiadriver_at_once(keep
     assert (effect["pool"], effect["type"], effect["destructive"], effect["nodes"], effect["waves"]) == (
         "infer", "driver-reinstall", True, 6, 1)
     assert effect["objects"][:2] == ["NVIDIADriver driver-595.91.07", "NVIDIADriver driver-610.43.02"]
+
+
+# ---- a pinned operator version: compiled with its own catalog data, or refused ----------------------
+
+def test_a_pinned_operator_version_without_catalog_data_is_refused_located(keep):
+    edit(keep, "operator: {version: v26.7.0, install: helm}", "operator: {version: v26.3.3, install: helm}")
+    before = git(keep, "status", "--porcelain", "--", "dist")
+    proc = run_gpuop("synth", cwd=keep)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (
+        'profiles/keep-operator.yaml:18:16: spec.delivery.operator.version: Unsupported value: "v26.3.3": gpuop has '
+        "no catalog data (chart defaults, operand versions) for GPU Operator v26.3.3, so its values would carry GPU "
+        "Operator v26.7.0's operand versions (stack release 26.7) into the v26.3.3 chart; supported values: "
+        '"v26.7.0"\n'
+        "profiles/keep-operator.yaml:19:35: spec.driver.upgradePolicy: GPU Operator v26.3.3 does not have the setting "
+        "nvidiaDriverUpgradePolicy (catalog/data/operator.yaml); use a newer spec.delivery.operator.version or drop "
+        "it\n"
+        "gpuop: 2 errors; nothing written\n")
+    assert git(keep, "status", "--porcelain", "--", "dist") == before
+
+
+def _retag(tree: dict, cluster: str, version: str) -> dict:
+    """The output as a gpuop that compiled `version` left it: index.json names that operator version."""
+    tree = dict(tree)
+    index = json.loads(tree["index.json"])
+    for entry in index["clusters"]:
+        if entry["name"] == cluster:
+            entry["operator"]["version"] = version
+    tree["index.json"] = json.dumps(index).encode()
+    return tree
+
+
+def test_an_operator_version_change_rolls_every_operand_and_keeps_the_loaded_drivers(project):
+    doc = _mode(_raw("keep-operator"), "operator")
+    new = compiled(project, doc)
+    old = _retag(new, "keep-operator", "v26.3.3")          # an output of v26.3.3, now compiled for v26.7.0
+    effects = impact.ordered(node_effects(old, new))
+    assert not any(e.destructive for e in effects)
+    assert effects[0].line() == (
+        "cluster: GPU Operator v26.3.3 -> v26.7.0: the operator is replaced, its CRDs upgraded by the chart's "
+        "pre-upgrade hook, and every operand DaemonSet rolls (the chart's helm.sh/chart label is on each operand's "
+        "pod template)")
+    kinds = sorted((e.scope, e.kind) for e in effects[1:])
+    assert kinds == [("all GPU nodes", "device-plugin-restart"), ("all GPU nodes", "labels-refresh"),
+                     ("all GPU nodes", "labels-refresh"), ("all GPU nodes", "metrics-gap"),
+                     ("all GPU nodes", "runtime-reconfigure"), ("pool infer", "driver-restart"),
+                     ("pool train", "driver-restart")], kinds
+    drivers = [e for e in effects if e.kind == "driver-restart"]
+    assert all("restart (GPU Operator v26.3.3 -> v26.7.0) with the same install config" in e.text for e in drivers)
+    proc_text = impact.render(impact.impact(old, new))
+    assert "labels, annotations or delivery objects only" not in proc_text
+
+
+# ---- moves between the modes ---------------------------------------------------------------------------
+
+def test_operator_to_stack_says_what_happens_in_order_and_no_mig_or_plugin_change(project):
+    raw = _raw("keep-operator")
+    old, new = compiled(project, _mode(raw, "operator")), compiled(project, _mode(raw, "stack"))
+    effects = impact.ordered(node_effects(old, new))
+    assert [(e.kind, e.destructive, e.nodes, e.waves) for e in effects] == [("delivery-switch", True, 14, 1)]
+    assert effects[0].text == (
+        "delivery operator -> stack: (1) the Application / HelmRelease gpuop-keep-operator switches from NVIDIA's "
+        "chart to gpuop's: Argo CD prunes, Flux uninstalls, the old release's objects; (2) the ClusterPolicy goes "
+        "with them (NVIDIA's chart marks it helm.sh/resource-policy: keep only with operator.cleanupCRD) and the "
+        "garbage collector deletes every operand it owns (ownerReferences) on every GPU node at once: driver, "
+        "toolkit, device plugin, GFD, DCGM exporter, MIG manager, validator; gpuop's DaemonSets of the same names, "
+        "applied over them, keep the ClusterPolicy's ownerReference and go too; (3) gpuop's stack then starts on "
+        "every node at once; its driver manager finds another install config (DRIVER_CONFIG_DIGEST) and reinstalls "
+        "the driver: GPU pods evicted on every node; (4) the CRDs stay (operator.cleanupCRD false, Helm never "
+        "deletes crds/)")
+    full = impact.impact(old, new)
+    assert not [e for e in full if e.kind in ("mig-reconfigure", "plugin-config-switch")]
+
+
+def test_stack_to_operator_says_what_happens_in_order(project):
+    raw = _raw("keep-operator")
+    old, new = compiled(project, _mode(raw, "stack")), compiled(project, _mode(raw, "operator"))
+    effects = impact.ordered(node_effects(old, new))
+    assert [(e.kind, e.destructive, e.nodes, e.waves) for e in effects] == [("delivery-switch", True, 14, 1)]
+    assert effects[0].text.startswith(
+        "delivery stack -> operator: (1) the Application / HelmRelease gpuop-keep-operator switches from gpuop's "
+        "chart to NVIDIA's: Argo CD prunes, Flux uninstalls, gpuop's operands on every GPU node at once; (2) NVIDIA's "
+        "operator starts")
