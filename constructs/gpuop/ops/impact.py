@@ -48,6 +48,7 @@ from gpuop.kube.yamlio import load_all
 EFFECTS = {
     "stack-removed": (0, True, "removal"),
     "delivery-switch": (0, True, "delivery-switch"),
+    "delivery-move": (3, False, "delivery-switch"),
     "gitops-deletion": (0, True, "gitops-deletion"),
     "driver-reinstall": (1, True, "driver-reinstall"),
     "mig-reconfigure": (2, True, "mig-repartition"),
@@ -455,7 +456,8 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
     effects: list[Effect] = []
     changed_objects = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
     template_changed = set()
-    switch = _delivery_switch(cluster, old_entry, new_entry, all_nodes)
+    planned = _planned_move(new, cluster)
+    switch = _delivery_switch(cluster, old_entry, new_entry, all_nodes, planned)
     bump = _operator_bump(cluster, old_entry, new_entry) if switch is None else None
     effects += [e for e in (switch, bump) if e is not None]
     # an operator version change rolls every operand: the chart's helm.sh/chart label is on each pod template
@@ -485,7 +487,11 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
             effects.append(Effect(cluster, "all GPU nodes", kind_, text, **common))
     if "driver" in template_changed and bump is not None:
         effects += _bumped_drivers(cluster, before, after, pools, pool_keys, nodes, bump)
-    if "driver" in template_changed:
+    if switch is not None and planned:
+        # the new delivery's driver pods replace the old's (another install config) at the new delivery's pace
+        effects += _driver_effects(cluster, {}, after, pools, pool_keys, nodes,
+                                   operator_upgrade_policy(new, cluster, new_entry) if operator else None)
+    elif "driver" in template_changed:
         owners = None
         if operator and _mode(old_entry) == "operator":
             owners = (driver_owners(old, cluster, old_entry, pools), driver_owners(new, cluster, new_entry, pools))
@@ -598,17 +604,56 @@ SWITCH_STEPS = {
 }
 
 
-def _delivery_switch(cluster: str, old_entry: dict | None, new_entry: dict | None,
-                     nodes: int | None) -> Effect | None:
+# Planned (spec.delivery.moveFrom): PruneLast and PrunePropagationPolicy=orphan (Flux: uninstall
+# deletionPropagation orphan) on the Application / HelmRelease (outputs/rollout.py MOVE_SYNC_OPTIONS)
+MOVE_STEPS = {
+    ("operator", "stack"): (
+        "gpuop's stack is applied first: its DaemonSets of the operator's names (nvidia-driver-daemonset, ...) "
+        "are updated in place and roll by gpuop's update strategy (the driver below)",
+        "then, the stack synced and healthy, the old release's objects are pruned with their dependents "
+        "orphaned: the ClusterPolicy, the NVIDIADriver CRs and the operator Deployment go, no operand is deleted",
+        "left to you: the orphaned operator ReplicaSet (delete it) and the DaemonSets of NVIDIADriver CRs "
+        "(nvidia-gpu-driver-*), whose pods keep the pool's driver until you delete them node by node (gpuop's "
+        "driver pods wait for them: anti-affinity on app.kubernetes.io/component=nvidia-driver)",
+        "the CRDs stay (operator.cleanupCRD false); then drop spec.delivery.moveFrom",
+    ),
+    ("stack", "operator"): (
+        "NVIDIA's operator is installed first and its ClusterPolicy reconciled: the operator takes gpuop's "
+        "DaemonSets of its names over in place, its upgrade controller rolls the driver (below)",
+        "then, the ClusterPolicy healthy, gpuop's remaining objects are pruned with their dependents orphaned: "
+        "no operand is deleted",
+        "left to you: the orphaned pods of gpuop's per-variant driver DaemonSets, deleted node by node (the "
+        "operator's driver pods wait for them: anti-affinity on app.kubernetes.io/component=nvidia-driver); then "
+        "drop spec.delivery.moveFrom",
+    ),
+}
+
+
+def _planned_move(tree: dict, cluster: str) -> bool:
+    """Whether the new output carries a planned move (the Application's sync options, outputs/rollout.py)."""
+    app = next(iter(_docs(tree.get(f"{cluster}/argocd/application.yaml"))), {})
+    options = (((app.get("spec") or {}).get("syncPolicy") or {}).get("syncOptions")) or []
+    return "PrunePropagationPolicy=orphan" in options
+
+
+def _delivery_switch(cluster: str, old_entry: dict | None, new_entry: dict | None, nodes: int | None,
+                     planned: bool = False) -> Effect | None:
     """A cluster moved between delivery modes: what happens, in order. What does not happen follows from the
     comparison of the operands (the preview of the operator's with gpuop's): a MIG layout or device-plugin
-    config left as it was is no reconfiguration."""
+    config left as it was is no reconfiguration. Unplanned, the switch is destructive on every node at once;
+    planned (spec.delivery.moveFrom), the old objects go last and orphan their operands."""
     old, new = _mode(old_entry), _mode(new_entry)
     if old == new:
         return None
-    steps = "; ".join(f"({i}) {step.format(c=cluster)}" for i, step in enumerate(SWITCH_STEPS[(old, new)], 1))
-    return Effect(cluster, "cluster", "delivery-switch", f"delivery {old} -> {new}: {steps}", nodes=nodes, waves=1,
-                  objects=(f"{cluster}/argocd/application.yaml", f"{cluster}/flux/helmrelease.yaml"))
+    steps = (MOVE_STEPS if planned else SWITCH_STEPS)[(old, new)]
+    told = "; ".join(f"({i}) {step.format(c=cluster)}" for i, step in enumerate(steps, 1))
+    objects = (f"{cluster}/argocd/application.yaml", f"{cluster}/flux/helmrelease.yaml")
+    if planned:
+        return Effect(cluster, "cluster", "delivery-move", f"planned move {old} -> {new}: {told}", nodes=nodes,
+                      objects=objects)
+    return Effect(cluster, "cluster", "delivery-switch", f"delivery {old} -> {new}: {told}; set "
+                  f"spec.delivery.moveFrom: {old} to move without deleting the operands", nodes=nodes, waves=1,
+                  objects=objects)
 
 
 def _total_nodes(pools: list[dict]) -> int | None:
@@ -733,6 +778,7 @@ def impact(old: dict, new: dict, root: str = "dist", diffs: list | None = None) 
     for cluster in sorted(set(before) | set(after)):
         out += cluster_effects(cluster, old, new, before.get(cluster), after.get(cluster))
     gone = {e.cluster for e in out if e.kind == "stack-removed"}
+    moved = {e.cluster for e in out if e.kind == "delivery-move"}
     if diffs is None:
         try:
             diffs = diff_trees(old, new, root)
@@ -742,6 +788,8 @@ def impact(old: dict, new: dict, root: str = "dist", diffs: list | None = None) 
         for c in section.destructive:
             if section.name in gone and c.what == f"{section.name}/":
                 continue                           # the cluster's removal is its stack-removed effect
+            if section.name in moved and c.destructive.startswith("release replaced"):
+                continue                           # a planned move: the old release goes last, orphaning (delivery-move)
             cluster = "fleet" if section.name == FLEET else section.name
             entry = before.get(cluster)
             out.append(Effect(cluster, "cluster" if cluster != "fleet" else "fleet", "gitops-deletion",
