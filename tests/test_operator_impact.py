@@ -403,3 +403,67 @@ def test_stack_to_operator_says_what_happens_in_order(project):
         "delivery stack -> operator: (1) the Application / HelmRelease gpuop-keep-operator switches from gpuop's "
         "chart to NVIDIA's: Argo CD prunes, Flux uninstalls, gpuop's operands on every GPU node at once; (2) NVIDIA's "
         "operator starts")
+
+
+# ---- a planned move: the output makes the safe order the only one -------------------------------------
+
+def _app_and_release(tree: dict, cluster: str) -> tuple[dict, dict]:
+    app = yaml.safe_load(tree[f"{cluster}/argocd/application.yaml"])
+    release = yaml.safe_load(tree[f"{cluster}/flux/helmrelease.yaml"])
+    return app, release
+
+
+@pytest.mark.parametrize(("old", "new"), [("operator", "stack"), ("stack", "operator")])
+def test_a_planned_move_prunes_the_old_delivery_last_and_orphans_its_operands(project, old, new):
+    raw = _raw("keep-operator")
+    moved = _mode(raw, new)
+    moved["spec"]["delivery"]["moveFrom"] = old
+    before, after, plain = compiled(project, _mode(raw, old)), compiled(project, moved), compiled(project, _mode(raw, new))
+    app, release = _app_and_release(after, "keep-operator")
+    options = app["spec"]["syncPolicy"]["syncOptions"]
+    # Argo CD: the old delivery's objects are pruned after the new ones are synced and healthy, orphaning
+    assert options[-2:] == ["PruneLast=true", "PrunePropagationPolicy=orphan"]
+    assert app["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True}
+    # Flux: the old release (another chart and release name) is uninstalled orphaning what it owns
+    assert release["spec"]["uninstall"] == {"deletionPropagation": "orphan"}
+    # without the move the output is the mode's own
+    plain_app, plain_release = _app_and_release(plain, "keep-operator")
+    assert "PrunePropagationPolicy=orphan" not in plain_app["spec"]["syncPolicy"]["syncOptions"]
+    assert "uninstall" not in plain_release["spec"]
+    effects = impact.ordered(node_effects(before, after))
+    move = [e for e in effects if e.kind == "delivery-move"]
+    assert len(move) == 1 and not move[0].destructive
+    assert move[0].text.startswith(f"planned move {old} -> {new}: (1) ")
+    # the drivers are replaced at the new delivery's pace (another install config), never all at once
+    drivers = [e for e in effects if e.kind == "driver-reinstall"]
+    assert sorted((e.pool, e.nodes, e.waves) for e in drivers) == [("infer", 6, 3), ("train", 8, 4)]
+    assert all(("upgrade controller" in e.text) == (new == "operator") for e in drivers)
+    full = impact.impact(before, after)
+    assert not [e for e in full if e.kind in ("mig-reconfigure", "plugin-config-switch", "delivery-switch")]
+    assert not [e for e in full if e.kind == "gitops-deletion" and "release replaced" in e.text]
+
+
+def test_an_unplanned_move_names_the_setting_that_plans_it(project):
+    raw = _raw("keep-operator")
+    effects = node_effects(compiled(project, _mode(raw, "operator")), compiled(project, _mode(raw, "stack")))
+    (switch,) = effects
+    assert switch.destructive and switch.text.endswith(
+        "; set spec.delivery.moveFrom: operator to move without deleting the operands")
+
+
+def test_a_planned_move_compiles_to_objects_valid_against_the_argocd_and_flux_crds(keep):
+    edit(keep, "  delivery:\n    mode: operator\n", "  delivery:\n    mode: stack\n    moveFrom: operator\n")
+    edit(keep, "    operator: {version: v26.7.0, install: helm}\n", "")
+    run_gpuop("synth", cwd=keep, check=True)
+    proc = run_gpuop("validate", "dist", cwd=keep)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_move_from_the_mode_itself_is_refused_located(keep):
+    edit(keep, "    mode: operator\n", "    mode: operator\n    moveFrom: operator\n")
+    proc = run_gpuop("synth", cwd=keep)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (
+        "profiles/keep-operator.yaml:16:3: spec.delivery: moveFrom: operator names the mode itself; a move comes "
+        "from the other mode, drop moveFrom once the move is done\n"
+        "gpuop: 1 error; nothing written\n")
