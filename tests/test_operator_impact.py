@@ -27,8 +27,9 @@ from gpuop.mig.geometry import attributes, family_of
 from gpuop.ops import impact
 from gpuop.pipeline.run import compile_profiles
 from gpuop.profile.settings import load_settings
+from gpuop.verify.crdschema import CrdValidator
 
-from conftest import REPO, run_gpuop
+from conftest import CRDS, REPO, run_gpuop
 
 EXAMPLES = sorted(p.stem for p in (REPO / "profiles").glob("[!_]*.yaml"))
 BASE = yaml.safe_load((REPO / "profiles" / "_base.yaml").read_text())
@@ -451,12 +452,16 @@ def test_an_unplanned_move_names_the_setting_that_plans_it(project):
         "; set spec.delivery.moveFrom: operator to move without deleting the operands")
 
 
-def test_a_planned_move_compiles_to_objects_valid_against_the_argocd_and_flux_crds(keep):
-    edit(keep, "  delivery:\n    mode: operator\n", "  delivery:\n    mode: stack\n    moveFrom: operator\n")
-    edit(keep, "    operator: {version: v26.7.0, install: helm}\n", "")
-    run_gpuop("synth", cwd=keep, check=True)
-    proc = run_gpuop("validate", "dist", cwd=keep)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+@pytest.mark.parametrize(("old", "new"), [("operator", "stack"), ("stack", "operator")])
+def test_a_planned_moves_application_and_helmrelease_validate_against_the_upstream_crds(project, old, new):
+    validator = CrdValidator.from_files([CRDS / "argoproj.io_applications.yaml",
+                                         CRDS / "helm.toolkit.fluxcd.io_helmreleases.yaml"])
+    moved = _mode(_raw("keep-operator"), new)
+    moved["spec"]["delivery"]["moveFrom"] = old
+    app, release = _app_and_release(compiled(project, moved), "keep-operator")
+    assert validator.errors(app) == [] and validator.errors(release) == []
+    release["spec"]["uninstall"]["deletionPropagation"] = "cascade"      # not one of Flux's policies
+    assert validator.errors(release)
 
 
 def test_move_from_the_mode_itself_is_refused_located(keep):
