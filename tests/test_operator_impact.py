@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpuop.catalog import load as load_catalog
 from gpuop.errors import UserError
 from gpuop.mig.geometry import attributes, family_of
 from gpuop.ops import impact
