@@ -30,6 +30,13 @@ Operator's behaviour:
 - GFD or validator changed: labels refreshed / validation re-runs; nothing for workloads.
 - a cluster that leaves the output: its whole GPU stack is deleted (the driver unloaded everywhere).
 - only labels / annotations of objects, or objects that do not run on nodes: nothing on the nodes.
+
+Operator mode (index.json `delivery: operator`) is the same model: the operands are the preview
+(dist/<cluster>/preview/manifests/), equal to what NVIDIA's operator deploys on every node-visible field
+(tests/test_operator_differential.py), with the operator's own pace and identities: its upgrade controller
+rolls a driver (operator_upgrade_policy, _operator_driver_roll), a driver DaemonSet is known by its owner
+(driver_owners), an operator version change rolls every operand (_operator_bump), and a move between the
+modes is told step by step (_delivery_switch; planned with spec.delivery.moveFrom, outputs/rollout.py).
 """
 
 from __future__ import annotations
