@@ -360,17 +360,25 @@ def test_an_operator_version_change_rolls_every_operand_and_keeps_the_loaded_dri
     assert not any(e.destructive for e in effects)
     assert effects[0].line() == (
         "cluster: GPU Operator v26.3.3 -> v26.7.0: the operator is replaced, its CRDs upgraded by the chart's "
-        "pre-upgrade hook, and every operand DaemonSet rolls (the chart's helm.sh/chart label is on each operand's "
-        "pod template)")
+        "pre-upgrade hook, and every operand DaemonSet of the ClusterPolicy rolls (the chart's helm.sh/chart label "
+        "is on each one's pod template; NVIDIADriver CRs' driver DaemonSets do not carry it)")
+    # keep-operator's drivers are NVIDIADriver CRs' (two drivers): their pods do not restart
     kinds = sorted((e.scope, e.kind) for e in effects[1:])
     assert kinds == [("all GPU nodes", "device-plugin-restart"), ("all GPU nodes", "labels-refresh"),
                      ("all GPU nodes", "labels-refresh"), ("all GPU nodes", "metrics-gap"),
-                     ("all GPU nodes", "runtime-reconfigure"), ("pool infer", "driver-restart"),
-                     ("pool train", "driver-restart")], kinds
+                     ("all GPU nodes", "runtime-reconfigure")], kinds
+    assert "labels, annotations or delivery objects only" not in impact.render(impact.impact(old, new))
+
+
+def test_an_operator_version_change_restarts_the_cluster_policys_driver_pods_without_reinstall(project):
+    doc = _mode(_raw("prod-east"), "operator")              # one driver: the ClusterPolicy's
+    new = compiled(project, doc)
+    effects = node_effects(_retag(new, "prod-east", "v26.3.3"), new)
     drivers = [e for e in effects if e.kind == "driver-restart"]
-    assert all("restart (GPU Operator v26.3.3 -> v26.7.0) with the same install config" in e.text for e in drivers)
-    proc_text = impact.render(impact.impact(old, new))
-    assert "labels, annotations or delivery objects only" not in proc_text
+    assert [(e.pool, e.destructive) for e in drivers] == [("train", False)]
+    assert drivers[0].text == (
+        "driver pods of nvidia-driver-daemonset restart (GPU Operator v26.3.3 -> v26.7.0) with the same install "
+        "config (DRIVER_CONFIG_DIGEST): the driver manager keeps the loaded driver; GPU pods keep running")
 
 
 # ---- moves between the modes ---------------------------------------------------------------------------
@@ -389,7 +397,7 @@ def test_operator_to_stack_says_what_happens_in_order_and_no_mig_or_plugin_chang
         "applied over them, keep the ClusterPolicy's ownerReference and go too; (3) gpuop's stack then starts on "
         "every node at once; its driver manager finds another install config (DRIVER_CONFIG_DIGEST) and reinstalls "
         "the driver: GPU pods evicted on every node; (4) the CRDs stay (operator.cleanupCRD false, Helm never "
-        "deletes crds/)")
+        "deletes crds/); set spec.delivery.moveFrom: operator to move without deleting the operands")
     full = impact.impact(old, new)
     assert not [e for e in full if e.kind in ("mig-reconfigure", "plugin-config-switch")]
 

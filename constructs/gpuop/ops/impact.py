@@ -493,7 +493,8 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
             kind_, text = RESTARTS[component]
             effects.append(Effect(cluster, "all GPU nodes", kind_, text, **common))
     if "driver" in template_changed and bump is not None:
-        effects += _bumped_drivers(cluster, before, after, pools, pool_keys, nodes, bump)
+        effects += _bumped_drivers(cluster, before, after, pools, pool_keys, nodes, bump,
+                                   driver_owners(new, cluster, new_entry, pools))
     if switch is not None and planned:
         # the new delivery's driver pods replace the old's (another install config) at the new delivery's pace
         effects += _driver_effects(cluster, {}, after, pools, pool_keys, nodes,
@@ -555,26 +556,31 @@ def _operator_version(entry: dict | None) -> str:
 
 def _operator_bump(cluster: str, old_entry: dict | None, new_entry: dict | None) -> Effect | None:
     """An operator version change (both outputs in operator mode): the operator Deployment is replaced, the
-    chart's pre-upgrade hook upgrades its CRDs (operator.upgradeCRD, kept true), and every operand DaemonSet
-    rolls: the chart writes helm.sh/chart: gpu-operator-<version> into the ClusterPolicy's
-    daemonsets.labels (templates/_helpers.tpl operand-labels), which the operator puts on every operand's
-    pod template."""
+    chart's pre-upgrade hook upgrades its CRDs (operator.upgradeCRD, kept true), and every operand DaemonSet of
+    the ClusterPolicy rolls: the chart writes helm.sh/chart: gpu-operator-<version> into the ClusterPolicy's
+    daemonsets.labels (templates/_helpers.tpl operand-labels), which the operator puts on each one's pod
+    template (seen in NVIDIA's controller code through ../shared/tools/nvidia-operator; the DaemonSets of
+    NVIDIADriver CRs do not get it)."""
     if _mode(old_entry) != "operator" or _mode(new_entry) != "operator":
         return None
     old, new = _operator_version(old_entry), _operator_version(new_entry)
     if old == new:
         return None
     return Effect(cluster, "cluster", "operator-upgrade", f"GPU Operator {old} -> {new}: the operator is replaced, "
-                  "its CRDs upgraded by the chart's pre-upgrade hook, and every operand DaemonSet rolls (the chart's "
-                  "helm.sh/chart label is on each operand's pod template)", objects=(f"{cluster}/operator/",))
+                  "its CRDs upgraded by the chart's pre-upgrade hook, and every operand DaemonSet of the ClusterPolicy "
+                  "rolls (the chart's helm.sh/chart label is on each one's pod template; NVIDIADriver CRs' driver "
+                  "DaemonSets do not carry it)", objects=(f"{cluster}/operator/",))
 
 
-def _bumped_drivers(cluster, before, after, pools, pool_keys, nodes, bump: Effect) -> list[Effect]:
-    """Under an operator version change, a driver DaemonSet whose pod template is otherwise the same: its pods
-    restart with the same install config (DRIVER_CONFIG_DIGEST), so the driver manager keeps the loaded
-    driver. Changed ones are _driver_effects' (a reinstall)."""
+def _bumped_drivers(cluster, before, after, pools, pool_keys, nodes, bump: Effect, owners: dict) -> list[Effect]:
+    """Under an operator version change, a ClusterPolicy driver DaemonSet whose pod template is otherwise the
+    same: its pods restart with the same install config (DRIVER_CONFIG_DIGEST), so the driver manager keeps
+    the loaded driver. The DaemonSets of NVIDIADriver CRs carry no daemonsets.labels (NVIDIA's controller
+    code, tests/operator_differential.py's renderer): they do not restart. Changed ones are _driver_effects'."""
     out = []
     for p in pools or [{"pool": "", "nodeSelector": {}}]:
+        if not owners.get(p["pool"], "").startswith("ClusterPolicy"):
+            continue
         a = next((d for (k, _), d in sorted(after.items()) if k == "DaemonSet" and _component(d) == "driver"
                   and _matches(d, p, pool_keys)), None)
         if a is None or before.get(("DaemonSet", a["metadata"]["name"])) != a:
