@@ -71,13 +71,13 @@ def test_driver_version_change_reinstalls_each_pool_in_waves_with_a_time_bound(p
         "drain, 2 node(s) at a time, 5 node(s) -> 3 wave(s), each up to 21m (startup probe); up to 1h03m in all\n")
 
 
-def test_a_pool_driver_of_its_own_reinstalls_the_other_pool_too_because_its_daemonset_is_renamed(project):
+def test_a_pool_driver_of_its_own_reinstalls_the_other_pool_at_once_because_its_daemonset_is_renamed(project):
     proc = impact_of(project, "      nodes: 5\n", "      nodes: 5\n      driver: {version: \"595.91.07\"}\n")
     assert proc.returncode == 3, proc.stderr
     assert proc.stdout.splitlines()[2] == (
-        "  !! pool infer: driver DaemonSet nvidia-driver-daemonset replaced by nvidia-driver-daemonset-580.173.02: "
-        "driver reinstall: GPU pods evicted, no drain, 2 node(s) at a time, 6 node(s) -> 3 wave(s), each up to 21m "
-        "(startup probe); up to 1h03m in all")
+        "  !! pool infer: driver DaemonSet nvidia-driver-daemonset replaced by nvidia-driver-daemonset-580.173.02 "
+        "(pruned): driver reinstall on every node of the pool at once, no update strategy or upgrade policy paces a "
+        "new DaemonSet; GPU pods evicted by the driver manager, 6 node(s) in 1 wave, up to 21m (startup probe)")
 
 
 def test_mig_layout_change_reconfigures_only_that_pool(project):

@@ -558,15 +558,21 @@ def test_dra_pool_beside_the_operator_keeps_the_device_plugin_off_its_plane(tmp_
     assert values["clusterPolicy"]["deployCR"] is True and values["gpuCluster"]["deployCR"] is False
 
 
+NO_CATALOG_DATA = ('Unsupported value: "v26.3.3": gpuop has no catalog data (chart defaults, operand versions) for GPU '
+                   "Operator v26.3.3, so its values would carry GPU Operator v26.7.0's operand versions (stack release "
+                   '26.7) into the v26.3.3 chart; supported values: "v26.7.0"')
+
+
 def test_refuses_settings_the_chosen_operator_version_does_not_have(tmp_path):
     got = issues_of(tmp_path, """\
       delivery: {mode: operator, operator: {version: v26.3.3, nvidiaDriverCRD: true}}
       nodePools:
         - {name: a, gpu: L40S}
     """)
-    assert got == [("spec.driver.upgradePolicy",
-                    "GPU Operator v26.3.3 does not have the setting nvidiaDriverUpgradePolicy "
-                    "(catalog/data/operator.yaml); use a newer spec.delivery.operator.version or drop it")]
+    assert sorted(got) == [("spec.delivery.operator.version", NO_CATALOG_DATA),
+                           ("spec.driver.upgradePolicy",
+                            "GPU Operator v26.3.3 does not have the setting nvidiaDriverUpgradePolicy "
+                            "(catalog/data/operator.yaml); use a newer spec.delivery.operator.version or drop it")]
 
 
 def test_refuses_an_unknown_operator_version(tmp_path):
@@ -603,9 +609,10 @@ spec:
 """)
     with pytest.raises(UserError) as err:
         validate(load_profile(path))
-    assert [(i.path, i.message) for i in err.value.issues] == [(
-        "spec.platform.version", "GPU Operator v26.3.3 (OLM channel v26.3) is not published for OpenShift 4.19 "
-        "(bundle com.redhat.openshift.versions); allowed: none known (not in the reference bundle)")]
+    assert sorted((i.path, i.message) for i in err.value.issues) == [
+        ("spec.delivery.operator.version", NO_CATALOG_DATA),
+        ("spec.platform.version", "GPU Operator v26.3.3 (OLM channel v26.3) is not published for OpenShift 4.19 "
+         "(bundle com.redhat.openshift.versions); allowed: none known (not in the reference bundle)")]
 
 
 def test_mig_layout_rules_apply_in_operator_mode(tmp_path):

@@ -377,8 +377,9 @@ def test_impact_of_a_sidecar_change_is_a_reinstall_of_that_pool_only(compiled, t
         "!! 1 destructive effect(s): GPU workloads are interrupted\n"
         "cluster ib:\n"
         "  !! pool train: driver DaemonSet nvidia-driver-daemonset-rdma-hostmofed-gds-gdrcopy replaced by "
-        "nvidia-driver-daemonset-rdma-hostmofed-gds: driver reinstall: GPU pods evicted, no drain, 2 node(s) at a "
-        "time, 5 node(s) -> 3 wave(s), each up to 21m (startup probe); up to 1h03m in all\n")
+        "nvidia-driver-daemonset-rdma-hostmofed-gds (pruned): driver reinstall on every node of the pool at once, no "
+        "update strategy or upgrade policy paces a new DaemonSet; GPU pods evicted by the driver manager, 5 node(s) "
+        "in 1 wave, up to 21m (startup probe)\n")
 
 
 def test_impact_of_a_first_pool_with_sidecars_restarts_the_others_driver_pods_without_reinstall(tmp_path):
@@ -395,8 +396,8 @@ def test_impact_of_a_first_pool_with_sidecars_restarts_the_others_driver_pods_wi
     assert proc.stdout == (
         "!! 1 destructive effect(s): GPU workloads are interrupted\n"
         "cluster ib:\n"
-        "  !! pool train: driver DaemonSet nvidia-driver-daemonset replaced by nvidia-driver-daemonset-rdma-hostmofed: "
-        "driver reinstall: GPU pods evicted, no drain, 2 node(s) at a time, 5 node(s) -> 3 wave(s), each up to 21m "
-        "(startup probe); up to 1h03m in all\n"
+        "  !! pool train: driver DaemonSet nvidia-driver-daemonset replaced by nvidia-driver-daemonset-rdma-hostmofed "
+        "(pruned): driver reinstall on every node of the pool at once, no update strategy or upgrade policy paces a "
+        "new DaemonSet; GPU pods evicted by the driver manager, 5 node(s) in 1 wave, up to 21m (startup probe)\n"
         "     pool infer: driver pods of nvidia-driver-daemonset restart with the same install config "
         "(DRIVER_CONFIG_DIGEST): the driver manager keeps the loaded driver; GPU pods keep running\n")

@@ -99,6 +99,7 @@ VALIDATE_CASES: dict[str, tuple[dict, ...]] = {
                                    pools({**POOL_A, "allocation": "dra", "nodeGroup": "a"},
                                          {**POOL_A, "name": "b", "nodeSelector": {"pool": "b"}, "nodeGroup": "b"})),
     "operator-version-settings": (OPERATOR, {"spec": {"delivery": {"operator": {"version": "v1.0.0"}}}}),
+    "operator-version-catalog": (OPERATOR, {"spec": {"delivery": {"operator": {"version": "v26.3.3"}}}}),
     "operator-olm": (OPERATOR, {"spec": {"delivery": {"operator": {"install": "olm"}}}}),
     "operator-preinstalled-driver": (OPERATOR, pools(POOL_A, {**POOL_B, "driver": {"enabled": False}})),
     "priority-class-name": ({"spec": {"daemonsets": {"priorityClassName": "system-mine"}}},),

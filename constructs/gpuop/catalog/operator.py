@@ -85,6 +85,12 @@ _chart_defaults.takes_step = True
 root("operator-chart", _chart_defaults)
 
 
+def compiled_versions() -> tuple[str, ...]:
+    """The operator versions gpuop has the chart defaults of (data/operator-chart/<version>.yaml): the only ones
+    it can write values for without mixing another version's defaults into that version's chart."""
+    return tuple(o.version for o in load().operators if (CHART_DEFAULTS / f"{o.version}.yaml").is_file())
+
+
 OLM_DATA = Path(__file__).parent / "data" / "operator-olm"
 
 

@@ -30,6 +30,13 @@ Operator's behaviour:
 - GFD or validator changed: labels refreshed / validation re-runs; nothing for workloads.
 - a cluster that leaves the output: its whole GPU stack is deleted (the driver unloaded everywhere).
 - only labels / annotations of objects, or objects that do not run on nodes: nothing on the nodes.
+
+Operator mode (index.json `delivery: operator`) is the same model: the operands are the preview
+(dist/<cluster>/preview/manifests/), equal to what NVIDIA's operator deploys on every node-visible field
+(tests/test_operator_differential.py), with the operator's own pace and identities: its upgrade controller
+rolls a driver (operator_upgrade_policy, _operator_driver_roll), a driver DaemonSet is known by its owner
+(driver_owners), an operator version change rolls every operand (_operator_bump), and a move between the
+modes is told step by step (_delivery_switch; planned with spec.delivery.moveFrom, outputs/rollout.py).
 """
 
 from __future__ import annotations
@@ -47,10 +54,13 @@ from gpuop.kube.yamlio import load_all
 # `gpuop diff`, `--impact`, the report and the gate.
 EFFECTS = {
     "stack-removed": (0, True, "removal"),
+    "delivery-switch": (0, True, "delivery-switch"),
+    "delivery-move": (3, False, "delivery-switch"),
     "gitops-deletion": (0, True, "gitops-deletion"),
     "driver-reinstall": (1, True, "driver-reinstall"),
     "mig-reconfigure": (2, True, "mig-repartition"),
     "mig-config-lost": (2, True, "mig-repartition"),
+    "operator-upgrade": (3, False, "operand-restart"),
     "driver-restart": (3, False, "operand-restart"),
     "runtime-reconfigure": (4, False, "operand-restart"),
     "plugin-config-switch": (5, False, "config-relabel"),
@@ -69,6 +79,7 @@ MIG_LABEL = "nvidia.com/mig.config"
 # what the driver manager compares with the node's state file before unloading anything (components/driver.py)
 DIGEST_ENV = "DRIVER_CONFIG_DIGEST"
 PLUGIN_LABEL = "nvidia.com/device-plugin.config"
+PREVIEW = "preview"      # operator mode: dist/<cluster>/preview/ holds the operands (outputs/operator.py PREVIEW)
 RESTARTS = {"device-plugin": ("device-plugin-restart", "device plugin restarts: no new GPU allocations meanwhile"),
             "dcgm-exporter": ("metrics-gap", "metrics gap while the DCGM exporter restarts"),
             "dcgm": ("metrics-gap", "metrics gap while the DCGM host engine restarts"),
@@ -156,9 +167,18 @@ def _docs(data: bytes | None) -> list:
         return []
 
 
-def _objects(tree: dict, cluster: str) -> dict[tuple[str, str], dict]:
+def _mode(entry: dict | None) -> str:
+    """The cluster's delivery (index.json `delivery`): "operator" (NVIDIA's operator renders the operands) or
+    "stack" (gpuop's own operands)."""
+    return "operator" if (entry or {}).get("delivery") == "operator" else "stack"
+
+
+def _objects(tree: dict, cluster: str, entry: dict | None = None) -> dict[tuple[str, str], dict]:
+    """The operands on the cluster's nodes: the rendered manifests, or in operator mode the operand preview,
+    whose DaemonSets equal what NVIDIA's operator deploys on every node-visible field
+    (tests/test_operator_differential.py). Its folder is fixed here, never read from index.json."""
     out = {}
-    prefix = f"{cluster}/manifests/"
+    prefix = f"{cluster}/{PREVIEW}/manifests/" if _mode(entry) == "operator" else f"{cluster}/manifests/"
     for path in sorted(tree):
         if path.startswith(prefix) and path.endswith(".yaml") and not path.endswith("kustomization.yaml"):
             for o in _docs(tree[path]):
@@ -263,7 +283,7 @@ def _driver_roll(ds: dict, old_ds: dict | None, nodes: int | None) -> dict:
     tag = lambda ref: ref.split("@")[0].rsplit(":", 1)[-1]      # noqa: E731 (tag of a digest-pinned ref too)
     version = f" ({tag(old_image)} -> {tag(image)})" if old_image and old_image != image else ""
     strategy = spec.get("updateStrategy") or {}
-    fields = {"nodes": nodes, "per_node_seconds": per_node}
+    fields = {"nodes": nodes, "per_node_seconds": per_node, "version": version}
     if strategy.get("type") == "OnDelete":
         return {**fields, "trigger": "pod-deletion", "waves": None, "text": (
             f"driver reinstall{version} on each node when its driver pod is deleted (autoUpgrade off: "
@@ -284,6 +304,126 @@ def _driver_roll(ds: dict, old_ds: dict | None, nodes: int | None) -> dict:
         f"driver reinstall{version}: {evict}, {drain}, {parallel}"
         f"{', ' + where if waves is not None else ' (' + where + ')'}, each up to "
         f"{_duration(per_node)} (startup probe){bound}")}
+
+
+# ---- operator mode: NVIDIA's upgrade controller rolls the driver ------------------------------------
+
+# NVIDIA's chart defaults of driver.upgradePolicy (../shared/refs/gpu-operator/values.yaml), for a key the
+# operator inputs leave out and the catalog has no chart defaults for
+UPGRADE_DEFAULTS = {"autoUpgrade": True, "maxParallelUpgrades": 1, "maxUnavailable": "25%",
+                    "gpuPodDeletion": {"timeoutSeconds": 300}, "drain": {"enable": False, "timeoutSeconds": 300}}
+OLM_POLICY = "operator/olm/policy/clusterpolicy-gpu-cluster-policy.yaml"    # outputs/operator.py olm_files
+
+
+def _merged(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def operator_upgrade_policy(tree: dict, cluster: str, entry: dict | None) -> dict:
+    """The driver upgrade policy NVIDIA's upgrade controller runs with: the chart values gpuop writes
+    (`operator/values.yaml`, over the chart defaults of the operator version) or, with OLM, the ClusterPolicy
+    gpuop writes (its `podDeletion` is the chart's `gpuPodDeletion`). gpuop writes the same policy into every
+    NVIDIADriver CR (plan/operator.py driver_spec), so one policy holds for the cluster."""
+    from gpuop.catalog import operator as operator_catalog
+
+    op = (entry or {}).get("operator") or {}
+    defaults = ((operator_catalog.chart_defaults(str(op.get("version") or "")) or {}).get("driver") or {}).get(
+        "upgradePolicy") or {}
+    policy = _merged(UPGRADE_DEFAULTS, defaults)
+    if op.get("install") == "olm":
+        doc = next(iter(_docs(tree.get(f"{cluster}/{OLM_POLICY}"))), {})
+        written = dict((((doc.get("spec") or {}).get("driver") or {}).get("upgradePolicy")) or {})
+        if "podDeletion" in written:
+            written["gpuPodDeletion"] = written.pop("podDeletion")
+    else:
+        doc = next(iter(_docs(tree.get(f"{cluster}/operator/values.yaml"))), {})
+        written = ((doc.get("driver") or {}).get("upgradePolicy")) or {}
+    return _merged(policy, written if isinstance(written, dict) else {})
+
+
+def driver_owners(tree: dict, cluster: str, entry: dict | None, pools: list[dict]) -> dict[str, str]:
+    """Operator mode: per pool, what owns the driver DaemonSet that runs there, as the operator names it (its
+    DaemonSet is named after its owner, not after the driver version as gpuop's preview is): the ClusterPolicy,
+    or with the NVIDIADriver CRD the CR whose nodeSelector the pool's nodes match (else the `default` CR, the
+    fallback for nodes no other CR selects). A pool whose owner changes gets a new DaemonSet."""
+    op = (entry or {}).get("operator") or {}
+    crs: list[dict] = []
+    if op.get("install") == "olm":
+        policy = next(iter(_docs(tree.get(f"{cluster}/{OLM_POLICY}"))), {})
+        crd = bool(((policy.get("spec") or {}).get("driver") or {}).get("useNvidiaDriverCRD"))
+        folder = f"{cluster}/operator/olm/policy/nvidiadriver-"
+        crs = [d for p in sorted(tree) if p.startswith(folder) for d in _docs(tree[p])]
+    else:
+        values = next(iter(_docs(tree.get(f"{cluster}/operator/values.yaml"))), {})
+        driver = values.get("driver") or {}
+        crd = bool((driver.get("nvidiaDriverCRD") or {}).get("enabled"))
+        crs = [o for o in values.get("extraObjects") or [] if isinstance(o, dict) and o.get("kind") == "NVIDIADriver"]
+    out = {}
+    for p in pools:
+        mine = p.get("nodeSelector") or {}
+        if not crd:
+            out[p["pool"]] = "ClusterPolicy cluster-policy"
+            continue
+        owner = next((f"NVIDIADriver {cr['metadata']['name']}" for cr in crs
+                      if not (cr.get("spec") or {}).get("default") and (cr["spec"].get("nodeSelector") or {})
+                      and all(mine.get(k) == v for k, v in cr["spec"]["nodeSelector"].items())), None)
+        out[p["pool"]] = owner or "NVIDIADriver default"
+    return out
+
+
+def _seconds(value) -> int | None:
+    """A timeout of the policy; 0 (or none) waits forever: None."""
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def _operator_driver_roll(policy: dict, ds: dict, old_ds: dict | None, nodes: int | None,
+                          managed: int | None) -> dict:
+    """What NVIDIA's upgrade controller does with a changed driver DaemonSet (OnDelete in every operator
+    version: assets/state-driver/0500_daemonset.yaml): node by node it moves the nodes through
+    upgrade-required -> cordon -> wait-for-jobs -> pod-deletion (GPU pods, gpuPodDeletion.timeoutSeconds)
+    -> drain (drain.enable, drain.timeoutSeconds) -> pod-restart (the new driver pod, bounded by its startup
+    probe) -> validation -> uncordon (NOTES.md, "Driver upgrades"). It starts at most maxParallelUpgrades nodes
+    at a time (0: all), and no more than maxUnavailable of the nodes it manages (a percentage rounded up,
+    as k8s-operator-libs' upgrade manager scales it). With autoUpgrade false nothing rolls until a driver pod
+    is deleted."""
+    base = _driver_roll(ds, old_ds, nodes)
+    probe = base["per_node_seconds"]
+    version = base["version"]
+    deletion = _seconds((policy.get("gpuPodDeletion") or {}).get("timeoutSeconds"))
+    drain_on = bool((policy.get("drain") or {}).get("enable"))
+    drain = _seconds((policy.get("drain") or {}).get("timeoutSeconds")) if drain_on else 0
+    steps = [f"GPU pods deleted (up to {_duration(deletion)})" if deletion else "GPU pods deleted (no timeout)",
+             (f"node drained (up to {_duration(drain)})" if drain else "node drained (no timeout)") if drain_on
+             else "no drain"]
+    per_node = probe + deletion + drain if deletion is not None and drain is not None else None
+    fields = {"nodes": nodes, "per_node_seconds": per_node}
+    if not policy.get("autoUpgrade", True):
+        return {**fields, "trigger": "pod-deletion", "waves": None, "text": (
+            f"driver reinstall{version} on each node when its driver pod is deleted (the operator's "
+            "upgradePolicy.autoUpgrade false: its driver DaemonSet is OnDelete and no upgrade controller runs); "
+            f"the driver manager evicts the GPU pods, up to {_duration(probe)} per node (startup probe)")}
+    parallel = policy.get("maxParallelUpgrades", 1)
+    most = policy.get("maxUnavailable", "25%")
+    per_wave = None
+    if managed:
+        cap = (math.ceil(managed * int(most[:-1]) / 100) if isinstance(most, str) and most.endswith("%")
+               else int(most))
+        per_wave = max(1, min(parallel or managed, cap))
+    waves = math.ceil(nodes / per_wave) if nodes and per_wave else None
+    total = waves * per_node if waves is not None and per_node is not None else None
+    limit = (f"{parallel} node(s) at a time (maxParallelUpgrades)" if parallel else "all nodes at once "
+             "(maxParallelUpgrades 0)") + f", at most {most} of its {managed if managed else '?'} node(s) unavailable"
+    where = (f"{nodes} node(s) -> {waves} wave(s) of {per_wave}" if waves is not None
+             else "node count unknown: set nodes on the pool")
+    each = f"each up to {_duration(per_node)} (pod deletion, drain, startup probe)" if per_node is not None else \
+        "no time bound: a pod deletion or drain timeout is 0 (waits forever)"
+    bound = f"; up to {_duration(total)} in all" if total is not None else ""
+    return {**fields, "waves": waves, "bound_seconds": total, "text": (
+        f"driver upgrade{version} by the operator's upgrade controller: node cordoned, {', '.join(steps)}, "
+        f"{limit}, {where}, {each}{bound}")}
 
 
 def _source(entry: dict | None, pool: str, label: str) -> str:
@@ -314,7 +454,8 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
     if old_entry is None:
         return [Effect(cluster, "cluster", "stack-added", "new cluster: the whole GPU stack is installed",
                        nodes=_total_nodes(_pools(new_entry)))]
-    before, after = _objects(old, cluster), _objects(new, cluster)
+    before, after = _objects(old, cluster, old_entry), _objects(new, cluster, new_entry)
+    operator = _mode(new_entry) == "operator"
     pools = _pools(new_entry) or _pools(old_entry)
     pool_keys = {k for p in pools for k in (p.get("nodeSelector") or {})}
     nodes = {p["pool"]: (p.get("nodes") or {}).get("max") for p in pools}
@@ -322,12 +463,18 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
     effects: list[Effect] = []
     changed_objects = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
     template_changed = set()
-    for key in sorted(changed_objects):
+    planned = _planned_move(new, cluster)
+    switch = _delivery_switch(cluster, old_entry, new_entry, all_nodes, planned)
+    bump = _operator_bump(cluster, old_entry, new_entry) if switch is None else None
+    effects += [e for e in (switch, bump) if e is not None]
+    # an operator version change rolls every operand: the chart's helm.sh/chart label is on each pod template
+    rolled = {k for k, o in after.items() if k[0] == "DaemonSet"} if bump is not None else set()
+    for key in sorted(changed_objects | rolled):
         kind, name = key
         if kind != "DaemonSet":
             continue
         b, a = before.get(key), after.get(key)
-        if b is not None and a is not None and b["spec"]["template"] == a["spec"]["template"]:
+        if key not in rolled and b is not None and a is not None and b["spec"]["template"] == a["spec"]["template"]:
             continue                               # no pod restarts: labels, annotations or the update strategy
         ds = a or b
         component = _component(ds)
@@ -345,8 +492,19 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
         elif component in RESTARTS:
             kind_, text = RESTARTS[component]
             effects.append(Effect(cluster, "all GPU nodes", kind_, text, **common))
-    if "driver" in template_changed:
-        effects += _driver_effects(cluster, before, after, pools, pool_keys, nodes)
+    if "driver" in template_changed and bump is not None:
+        effects += _bumped_drivers(cluster, before, after, pools, pool_keys, nodes, bump,
+                                   driver_owners(new, cluster, new_entry, pools))
+    if switch is not None and planned:
+        # the new delivery's driver pods replace the old's (another install config) at the new delivery's pace
+        effects += _driver_effects(cluster, {}, after, pools, pool_keys, nodes,
+                                   operator_upgrade_policy(new, cluster, new_entry) if operator else None)
+    elif "driver" in template_changed:
+        owners = None
+        if operator and _mode(old_entry) == "operator":
+            owners = (driver_owners(old, cluster, old_entry, pools), driver_owners(new, cluster, new_entry, pools))
+        effects += _driver_effects(cluster, before, after, pools, pool_keys, nodes,
+                                   operator_upgrade_policy(new, cluster, new_entry) if operator else None, owners)
     # per pool: MIG layout and device plugin config (labels and the configs behind them)
     old_labels = _pool_labels(old, cluster, before, pools)
     new_labels = _pool_labels(new, cluster, after, pools)
@@ -392,6 +550,125 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
     return sorted(set(effects), key=lambda e: (EFFECTS[e.kind][0], e.scope, e.text))
 
 
+def _operator_version(entry: dict | None) -> str:
+    return str(((entry or {}).get("operator") or {}).get("version") or "")
+
+
+def _operator_bump(cluster: str, old_entry: dict | None, new_entry: dict | None) -> Effect | None:
+    """An operator version change (both outputs in operator mode): the operator Deployment is replaced, the
+    chart's pre-upgrade hook upgrades its CRDs (operator.upgradeCRD, kept true), and every operand DaemonSet of
+    the ClusterPolicy rolls: the chart writes helm.sh/chart: gpu-operator-<version> into the ClusterPolicy's
+    daemonsets.labels (templates/_helpers.tpl operand-labels), which the operator puts on each one's pod
+    template (seen in NVIDIA's controller code through ../shared/tools/nvidia-operator; the DaemonSets of
+    NVIDIADriver CRs do not get it)."""
+    if _mode(old_entry) != "operator" or _mode(new_entry) != "operator":
+        return None
+    old, new = _operator_version(old_entry), _operator_version(new_entry)
+    if old == new:
+        return None
+    return Effect(cluster, "cluster", "operator-upgrade", f"GPU Operator {old} -> {new}: the operator is replaced, "
+                  "its CRDs upgraded by the chart's pre-upgrade hook, and every operand DaemonSet of the ClusterPolicy "
+                  "rolls (the chart's helm.sh/chart label is on each one's pod template; NVIDIADriver CRs' driver "
+                  "DaemonSets do not carry it)", objects=(f"{cluster}/operator/",))
+
+
+def _bumped_drivers(cluster, before, after, pools, pool_keys, nodes, bump: Effect, owners: dict) -> list[Effect]:
+    """Under an operator version change, a ClusterPolicy driver DaemonSet whose pod template is otherwise the
+    same: its pods restart with the same install config (DRIVER_CONFIG_DIGEST), so the driver manager keeps
+    the loaded driver. The DaemonSets of NVIDIADriver CRs carry no daemonsets.labels (NVIDIA's controller
+    code, tests/operator_differential.py's renderer): they do not restart. Changed ones are _driver_effects'."""
+    out = []
+    for p in pools or [{"pool": "", "nodeSelector": {}}]:
+        if not owners.get(p["pool"], "").startswith("ClusterPolicy"):
+            continue
+        a = next((d for (k, _), d in sorted(after.items()) if k == "DaemonSet" and _component(d) == "driver"
+                  and _matches(d, p, pool_keys)), None)
+        if a is None or before.get(("DaemonSet", a["metadata"]["name"])) != a:
+            continue
+        out.append(Effect(cluster, f"pool {p['pool']}" if p["pool"] else "all GPU nodes", "driver-restart",
+                          f"driver pods of {a['metadata']['name']} restart ({bump.text.split(':')[0]}) with the same "
+                          f"install config ({DIGEST_ENV}): the driver manager keeps the loaded driver; GPU pods keep "
+                          "running", pool=p["pool"] or None, nodes=nodes.get(p["pool"]), objects=(_obj_key(a),)))
+    return out
+
+
+# what happens when a cluster's delivery changes mode, step by step (NVIDIA's chart and operator, Argo CD and
+# Flux as gpuop writes their objects: the same Application / HelmRelease gpuop-<cluster> in both modes)
+SWITCH_STEPS = {
+    ("operator", "stack"): (
+        "the Application / HelmRelease gpuop-{c} switches from NVIDIA's chart to gpuop's: Argo CD prunes, Flux "
+        "uninstalls, the old release's objects",
+        "the ClusterPolicy goes with them (NVIDIA's chart marks it helm.sh/resource-policy: keep only with "
+        "operator.cleanupCRD) and the garbage collector deletes every operand it owns (ownerReferences) on every "
+        "GPU node at once: driver, toolkit, device plugin, GFD, DCGM exporter, MIG manager, validator; gpuop's "
+        "DaemonSets of the same names, applied over them, keep the ClusterPolicy's ownerReference and go too",
+        "gpuop's stack then starts on every node at once; its driver manager finds another install config "
+        "(DRIVER_CONFIG_DIGEST) and reinstalls the driver: GPU pods evicted on every node",
+        "the CRDs stay (operator.cleanupCRD false, Helm never deletes crds/)",
+    ),
+    ("stack", "operator"): (
+        "the Application / HelmRelease gpuop-{c} switches from gpuop's chart to NVIDIA's: Argo CD prunes, Flux "
+        "uninstalls, gpuop's operands on every GPU node at once",
+        "NVIDIA's operator starts and, once its ClusterPolicy is reconciled, creates its operands (no "
+        "DaemonSet before a node has nvidia.com/gpu.present=true)",
+        "its driver pods find another install config (DRIVER_CONFIG_DIGEST) and reinstall the driver: GPU pods "
+        "evicted on every node; no device plugin advertises GPUs in between",
+    ),
+}
+
+
+# Planned (spec.delivery.moveFrom): PruneLast and PrunePropagationPolicy=orphan (Flux: uninstall
+# deletionPropagation orphan) on the Application / HelmRelease (outputs/rollout.py MOVE_SYNC_OPTIONS)
+MOVE_STEPS = {
+    ("operator", "stack"): (
+        "gpuop's stack is applied first: its DaemonSets of the operator's names (nvidia-driver-daemonset, ...) "
+        "are updated in place and roll by gpuop's update strategy (the driver below)",
+        "then, the stack synced and healthy, the old release's objects are pruned with their dependents "
+        "orphaned: the ClusterPolicy, the NVIDIADriver CRs and the operator Deployment go, no operand is deleted",
+        "left to you: the orphaned operator ReplicaSet (delete it) and the DaemonSets of NVIDIADriver CRs "
+        "(nvidia-gpu-driver-*), whose pods keep the pool's driver until you delete them node by node (gpuop's "
+        "driver pods wait for them: anti-affinity on app.kubernetes.io/component=nvidia-driver)",
+        "the CRDs stay (operator.cleanupCRD false); then drop spec.delivery.moveFrom",
+    ),
+    ("stack", "operator"): (
+        "NVIDIA's operator is installed first and its ClusterPolicy reconciled: the operator takes gpuop's "
+        "DaemonSets of its names over in place, its upgrade controller rolls the driver (below)",
+        "then, the ClusterPolicy healthy, gpuop's remaining objects are pruned with their dependents orphaned: "
+        "no operand is deleted",
+        "left to you: the orphaned pods of gpuop's per-variant driver DaemonSets, deleted node by node (the "
+        "operator's driver pods wait for them: anti-affinity on app.kubernetes.io/component=nvidia-driver); then "
+        "drop spec.delivery.moveFrom",
+    ),
+}
+
+
+def _planned_move(tree: dict, cluster: str) -> bool:
+    """Whether the new output carries a planned move (the Application's sync options, outputs/rollout.py)."""
+    app = next(iter(_docs(tree.get(f"{cluster}/argocd/application.yaml"))), {})
+    options = (((app.get("spec") or {}).get("syncPolicy") or {}).get("syncOptions")) or []
+    return "PrunePropagationPolicy=orphan" in options
+
+
+def _delivery_switch(cluster: str, old_entry: dict | None, new_entry: dict | None, nodes: int | None,
+                     planned: bool = False) -> Effect | None:
+    """A cluster moved between delivery modes: what happens, in order. What does not happen follows from the
+    comparison of the operands (the preview of the operator's with gpuop's): a MIG layout or device-plugin
+    config left as it was is no reconfiguration. Unplanned, the switch is destructive on every node at once;
+    planned (spec.delivery.moveFrom), the old objects go last and orphan their operands."""
+    old, new = _mode(old_entry), _mode(new_entry)
+    if old == new:
+        return None
+    steps = (MOVE_STEPS if planned else SWITCH_STEPS)[(old, new)]
+    told = "; ".join(f"({i}) {step.format(c=cluster)}" for i, step in enumerate(steps, 1))
+    objects = (f"{cluster}/argocd/application.yaml", f"{cluster}/flux/helmrelease.yaml")
+    if planned:
+        return Effect(cluster, "cluster", "delivery-move", f"planned move {old} -> {new}: {told}", nodes=nodes,
+                      objects=objects)
+    return Effect(cluster, "cluster", "delivery-switch", f"delivery {old} -> {new}: {told}; set "
+                  f"spec.delivery.moveFrom: {old} to move without deleting the operands", nodes=nodes, waves=1,
+                  objects=objects)
+
+
 def _total_nodes(pools: list[dict]) -> int | None:
     counts = [(p.get("nodes") or {}).get("max") for p in pools]
     return sum(counts) if counts and None not in counts else None
@@ -402,19 +679,31 @@ def _cm_key(objs: dict, name: str) -> str:
     return _obj_key(cm) if cm else ""
 
 
-def _driver_effects(cluster, before, after, pools, pool_keys, nodes) -> list[Effect]:
+def _driver_effects(cluster, before, after, pools, pool_keys, nodes, policy: dict | None = None,
+                   owners: tuple[dict, dict] | None = None) -> list[Effect]:
     """Per pool, the driver DaemonSet that runs there before and after: same name and pod template is
     nothing; otherwise the driver is reinstalled (a renamed DaemonSet too: its pods start fresh), or
-    unloaded when no driver DaemonSet runs there any more."""
+    unloaded when no driver DaemonSet runs there any more. `policy`: operator mode, the upgrade policy
+    NVIDIA's upgrade controller rolls the driver with (operator_upgrade_policy); None: the stack's
+    DaemonSet update strategy. `owners`: operator mode, per pool before and after, what owns its driver
+    DaemonSet (driver_owners): the operator's DaemonSet identity, in place of the preview's names."""
     def drivers(objs):
         return [o for (k, _), o in sorted(objs.items()) if k == "DaemonSet" and _component(o) == "driver"]
     old_ds, new_ds = drivers(before), drivers(after)
+    pools = pools or [{"pool": "", "nodeSelector": {}}]
+    runs_on = {p["pool"]: next((d for d in new_ds if _matches(d, p, pool_keys)), None) for p in pools}
+
+    def managed(ds) -> int | None:
+        """The nodes one driver DaemonSet (one NVIDIADriver CR / the ClusterPolicy's driver) runs on."""
+        counts = [nodes.get(name) for name, d in runs_on.items() if d is ds]
+        return sum(counts) if counts and None not in counts else None
+
     out = []
-    for p in pools or [{"pool": "", "nodeSelector": {}}]:
+    for p in pools:
         scope = f"pool {p['pool']}" if p["pool"] else "all GPU nodes"
         pool = p["pool"] or None
         b = next((d for d in old_ds if _matches(d, p, pool_keys)), None)
-        a = next((d for d in new_ds if _matches(d, p, pool_keys)), None)
+        a = runs_on[p["pool"]]
         if a is None and b is None:
             continue
         if a is None:
@@ -423,22 +712,60 @@ def _driver_effects(cluster, before, after, pools, pool_keys, nodes) -> list[Eff
                               "preinstalled on the nodes", pool=pool, nodes=nodes.get(p["pool"]), waves=1,
                               objects=(_obj_key(b),)))
             continue
-        if b is not None and b["metadata"]["name"] == a["metadata"]["name"] and \
-                b["spec"]["template"] == a["spec"]["template"]:
+        if owners is None:
+            same = b is not None and b["metadata"]["name"] == a["metadata"]["name"]
+        else:                                      # the operator names its DaemonSets after their owner
+            same = b is not None and owners[0].get(p["pool"]) == owners[1].get(p["pool"])
+        if same and _pod(b) == _pod(a):
             continue
         keys = tuple(sorted({_obj_key(a)} | ({_obj_key(b)} if b is not None else set())))
-        if b is not None and b["metadata"]["name"] == a["metadata"]["name"] and _config_digest(b) and \
-                _config_digest(b) == _config_digest(a):
+        if same and _config_digest(b) and _config_digest(b) == _config_digest(a):
             out.append(Effect(cluster, scope, "driver-restart", f"driver pods of {a['metadata']['name']} restart "
                               f"with the same install config ({DIGEST_ENV}): the driver manager keeps the loaded "
                               "driver; GPU pods keep running", pool=pool, nodes=nodes.get(p["pool"]), objects=keys))
             continue
-        roll = _driver_roll(a, b, nodes.get(p["pool"]))
+        if b is not None and not same:
+            if owners is not None:
+                keys = (owners[0][p["pool"]], owners[1][p["pool"]]) + keys
+            out.append(_replaced(cluster, scope, pool, a, b, nodes.get(p["pool"]), keys, owners))
+            continue
+        if policy is None:
+            roll = _driver_roll(a, b, nodes.get(p["pool"]))
+        else:
+            roll = _operator_driver_roll(policy, a, b, nodes.get(p["pool"]), managed(a))
+        roll.pop("version", None)
         text = roll.pop("text")
-        if b is not None and b["metadata"]["name"] != a["metadata"]["name"]:
-            text = f"driver DaemonSet {b['metadata']['name']} replaced by {a['metadata']['name']}: " + text
         out.append(Effect(cluster, scope, "driver-reinstall", text, pool=pool, objects=keys, **roll))
     return out
+
+
+def _pod(ds: dict) -> dict:
+    """A driver DaemonSet's pod template without its name (the preview names it after the driver version;
+    in operator mode the owner names the DaemonSet)."""
+    return json.loads(json.dumps(ds["spec"]["template"]).replace(f'"{ds["metadata"]["name"]}"', '"-"'))
+
+
+def _replaced(cluster, scope, pool, a: dict, b: dict, nodes: int | None, keys: tuple,
+              owners: tuple[dict, dict] | None) -> Effect:
+    """A pool's driver moves to another DaemonSet: no update strategy and no upgrade controller paces that.
+    The old DaemonSet goes at once (pruned by Argo CD / Flux; in operator mode deleted with the NVIDIADriver
+    CR or ClusterPolicy that owns it), so the pool's driver pods all stop together, and the new DaemonSet
+    starts a pod on every node as soon as the old one is gone (the driver pods' anti-affinity on
+    app.kubernetes.io/component=nvidia-driver), each reinstalling the driver: one wave of every node."""
+    roll = _driver_roll(a, b, nodes)
+    per_node = roll["per_node_seconds"]
+    if owners is not None:
+        old, new = owners[0].get(pool or ""), owners[1].get(pool or "")
+        head = (f"driver moves from the DaemonSet of {old} to that of {new} (the operator deletes the old one with "
+                "its owner)")
+    else:
+        head = f"driver DaemonSet {b['metadata']['name']} replaced by {a['metadata']['name']} (pruned)"
+    return Effect(cluster, scope, "driver-reinstall", (
+        f"{head}: driver reinstall"
+        f"{roll['version']} on every node of the pool at once, no update strategy or upgrade policy paces a new "
+        f"DaemonSet; GPU pods evicted by the driver manager, {nodes if nodes is not None else '?'} node(s) in 1 "
+        f"wave, up to {_duration(per_node)} (startup probe)"), pool=pool, nodes=nodes, waves=1,
+        per_node_seconds=per_node, bound_seconds=per_node, objects=keys)
 
 
 def _mig_entry(config: str, name: str):
@@ -464,6 +791,7 @@ def impact(old: dict, new: dict, root: str = "dist", diffs: list | None = None) 
     for cluster in sorted(set(before) | set(after)):
         out += cluster_effects(cluster, old, new, before.get(cluster), after.get(cluster))
     gone = {e.cluster for e in out if e.kind == "stack-removed"}
+    moved = {e.cluster for e in out if e.kind == "delivery-move"}
     if diffs is None:
         try:
             diffs = diff_trees(old, new, root)
@@ -473,6 +801,8 @@ def impact(old: dict, new: dict, root: str = "dist", diffs: list | None = None) 
         for c in section.destructive:
             if section.name in gone and c.what == f"{section.name}/":
                 continue                           # the cluster's removal is its stack-removed effect
+            if section.name in moved and c.destructive.startswith("release replaced"):
+                continue                           # a planned move: the old release goes last, orphaning (delivery-move)
             cluster = "fleet" if section.name == FLEET else section.name
             entry = before.get(cluster)
             out.append(Effect(cluster, "cluster" if cluster != "fleet" else "fleet", "gitops-deletion",

@@ -27,9 +27,11 @@ from gpuop.outputs import rollout
 
 
 def application(plan: StackPlan, gitops, chart_path: str) -> dict:
-    return gitops_objects.stack_application(plan, gitops, chart_path,
-                                            rollout.argocd_retry(plan),    # sized for a driver rebuild per node
-                                            "0" if plan.nfd.mode == "deploy" else None)
+    app = gitops_objects.stack_application(plan, gitops, chart_path,
+                                           rollout.argocd_retry(plan),    # sized for a driver rebuild per node
+                                           "0" if plan.nfd.mode == "deploy" else None)
+    app["spec"]["syncPolicy"]["syncOptions"] += rollout.move_sync_options(plan)   # a planned move: old objects last
+    return app
 
 
 def nfd_application(plan: StackPlan, gitops) -> dict | None:

@@ -76,6 +76,7 @@ def objects(plan: StackPlan, gitops, chart_path: str, kinds: frozenset = frozens
         install=rollout.flux_install(),
         upgrade=rollout.flux_upgrade(),              # never rolls a slow driver upgrade back
         driftDetection=drift.flux_drift_detection(),
+        **rollout.move_uninstall(plan),              # a planned move: the old release's objects orphan what they own
         values={"createNamespace": True})            # the release owns its Namespace on this path
     exprs = health.flux_health_check_exprs({(g, k) for g, k, _ in kinds})
     if exprs:

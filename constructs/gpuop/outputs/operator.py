@@ -48,6 +48,7 @@ import copy
 from gpuop.catalog import operator as operator_catalog
 from gpuop.kube.yamlio import dump, load
 from gpuop.outputs import gitops as gitops_objects
+from gpuop.outputs import rollout
 from gpuop.plan import chartmap
 from gpuop.plan.model import StackPlan
 
@@ -276,7 +277,8 @@ def helm_application(plan: StackPlan, gitops) -> dict:
         gitops, f"gpuop-{plan.name}", _labels(plan), project=gitops.argocd.project, namespace=plan.namespace,
         source=gitops_objects.chart_source(op.chart_repository, op.chart, op.version, helm),
         sync=gitops_objects.sync_policy(["ServerSideApply=true", "CreateNamespace=true",
-                                         "RespectIgnoreDifferences=true", "SkipDryRunOnMissingResource=true"],
+                                         "RespectIgnoreDifferences=true", "SkipDryRunOnMissingResource=true",
+                                         *rollout.move_sync_options(plan)],     # a planned move: old objects last
                                         namespace_labels=privileged),
         ignore_differences=[{"group": g, "kind": k, "jsonPointers": list(p)} for g, k, p in drift(op.values)])
 
@@ -291,6 +293,7 @@ def flux_objects(plan: StackPlan, gitops) -> dict[str, dict]:
         chart=gitops_objects.repository_chart(op.chart, op.version, "nvidia", f.namespace, None),
         driftDetection={"mode": "enabled", "ignore": [
             {"paths": list(p), "target": {"group": g, "kind": k}} for g, k, p in drift(op.values)]},
+        **rollout.move_uninstall(plan),
         values=chart_values(plan))
     return {"helmrepository.yaml": repo, "helmrelease.yaml": release}
 
@@ -357,7 +360,7 @@ def olm_application(plan: StackPlan, gitops, path: str) -> dict:
     return gitops_objects.application(
         gitops, f"gpuop-{plan.name}", _labels(plan), project=gitops.argocd.project, namespace=plan.namespace,
         source=gitops_objects.git_source(gitops.repoURL, gitops.revision, path),
-        sync=gitops_objects.sync_policy(["ServerSideApply=true"], {"limit": 10, "backoff": {
+        sync=gitops_objects.sync_policy(["ServerSideApply=true", *rollout.move_sync_options(plan)], {"limit": 10, "backoff": {
             "duration": "30s", "factor": 2, "maxDuration": "5m"}}))
 
 

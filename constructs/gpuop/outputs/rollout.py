@@ -101,3 +101,22 @@ def argocd_retry(plan: StackPlan | None = None) -> dict:
     fleet-wide template, any cluster may have a driver), or one operand start without a driver."""
     most = PER_WAVE_SECONDS if plan is None or has_driver(plan) else OPERAND_SECONDS
     return {"limit": 10, "refresh": True, "backoff": {"duration": "30s", "factor": 2, "maxDuration": _duration(most)}}
+
+
+# A planned move between the delivery modes (spec.delivery.moveFrom): the same Application / HelmRelease
+# gpuop-<cluster> switches from one delivery's objects to the other's. Without these, Argo CD prunes, and
+# Flux uninstalls, the old delivery's objects in the same sync, and deleting NVIDIA's ClusterPolicy (or
+# gpuop's DaemonSets) takes every operand it owns off every GPU node at once.
+MOVE_SYNC_OPTIONS = ("PruneLast=true",                  # the old objects go after the new ones are synced and healthy
+                     "PrunePropagationPolicy=orphan")   # ...and what they own (operands, pods) stays
+
+
+def move_sync_options(plan: StackPlan) -> list[str]:
+    """Argo CD sync options of the cluster's Application during a planned move; [] otherwise."""
+    return list(MOVE_SYNC_OPTIONS) if plan.move_from else []
+
+
+def move_uninstall(plan: StackPlan) -> dict:
+    """HelmRelease spec fields during a planned move: Flux uninstalls the old release (its chart and release name
+    change) orphaning what its objects own; {} otherwise."""
+    return {"uninstall": {"deletionPropagation": "orphan"}} if plan.move_from else {}

@@ -200,7 +200,8 @@ def build_plan(valid: Validated, cat: Catalog) -> StackPlan:
         smoke_test=Image(release.smokeTest.image, release.smokeTest.version) if release.smokeTest else None,
     )
     plan = pin_digests(valid, plan)
-    return dataclasses.replace(plan, operator=operator_plan.build(spec, plan, cat))   # None in stack mode
+    return dataclasses.replace(plan, operator=operator_plan.build(spec, plan, cat),   # None in stack mode
+                               move_from=spec.delivery.moveFrom)
 
 
 PROXIED = components.PROXIED      # the containers that fetch from outside (packages; the toolkit's image pulls none,

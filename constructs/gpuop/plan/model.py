@@ -450,6 +450,7 @@ class StackPlan:
     dra: DraPlan | None = None                        # None: no pool uses allocation: dra (plan/dra.py)
     smoke_test: Image | None = None                   # the chart's `helm test` image (below imageRegistry)
     operator: OperatorPlan | None = None              # spec.delivery.mode: operator (plan/operator.py)
+    move_from: str | None = None                      # spec.delivery.moveFrom: the delivery moved from (None: no move)
     capacity: ClusterCapacity = field(default_factory=ClusterCapacity)   # per pool resources (plan/capacity.py)
     distribution: str = "generic"                      # spec.platform.distribution (catalog/distributions.py)
     runtime_config_source: str | None = None          # toolkit RUNTIME_CONFIG_SOURCE (None: the toolkit's default)

@@ -683,6 +683,20 @@ class Delivery(Model):
         "ConfigMaps they reference), checked against the operator's run-time rules. Omitted: stack."))
     operator: OperatorDelivery = Field(default_factory=OperatorDelivery, description=(
         "Operator mode settings. Omitted: the stack release's operator, helm (olm on OpenShift)."))
+    moveFrom: Literal["stack", "operator"] | None = Field(None, description=(
+        "The delivery the cluster runs today, when `mode` moves it to the other one (a planned move): the Argo CD "
+        "Application prunes the old delivery's objects last (PruneLast) and orphans what they own "
+        "(PrunePropagationPolicy=orphan), Flux uninstalls the old release with deletionPropagation orphan, so "
+        "the switch deletes no operand and the new delivery takes the nodes over by its own pace "
+        "(docs/operator.md). Remove it once the move is done. Omitted: no move (the old delivery's objects, and "
+        "every operand they own, are deleted in the same sync)."))
+
+    @model_validator(mode="after")
+    def _a_move(self) -> "Delivery":
+        if self.moveFrom is not None and self.moveFrom == self.mode:
+            raise ValueError(f"moveFrom: {self.moveFrom} names the mode itself; a move comes from the other mode, "
+                             "drop moveFrom once the move is done")
+        return self
 
 
 class ClusterSpec(Model):

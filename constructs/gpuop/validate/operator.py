@@ -372,6 +372,30 @@ def check_version_settings(ctx: Context) -> list:
     return out
 
 
+@rule("operator-version-catalog", source="catalog/data/operator-chart/ (NVIDIA's chart defaults per operator "
+      "version) and catalog/data/releases.yaml (each stack release's operatorVersion)")
+def check_version_catalog(ctx: Context) -> list:
+    """A pinned GPU Operator version gpuop has no chart defaults of, or whose operands are not the stack
+    release's: the values would carry another release's operand versions into that version's chart."""
+    version = ctx.spec.delivery.operator.version
+    ocat = operator_catalog.load()
+    if version is None or ocat.get(version) is None:       # unknown versions: check_version_settings
+        return []
+    known = operator_catalog.compiled_versions()
+    release = ctx.release
+    supported = ", ".join(f'"{v}"' for v in known)
+    if version not in known:
+        return [ctx.at(OP + ("version",), f'Unsupported value: "{version}": gpuop has no catalog data (chart '
+                       f"defaults, operand versions) for GPU Operator {version}, so its values would carry GPU "
+                       f"Operator {release.operatorVersion}'s operand versions (stack release {release.name}) into "
+                       f"the {version} chart; supported values: {supported}")]
+    if version != release.operatorVersion:
+        return [ctx.at(OP + ("version",), f'Unsupported value: "{version}": stack release {release.name} '
+                       f"(spec.release) ships the operands of GPU Operator {release.operatorVersion}, not {version}; "
+                       f"pin the release that ships {version} or drop spec.delivery.operator.version")]
+    return []
+
+
 @rule("operator-olm", source="Red Hat certified-operators catalog: the GPU Operator bundle's "
       "com.redhat.openshift.versions")
 def check_olm_fit(ctx: Context) -> list:
@@ -417,5 +441,5 @@ RULES = ((check_overlapping_driver_selectors, check_operand_placement, check_dis
           check_gpu_pod_deletion_off, check_node_status_exporter_monitor, check_gds_with_precompiled,
           check_gds_without_open_modules, check_pool_sidecars_without_driver, check_pool_sidecars_without_driver_crd,
           check_digest_with_precompiled, check_cluster_policy_with_gpu_cluster, check_device_plugin_and_dra,
-          check_version_settings, check_olm_fit, check_not_carried, check_kubelet_root_dir,
+          check_version_settings, check_version_catalog, check_olm_fit, check_not_carried, check_kubelet_root_dir,
           check_preinstalled_driver_label),)
