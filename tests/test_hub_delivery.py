@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import textwrap
 
 import pytest
 import yaml
+from hypothesis import given, settings as hsettings, strategies as st
 
 from gpuop.kube.yamlio import load
 from gpuop.verify import cel
@@ -49,7 +51,7 @@ def hub(tmp_path_factory):
     shutil.copytree(REPO / "profiles", w / "profiles")
     for name, body in HUB_PROFILES.items():
         (w / "profiles" / f"{name}.yaml").write_text(
-            "apiVersion: gpuop/v1alpha1\nkind: ClusterProfile\n" + __import__("textwrap").dedent(body))
+            "apiVersion: gpuop/v1alpha1\nkind: ClusterProfile\n" + textwrap.dedent(body))
     write_profile(w / "profiles", "ocp-operator", OCP.replace(
         "delivery: {mode: operator,", "delivery: {destination: {name: ocp-east}, mode: operator,"))
     settings = yaml.safe_load((REPO / "gpuop.yaml").read_text())
@@ -261,3 +263,77 @@ def test_oci_source_takes_the_settings_secret(workdir, tmp_path, crds):
     run_gpuop("synth", "-o", "out", cwd=w, check=True)
     oci = load((w / "out" / "prod-east" / "flux" / "ocirepository.yaml").read_text())
     assert oci["spec"]["secretRef"] == {"name": "ghcr-pull"} and crds.errors(oci) == []
+
+
+# ---- no secret value can reach dist/ ---------------------------------------------------------------------------
+
+REFERENCE_FIELDS = ("destination.kubeConfigSecret", "credentials.nfd.flux", "credentials.nfd.argocd",
+                    "credentials.operator.flux", "credentials.dra.argocd", "settings.flux.secretRef",
+                    "settings.argocd.repositorySecret")
+
+
+def _accepts(field: str, value: str) -> bool:
+    from pydantic import ValidationError
+
+    from gpuop.profile.models import Delivery
+    from gpuop.profile.settings import GitOps
+
+    head, *path = field.split(".")
+    doc: dict = {}
+    node = doc
+    for part in path[:-1]:
+        node = node.setdefault(part, {})
+    node[path[-1]] = value
+    try:
+        if head == "settings":
+            GitOps.model_validate({"repoURL": "https://git.example.com/gpu.git", **doc})
+        else:
+            Delivery.model_validate({head: doc})
+    except ValidationError:
+        return False
+    return True
+
+
+@pytest.mark.fast
+@hsettings(max_examples=150, deadline=None)
+@given(value=st.text(min_size=1, max_size=80), field=st.sampled_from(REFERENCE_FIELDS))
+def test_a_reference_field_takes_a_secret_name_never_a_value(value, field):
+    """Whatever is written where a Secret is referenced, gpuop accepts only a Kubernetes object name: a password,
+    a token, a key or a kubeconfig is refused before anything is compiled."""
+    from gpuop.kube.types import is_dns_subdomain
+
+    assert _accepts(field, value) == is_dns_subdomain(value), (field, value)
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("value", ["ghp_0123456789abcdefABCDEF", "-----BEGIN OPENSSH PRIVATE KEY-----",
+                                   "user:hunter2", "apiVersion: v1\nkind: Config", "c2VjcmV0"])
+def test_secret_shaped_values_are_refused_in_every_reference_field(value):
+    assert not any(_accepts(f, value) for f in REFERENCE_FIELDS)
+
+
+def test_credentials_in_a_destination_url_are_refused_and_never_echoed(tmp_path):
+    (tmp_path / "profiles").mkdir()
+    shutil.copy(REPO / "gpuop.yaml", tmp_path / "gpuop.yaml")
+    (tmp_path / "profiles" / "c.yaml").write_text(textwrap.dedent("""\
+        apiVersion: gpuop/v1alpha1
+        kind: ClusterProfile
+        metadata: {name: c}
+        spec:
+          platform: {type: kubernetes, version: "1.33"}
+          os: ubuntu24.04
+          delivery: {destination: {server: "https://admin:S3cr3tT0ken@api.example.com:6443"}}
+          nodePools: [{name: a, gpu: L4, nodes: 1}]
+        """))
+    proc = run_gpuop("synth", "profiles", "-o", "dist", cwd=tmp_path)
+    assert proc.returncode == 2 and "S3cr3tT0ken" not in proc.stderr and "***@" in proc.stderr
+    assert "spec.delivery.destination.server" in proc.stderr and not (tmp_path / "dist").exists()
+
+
+def test_no_credential_field_is_in_the_hub_output(hub):
+    dist, _ = hub
+    for p in dist.rglob("*"):
+        if p.is_file() and p.suffix in (".yaml", ".json"):
+            text = p.read_text()
+            assert not re.search(r"(?m)^\s*(password|username|sshPrivateKey|bearerToken|stringData|"
+                                 r"githubAppPrivateKey|value\.yaml)\s*:", text), p

@@ -673,12 +673,21 @@ def _argo_cluster_name(v: str) -> str:
     return v
 
 
-def _https_server(v: str) -> str:
-    from gpuop.profile.settings import url_problem
+_SERVER = re.compile(r"https://([A-Za-z0-9.-]{1,253})(?::([0-9]{1,5}))?(/[A-Za-z0-9._~/-]*)?")
 
-    problem = url_problem(v, ("https",))
+
+def _https_server(v: str) -> str:
+    # an API server URL: https, a host, a port, a path; no credentials, query, fragment or template syntax
+    from gpuop.profile.bounded import host_problem
+
+    m = _SERVER.fullmatch(v) if len(v) <= 2048 else None
+    problem = ("is not https://HOST[:PORT][/PATH] (no credentials, query or fragment)" if m is None else
+               host_problem(m.group(1)) or (None if m.group(2) is None or 1 <= int(m.group(2)) <= 65535
+                                            else "has a port outside 1..65535"))
     if problem:
-        raise ValueError(f"{v[:80]!r} is not an API server URL gpuop accepts: it {problem}")
+        shown = re.sub(r"(?<=://)[^/]*@", "***@", v)          # never echo a password into a CI log
+        shown = shown if len(shown) <= 80 else shown[:80] + "..."
+        raise ValueError(f"{shown!r} is not an API server URL gpuop accepts: it {problem}")
     return v
 
 

@@ -8,12 +8,10 @@ pass reports them.
 
 from __future__ import annotations
 
-import json
 import re
 
 from gpuop.catalog.names import did_you_mean
 from gpuop.errors import Issue
-from gpuop.kube.types import SYSTEM_PRIORITY_CLASSES
 from gpuop.validate.rules import Context, rule
 
 PLAIN = True
@@ -184,22 +182,5 @@ def check_gpu_model_known(ctx: Context) -> list[Issue]:
             if (gpu_name := _str(pool, "gpu")) is not None and gpu_name not in cat.gpus]
 
 
-@rule("priority-class-exists", source="k8s.io/kubernetes plugin/pkg/admission/priority (a pod's priorityClassName "
-      "must name an existing PriorityClass); pkg/apis/scheduling SystemPriorityClasses (the built-in ones)")
-def check_priority_class_exists(ctx: Context) -> list[Issue]:
-    """A spec.daemonsets.priorityClassName that is neither built in nor declared as the cluster's own
-    (spec.clusterOwned.priorityClasses): every GPU pod would be refused, and `gpuop synth` would refuse the
-    stack. Checked here so `gpuop validate` says what synth does, at the field."""
-    name = _str(_spec(ctx), "daemonsets", "priorityClassName")
-    owned = _get(_spec(ctx), "clusterOwned", "priorityClasses")
-    owned = owned if isinstance(owned, list) else []
-    if name is None or name in SYSTEM_PRIORITY_CLASSES or name in owned:
-        return []
-    return [ctx.at(("spec", "daemonsets", "priorityClassName"),
-                   f"Invalid value: {json.dumps(name)}: no PriorityClass with name {name} was found; gpuop cannot see the "
-                   f"cluster: name a built-in one ({', '.join(SYSTEM_PRIORITY_CLASSES)}) or declare the cluster's own "
-                   f"in spec.clusterOwned.priorityClasses")]
-
-
 RULES = ((check_reserved_cluster_name, check_release_known, check_platform_version_in_matrix, check_os_fits_platform,
-          check_driver_branch_known, check_pool_names_unique, check_gpu_model_known, check_priority_class_exists),)
+          check_driver_branch_known, check_pool_names_unique, check_gpu_model_known),)
