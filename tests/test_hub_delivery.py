@@ -337,3 +337,17 @@ def test_no_credential_field_is_in_the_hub_output(hub):
             text = p.read_text()
             assert not re.search(r"(?m)^\s*(password|username|sshPrivateKey|bearerToken|stringData|"
                                  r"githubAppPrivateKey|value\.yaml)\s*:", text), p
+
+
+def test_the_report_names_each_destination_and_the_secrets_the_hub_must_hold(hub):
+    dist, _ = hub
+    run_gpuop("report", cwd=dist.parent, check=True)
+    html = (dist.parent / "report" / "index.html").read_text()
+    assert ('<p id="secrets">Secrets the engines need for this repository (by name; gpuop writes none): '
+            "Argo CD repository Secret gpu-clusters-repo; Flux source secretRef gpu-clusters-git</p>") in html
+    section = html[html.index('id="c-hub-dra"'):html.index('id="c-hub-operator"')]
+    assert ('<p class="hub">delivered to: Argo CD server https://dra.gpu.example.com:6443; Flux kubeconfig Secret '
+            "hub-dra-kubeconfig; dra chart credentials: flux Secret dra-charts; nfd chart credentials: argocd Secret "
+            "nfd-charts-creds, flux Secret nfd-charts</p>") in section
+    assert 'delivery <span class="delivery">operator v26.7.0 (helm)</span>' in \
+        html[html.index('id="c-hub-operator"'):]

@@ -153,7 +153,9 @@ def _cluster(plan, entry: dict, effects: list, before: dict | None = None, label
     return (f'<h2 id="c-{escape(plan.name)}">{escape(plan.name)}</h2>'
             f'<p>{escape(plan.platform)} {escape(plan.platform_version)} &middot; stack release '
             f'{escape(plan.release)} &middot; delivery <span class="delivery">{escape(delivery(plan))}</span> &middot; '
-            f'chart {chart} &middot; namespace {escape(plan.namespace)}</p>{changes}'
+            f'chart {chart} &middot; namespace {escape(plan.namespace)}</p>'
+            + (f'<p class="hub">delivered to: {escape(hub(entry))}</p>' if hub(entry) else "")
+            + f'{changes}'
             f'<div class="scroll"><table class="pools"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
             "</table></div>")
 
@@ -184,6 +186,20 @@ def partial_totals(plans) -> tuple[int, object, list[str]]:
     return physical, advertised, left
 
 
+def hub(entry: dict) -> str:
+    """Where the engines deliver the cluster and the Secrets (by name) they need for it: index.json's
+    destination, fluxKubeConfig and credentials, or "" when the profile names none."""
+    parts = []
+    dest = entry.get("destination") or {}
+    if dest:
+        parts.append("Argo CD " + ", ".join(f"{k} {v}" for k, v in sorted(dest.items())))
+    if entry.get("fluxKubeConfig"):
+        parts.append(f"Flux kubeconfig Secret {entry['fluxKubeConfig']}")
+    for repo, engines in sorted((entry.get("credentials") or {}).items()):
+        parts.append(f"{repo} chart credentials: " + ", ".join(f"{e} Secret {s}" for e, s in sorted(engines.items())))
+    return "; ".join(parts)
+
+
 def _fleet_total(plans) -> str:
     physical, advertised, left = partial_totals(plans)
     scope = (f"all {len(plans)} cluster(s)" if not left else
@@ -196,9 +212,10 @@ def _fleet_total(plans) -> str:
 
 
 def html(plans, index: dict, effects: list, against: str | None = None, before: dict | None = None,
-         labels: dict | None = None) -> str:
+         labels: dict | None = None, secrets: dict | None = None) -> str:
     """The page. `before`: with a revision, the index entries at it (cluster -> entry); `labels`:
-    cluster -> pool -> (config labels before, after)."""
+    cluster -> pool -> (config labels before, after); `secrets`: what -> name of the Secrets the settings
+    reference (gpuop writes none)."""
     from gpuop.ops import impact
 
     plans = sorted(plans, key=lambda p: p.name)
@@ -237,7 +254,9 @@ def html(plans, index: dict, effects: list, against: str | None = None, before: 
             "<title>gpuop fleet report</title>"
             f"<style>{CSS}</style></head><body>"
             f'<h1>GPU fleet: {len(plans)} cluster(s)</h1><p class="muted">{subtitle}</p>{top}'
-            '<input id="filter" placeholder="filter clusters" aria-label="filter clusters">'
+            + ('<p id="secrets">Secrets the engines need for this repository (by name; gpuop writes none): '
+               + escape("; ".join(f"{k} {v}" for k, v in sorted(secrets.items()))) + "</p>" if secrets else "")
+            + '<input id="filter" placeholder="filter clusters" aria-label="filter clusters">'
             '<div class="scroll"><table id="fleet"><thead><tr><th>Cluster</th><th>Platform</th><th>Release</th>'
             "<th>Delivery</th><th>Chart</th><th>Pools</th><th>GPU models</th><th>Physical GPUs (max)</th>"
             f"<th>Advertised (max)</th></tr></thead><tbody>{''.join(fleet_rows)}</tbody></table></div>"
@@ -285,7 +304,7 @@ def run(paths: list[Path], against: str | None, output: Path, settings_path: Pat
             o = impact._pool_labels(old, name, impact._objects(old, name), pools)
             n = impact._pool_labels(new, name, impact._objects(new, name), pools)
             labels[name] = {p["pool"]: (o.get(p["pool"], {}), n.get(p["pool"], {})) for p in pools}
-    page = html(plans, index, effects, against, before, labels).encode()
+    page = html(plans, index, effects, against, before, labels, _secrets(settings_path)).encode()
     target.parent.mkdir(parents=True, exist_ok=True)
     _report_target(output, settings_path, to)            # again: nothing swapped a link in meanwhile
     tmp = target.with_suffix(".html.tmp")
@@ -298,6 +317,18 @@ def run(paths: list[Path], against: str | None, output: Path, settings_path: Pat
         f.write(page)
     os.replace(tmp, target)        # replaces a link at the target itself, never what it points to
     return target
+
+
+def _secrets(settings_path: Path) -> dict:
+    """The Secrets gpuop.yaml references (Argo CD's repository Secret, Flux's source secretRef); {} without
+    settings."""
+    if not Path(settings_path).is_file():
+        return {}
+    from gpuop.profile.settings import load_settings
+
+    g = load_settings(Path(settings_path)).gitops
+    return {k: v for k, v in (("Argo CD repository Secret", g.argocd.repositorySecret),
+                              ("Flux source secretRef", g.flux.secretRef)) if v}
 
 
 def _report_target(output: Path, settings_path: Path, to: Path | None = None) -> Path:

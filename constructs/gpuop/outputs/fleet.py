@@ -1,5 +1,12 @@
-"""Writer: the fleet-level Argo CD objects — one ApplicationSet for every cluster and an AppProject
-with least privilege.
+"""Writer: the fleet-level Argo CD objects — ApplicationSets that deliver every cluster from a hub, whatever it
+delivers, and AppProjects with least privilege.
+
+One ApplicationSet per kind of Application, each generating for every cluster that has one the same Application
+as its per-cluster folder holds, on the destination its profile names (index.json `destination`, else the
+Argo CD cluster registered under its gpuop name): `gpuop-fleet` (GPU stacks, below), `gpuop-fleet-nfd` (NFD's
+chart, project `gpuop-nfd`), `gpuop-fleet-dra` (the DRA driver), `gpuop-fleet-operator` and
+`gpuop-fleet-operator-olm` (NVIDIA's operator by Helm or OLM; those three in the settings' project, as per
+cluster). Parameters are scalars in string fields of a fixed template; the project is never a parameter.
 
 ApplicationSet: a git files generator over `dist/*/params/cluster.json` (one small parameter file per
 cluster, written here; outside argocd/ so that folder holds only Kubernetes objects), goTemplate with `missingkey=error` so a missing parameter fails the render
@@ -91,31 +98,39 @@ def go_literal(value: str) -> str:
     return re.sub(r"[{}]", lambda m: '{{"' + m.group(0) + '"}}', value)
 
 
-def application_set(gitops, entries=()) -> dict:
-    a = gitops.argocd
-    path = gitops.path.rstrip("/")
-    repo, revision = go_literal(gitops.repoURL), go_literal(gitops.revision)    # the template is rendered, the generator not
+def _application_set(gitops, name: str, params: str, app_name: str, spec: dict, entries, patch: str | None = None) -> dict:
+    """A fleet ApplicationSet: a git files generator over dist/*/<params>, goTemplate with missingkey=error (a
+    missing parameter fails the render instead of producing an empty string), `spec` as each Application's, rolled
+    in the waves of `entries`."""
     appset = {
         "apiVersion": gitops_objects.APPLICATION_API, "kind": "ApplicationSet",
-        "metadata": {"name": "gpuop-fleet", "namespace": a.namespace, "labels": dict(gitops_objects.MANAGED_BY)},
+        "metadata": {"name": name, "namespace": gitops.argocd.namespace, "labels": dict(gitops_objects.MANAGED_BY)},
         "spec": {
             "goTemplate": True,
             "goTemplateOptions": ["missingkey=error"],
             "generators": [{"git": {"repoURL": gitops.repoURL, "revision": gitops.revision,
-                                    "files": [{"path": f"{path}/*/{PARAMS}"}]}}],
+                                    "files": [{"path": f"{gitops.path.rstrip('/')}/*/{params}"}]}}],
             "template": {
-                "metadata": gitops_objects.application_metadata("gpuop-{{.name}}", {
+                "metadata": gitops_objects.application_metadata(app_name, {
                     **gitops_objects.MANAGED_BY, "gpuop/cluster": "{{.name}}", WAVE_LABEL: "{{.wave}}"}),
-                "spec": gitops_objects.stack_spec(HUB_DESTINATION, repo, revision,
-                                                  "{{.chartPath}}", "{{.releaseName}}", "{{.kubeVersion}}",
-                                                  rollout.argocd_retry()),
+                "spec": spec,
             },
         },
     }
+    if patch is not None:
+        appset["spec"]["templatePatch"] = patch
     strategy = rolling_sync(entries)
     if strategy is not None:
         appset["spec"]["strategy"] = strategy
     return appset
+
+
+def application_set(gitops, entries=()) -> dict:
+    """The GPU stacks' ApplicationSet `gpuop-fleet` over dist/*/params/cluster.json."""
+    repo, revision = go_literal(gitops.repoURL), go_literal(gitops.revision)    # the template is rendered, the generator not
+    return _application_set(gitops, "gpuop-fleet", PARAMS, "gpuop-{{.name}}", gitops_objects.stack_spec(
+        HUB_DESTINATION, repo, revision, "{{.chartPath}}", "{{.releaseName}}", "{{.kubeVersion}}",
+        rollout.argocd_retry()), entries)
 
 
 # The destination of every Application a fleet ApplicationSet generates: the profile's Argo CD cluster name or
@@ -153,33 +168,12 @@ def _hub_sets(gitops) -> dict:
 
 
 def hub_application_set(gitops, kind: str, entries) -> dict:
-    """The fleet ApplicationSet `gpuop-fleet-<kind>`: a git files generator over dist/*/params/<kind>.json, each
-    generated Application the per-cluster one (outputs/argocd.py, dra.py, operator.py) in the set's project, on
-    the cluster's hub destination, rolled in the fleet's waves."""
+    """The fleet ApplicationSet `gpuop-fleet-<kind>` over dist/*/params/<kind>.json, each generated Application the
+    per-cluster one (outputs/argocd.py, dra.py, operator.py) in the set's project, on the cluster's hub
+    destination, rolled in the fleet's waves."""
     suffix, project, spec, patch = _hub_sets(gitops)[kind]
-    a = gitops.argocd
-    path = gitops.path.rstrip("/")
-    appset = {
-        "apiVersion": gitops_objects.APPLICATION_API, "kind": "ApplicationSet",
-        "metadata": {"name": f"gpuop-fleet-{kind}", "namespace": a.namespace, "labels": dict(gitops_objects.MANAGED_BY)},
-        "spec": {
-            "goTemplate": True,
-            "goTemplateOptions": ["missingkey=error"],
-            "generators": [{"git": {"repoURL": gitops.repoURL, "revision": gitops.revision,
-                                    "files": [{"path": f"{path}/*/params/{kind}.json"}]}}],
-            "template": {
-                "metadata": gitops_objects.application_metadata("gpuop-{{.name}}" + suffix, {
-                    **gitops_objects.MANAGED_BY, "gpuop/cluster": "{{.name}}", WAVE_LABEL: "{{.wave}}"}),
-                "spec": {"project": project, "destination": dict(HUB_DESTINATION), **spec},
-            },
-        },
-    }
-    if patch is not None:
-        appset["spec"]["templatePatch"] = patch
-    strategy = rolling_sync(entries)
-    if strategy is not None:
-        appset["spec"]["strategy"] = strategy
-    return appset
+    return _application_set(gitops, f"gpuop-fleet-{kind}", f"params/{kind}.json", "gpuop-{{.name}}" + suffix,
+                            {"project": project, "destination": dict(HUB_DESTINATION), **spec}, entries, patch)
 
 
 def nfd_project(gitops, entries: list[dict]) -> dict:

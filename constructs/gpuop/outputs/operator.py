@@ -397,7 +397,10 @@ def olm_flux(plan: StackPlan, gitops, path: str) -> dict[str, dict]:
 
 
 def flux_git_repository(plan: StackPlan, gitops) -> dict:
-    return gitops_objects.git_repository(gitops, _labels(plan))     # the configured ref: a tag stays a tag
+    # the configured ref: a tag stays a tag. On a Flux hub every cluster's folder holds this one GitRepository:
+    # no cluster's labels on it there, so applying another cluster's folder does not rewrite it
+    labels = None if plan.delivery.flux_kubeconfig else _labels(plan)
+    return gitops_objects.git_repository(gitops, labels)
 
 
 # ------------------------------------------------------------------------------------ dist/<cluster>/
