@@ -49,7 +49,9 @@ def test_applicationset_generates_one_application_per_cluster(dist, index, crds)
         app["metadata"]["namespace"] = "argocd"
         assert crds.errors(app) == [], crds.errors(app)
         assert app["spec"]["source"]["path"] == f"{settings['path']}/{c['chart']}"
-        assert app["spec"]["destination"] == {"name": c["name"], "namespace": c["namespace"]}
+        # the profile's destination, else the Argo CD cluster named like the profile (server "" is unset)
+        assert {k: v for k, v in app["spec"]["destination"].items() if v} == \
+            {**(c.get("destination") or {"name": c["name"]}), "namespace": c["namespace"]}
 
 
 def test_appproject_allows_exactly_the_kinds_the_stacks_use(dist, index):
@@ -63,7 +65,8 @@ def test_appproject_allows_exactly_the_kinds_the_stacks_use(dist, index):
     assert {(w["group"], w["kind"]) for w in project["namespaceResourceWhitelist"]} == used_ns
     assert project["sourceRepos"] == [load((dist.parent / "gpuop.yaml").read_text())["gitops"]["repoURL"]]
     assert {(d.get("name"), d["namespace"]) for d in project["destinations"] if "name" in d} == \
-        {(c["name"], c["namespace"]) for c in stack_clusters(index)}
+        {((c.get("destination") or {"name": c["name"]})["name"], c["namespace"]) for c in stack_clusters(index)
+         if "server" not in c.get("destination", {})}
 
 
 def test_appproject_allows_cluster_scoped_objects_only_by_name(dist, index):

@@ -58,6 +58,7 @@ VALIDATE_CASES: dict[str, tuple[dict, ...]] = {
     "driver-branch-known": ({"spec": {"driver": {"version": "999"}}},),
     "pool-name-unique": (pools(POOL_A, {**POOL_A, "nodeSelector": {"pool": "b"}}),),
     "gpu-model-known": (pools({**POOL_A, "gpu": "X100"}),),
+    "priority-class-exists": ({"spec": {"daemonsets": {"priorityClassName": "gpu-critical"}}},),
     "pool-driver-fits-gpu": ({"spec": {"driver": {"version": "535"}}}, pools({**POOL_A, "gpu": "B200-180GB"})),
     "os-partner-validated": ({"spec": {"os": "sles15.7"}},),
     "driver-eol": ({"spec": {"driver": {"version": "535"}}}, pools({**POOL_A, "gpu": "A100-SXM4-80GB"})),

@@ -1162,14 +1162,16 @@ def test_synth_refuses_a_priority_class_that_exists_nowhere_and_writes_nothing(t
     prof.write_text(prof.read_text().replace(
         "  containerRuntime: containerd\n",
         "  containerRuntime: containerd\n  daemonsets: {priorityClassName: gpu-critical}\n"))
+    # undeclared (spec.clusterOwned.priorityClasses), it is refused once, at its line, as `gpuop validate` does
+    line = prof.read_text().splitlines().index("  daemonsets: {priorityClassName: gpu-critical}") + 1
+    column = len("  daemonsets: {") + 1
     proc = run_gpuop("synth", "profiles/prod-east.yaml", "-o", "dist", cwd=w)
-    objects = ["gpu-feature-discovery", "nvidia-container-toolkit-daemonset", "nvidia-dcgm-exporter",
-               "nvidia-device-plugin-daemonset", "nvidia-driver-daemonset", "nvidia-mig-manager",
-               "nvidia-operator-validator"]
-    assert (proc.returncode, proc.stderr) == (2, "".join(
-        f"profiles/prod-east.yaml: DaemonSet/{o} spec.template.spec.priorityClassName: no PriorityClass "
-        "with name gpu-critical was found (the stack compiled for cluster prod-east)\n" for o in objects)
-        + "gpuop: 7 errors; nothing written\n")
+    assert (proc.returncode, proc.stderr) == (2, (
+        f"profiles/prod-east.yaml:{line}:{column}: spec.daemonsets.priorityClassName: Invalid value: \"gpu-critical\": "
+        "no PriorityClass with name gpu-critical was found; gpuop cannot see the cluster: name a built-in one "
+        "(system-node-critical, system-cluster-critical) or declare the cluster's own in "
+        "spec.clusterOwned.priorityClasses\ngpuop: 1 error; nothing written\n"))
+    assert run_gpuop("validate", "profiles/prod-east.yaml", cwd=w).stderr == proc.stderr
     assert not (w / "dist").exists()
     cache = w / ".gpuop-cache"
     assert sorted(p.name for p in cache.rglob("*") if p.is_file()) in ([], [".lock"])   # no build cached

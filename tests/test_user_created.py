@@ -58,12 +58,13 @@ def test_the_profile_field_descriptions_name_what_the_user_creates():
     described = {name for name, cls in vars(models).items() if isinstance(cls, type)
                  and issubclass(cls, models.Model)
                  and any("you create" in (f.description or "") for f in cls.model_fields.values())}
-    assert described == {"ConfigMapFiles"}
+    assert described == {"ConfigMapFiles", "ClusterOwned"}
     assert "you create" in ConfigMapFiles.model_fields["configMapName"].description
     users = {(cls, f) for cls in vars(models).values() if isinstance(cls, type) and issubclass(cls, models.Model)
              for f, info in cls.model_fields.items() if "ConfigMapFiles" in str(info.annotation)}
     assert {f for _, f in users} == {"repoConfig", "certConfig"}
-    assert {a for _, a in USER_CREATED} == {"driver_repo_config", "driver_cert_config"}
+    assert set(models.ClusterOwned.model_fields) == {"priorityClasses"}
+    assert {a for _, a in USER_CREATED} == {"driver_repo_config", "driver_cert_config", "owned_priority_classes"}
 
 
 def test_a_profile_with_repo_and_cert_config_compiles_and_its_output_validates(out):
@@ -110,3 +111,58 @@ def test_an_index_entry_that_is_not_a_name_is_refused_and_not_external(out, tmp_
     assert 'userCreated.ConfigMap[0]: Invalid value: "gpu-operator/Repo_Config"' in proc.stderr.replace(ns, "gpu-operator")
     assert 'configmaps "repo-config" not found' in proc.stderr
     assert 'configmaps "cert-config" not found' not in proc.stderr
+
+
+# ---- the cluster's own PriorityClass: declared, it is external; undeclared, validate and synth refuse it alike --
+
+PRIORITY = """\
+apiVersion: gpuop/v1alpha1
+kind: ClusterProfile
+metadata: {name: owned}
+spec:
+  platform: {type: kubernetes, version: "1.33"}
+  os: ubuntu24.04
+  daemonsets:
+    priorityClassName: gpu-critical
+  nodePools:
+    - {name: a, gpu: L40S, nodes: 1}
+"""
+PRIORITY_REFUSED = (
+    "profiles/owned.yaml:8:5: spec.daemonsets.priorityClassName: Invalid value: \"gpu-critical\": no PriorityClass "
+    "with name gpu-critical was found; gpuop cannot see the cluster: name a built-in one (system-node-critical, "
+    "system-cluster-critical) or declare the cluster's own in spec.clusterOwned.priorityClasses\n"
+    "gpuop: 1 error; nothing written\n")
+
+
+def _priority_project(tmp_path: Path, body: str) -> Path:
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "owned.yaml").write_text(body)
+    shutil.copy(REPO / "gpuop.yaml", tmp_path / "gpuop.yaml")
+    return tmp_path
+
+
+@pytest.mark.parametrize("command", [("validate", "profiles"), ("synth", "profiles", "-o", "dist")])
+def test_an_undeclared_priority_class_is_refused_alike_by_validate_and_synth_at_its_line(tmp_path, command):
+    w = _priority_project(tmp_path, PRIORITY)
+    proc = run_gpuop(*command, cwd=w)
+    assert (proc.returncode, proc.stderr) == (2, PRIORITY_REFUSED)
+    assert not (w / "dist").exists()
+
+
+def test_a_declared_cluster_priority_class_compiles_and_its_output_validates(tmp_path):
+    w = _priority_project(tmp_path, PRIORITY + "  clusterOwned: {priorityClasses: [gpu-critical]}\n")
+    for command in (("validate", "profiles"), ("synth", "profiles", "-o", "dist"), ("validate", "dist")):
+        proc = run_gpuop(*command, cwd=w)
+        assert proc.returncode == 0, (command, proc.stderr)
+    entry = json.loads((w / "dist" / "index.json").read_text())["clusters"][0]
+    assert entry["userCreated"] == {"PriorityClass": ["gpu-critical"]}
+    manifests = "".join(p.read_text() for p in (w / "dist" / "owned" / "manifests").glob("*.yaml"))
+    assert "priorityClassName: gpu-critical" in manifests and "kind: PriorityClass" not in manifests
+    # only the declared name is external: another one in the output is still not found
+    alone = tmp_path / "alone"
+    shutil.copytree(w / "dist", alone / "dist")         # the output on its own (no profiles to compare with)
+    for f in (alone / "dist" / "owned" / "manifests").glob("*driver*.yaml"):
+        f.write_text(f.read_text().replace("priorityClassName: gpu-critical", "priorityClassName: other-critical"))
+    proc = run_gpuop("validate", "dist", cwd=alone)
+    assert proc.returncode == 2 and "no PriorityClass with name other-critical was found" in proc.stderr
+    assert "gpu-critical" not in proc.stderr

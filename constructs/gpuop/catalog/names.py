@@ -1,7 +1,8 @@
 """"Did you mean": the allowed names close to a name that is not one of them, for error messages.
 
 Close, in this order: the same name in another case, then (loose, for catalog names such as GPU models
-and releases, where a user types a part: "H100") names that start with it and names that contain it, then
+and releases, where a user types a part: "H100") names that start with it, names that contain it and names it
+extends with a "-" suffix ("A10G-24GB": A10G), then
 difflib's spelling matches (ratio >= cutoff, the closest first); each name once. Field names use spelling
 only (loose=False): "nodes" is a typo of nodePools, not the start of nodeStatusExporter.
 """
@@ -25,6 +26,9 @@ def close_matches(value: str, allowed: Iterable[str], *, limit: int = 4, cutoff:
     if loose and low:
         add(a for a in allowed if a.lower().startswith(low))
         add(a for a in allowed if low in a.lower())
+        # a name with a suffix the user added ("A10G-24GB"): the name it extends, before spelling, which would
+        # rank another model of the same memory (A30-24GB, another PCI id) first
+        add(a for a in allowed if low.startswith(a.lower() + "-"))
     lowered: dict[str, str] = {}
     for a in allowed:
         lowered.setdefault(a.lower(), a)

@@ -79,11 +79,14 @@ def _parser() -> argparse.ArgumentParser:
     cp = sub.add_parser("capacity", help="what each pool advertises (nvidia.com/gpu, MIG, shared), per node and total")
     cp.add_argument("paths", nargs="*", type=Path)
     cp.add_argument("--format", choices=("table", "json"), default="table")
-    rp = sub.add_parser("report", help="write a static HTML page of the fleet to OUTPUT/report/index.html")
+    rp = sub.add_parser("report", help="write a static HTML page of the fleet to report/index.html (outside dist/)")
     rp.add_argument("paths", nargs="*", type=Path)
     rp.add_argument("--against", default=None, help="also show what the next synth changes against this folder or "
                     "git revision, with its impact on the nodes")
-    rp.add_argument("-o", "--output", type=Path, default=Path("dist"), help="compiled output folder (default: dist)")
+    rp.add_argument("-o", "--output", type=Path, default=Path("dist"), help="compiled output folder to read "
+                    "(default: dist); the report is never written into it")
+    rp.add_argument("--to", type=Path, default=None, help="the page to write, an .html file inside the project "
+                    "and outside the output (default: report/index.html beside the settings file)")
     rp.add_argument("--settings", type=Path, default=Path("gpuop.yaml"))
     im = sub.add_parser("import", help="an operator values.yaml or ClusterPolicy (+ NVIDIADriver CRs) -> a profile",
                         description="What a cluster runs today (NVIDIA's gpu-operator chart values, or a ClusterPolicy "
@@ -453,7 +456,7 @@ def cmd_report(args) -> int:
     from gpuop.ops.report import run
 
     _settle_journal(args.output, strict=False)
-    target = run(_paths(args), args.against, args.output, args.settings)
+    target = run(_paths(args), args.against, args.output, args.settings, args.to)
     print(f"gpuop: wrote {target}", file=sys.stderr)
     return 0
 

@@ -28,6 +28,9 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
+# The PriorityClasses every API server creates (k8s.io/kubernetes pkg/apis/scheduling SystemPriorityClasses); any
+# other name must exist in the cluster (the Priority admission plugin refuses a pod naming one that does not).
+SYSTEM_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 INT32_MAX = 2**31 - 1    # Go int32: replicas, ports, most *Seconds fields, maxUnavailable as a number
 INT64_MAX = quantity.INT64_MAX    # Go int64: tolerationSeconds
 

@@ -8,7 +8,7 @@ It writes what the source checkout has and an installed gpuop cannot reach other
 - package.json and package-lock.json: `npm ci` installs Node 24 (jsii's runtime for cdk8s) and the cdk8s CLI
   into node_modules/, where gpuop finds them by itself; cdk8s.yaml for `cdk8s synth` (`npm run synth`
   runs it with the CLI's upgrade check off, which otherwise asks the npm registry on every run);
-- .gitignore (node_modules/, the build cache, the output lock, cdk8s.out/) and the review gate for pull
+- .gitignore (node_modules/, the build cache, the output lock, cdk8s.out/, the report page) and the review gate for pull
   requests (.github/workflows/gpuop.yml, the workflow of examples/ci installing this gpuop release).
 
 It never overwrites: when any of these files exists, nothing is written and each one is reported.
@@ -77,6 +77,8 @@ node_modules/
 .dist.lock
 # `cdk8s synth` output (dist/ is committed: it is what Argo CD and Flux apply)
 cdk8s.out/
+# `gpuop report`'s page (a build artifact: publish it from CI)
+/report/
 """
 
 

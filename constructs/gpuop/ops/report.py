@@ -1,6 +1,9 @@
-"""`gpuop report`: one static HTML page of the fleet, written to <output>/report/index.html.
+"""`gpuop report`: one static HTML page of the fleet, written to report/index.html beside the settings file
+(`--to FILE` elsewhere in the project), never into the compiled output: what Argo CD and Flux read (dist/) holds
+only what they apply, and `git add dist` commits no page that synth would then delete.
 
-Every cluster with its platform, stack release, chart version, pools (GPU model, node count, driver, MIG
+Every cluster with its platform, stack release, delivery mode (gpuop's stack, or NVIDIA's operator with the
+version the profile pins and how it is installed), chart version, pools (GPU model, node count, driver, MIG
 layout drawn as the GPU's slots, how its GPUs are shared, e.g. "4 GPUs x time-slicing 4", its physical
 GPUs, what it advertises per node and in total), and the fleet's totals, physical GPUs apart from what
 the device plugin advertises (time-sliced replicas and MIG devices are not GPUs); with `--against REV`,
@@ -8,7 +11,9 @@ before -> after columns (chart version, advertised devices, the config labels of
 impact of the next synth on the nodes (ops/impact.py), its destructive effects at the top of the page
 and first in each cluster, with their trigger (merge, node group change, node reboot). No external assets: styles, pictures (inline SVG from mig/picture.py) and
 the one small script (table filter) are in the page, so it opens from a CI artifact or a file share.
-Deterministic: no timestamps; the same fleet gives the same bytes.
+Deterministic: no timestamps; the same fleet gives the same bytes. Totals over clusters some of which have no
+node counts are partial and say so: the sum over the clusters that have them, and how many those are.
+Wide tables scroll inside their own box with the cluster or pool column kept in view.
 """
 
 from __future__ import annotations
@@ -19,14 +24,16 @@ from pathlib import Path
 
 from gpuop.catalog import versions as version_order
 from gpuop.mig import geometry, picture
-from gpuop.ops.capacity import fleet_total
 
 CSS = """
 body{font-family:DejaVu Sans,Verdana,Arial,sans-serif;margin:24px;color:#1b1b1b;background:#fff}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 6px;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;margin:8px 0 16px}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;
-vertical-align:top;font-size:13px}th{background:#f0f3f7}.muted{color:#666}.bad{color:#a40000;font-weight:bold}
-.effects li{margin:2px 0}.svg svg{max-width:520px;height:auto}input{margin:8px 0;padding:4px;width:260px}
+.scroll{overflow-x:auto;max-width:100%;margin:8px 0 16px}
+table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;
+vertical-align:top;font-size:13px;max-width:28em;overflow-wrap:anywhere}th{background:#f0f3f7;position:sticky;top:0}
+th:first-child,td:first-child{position:sticky;left:0;background:#fff;z-index:1}th:first-child{background:#f0f3f7}
+.muted{color:#666}.bad{color:#a40000;font-weight:bold}
+.effects li{margin:2px 0}.svg svg{max-width:360px;height:auto}input{margin:8px 0;padding:4px;width:260px}
 """
 SCRIPT = """
 (function(){var box=document.getElementById('filter');var rows=document.querySelectorAll('#fleet tbody tr');
@@ -145,9 +152,12 @@ def _cluster(plan, entry: dict, effects: list, before: dict | None = None, label
                  "<th>Config labels: before &rarr; after</th>")
     return (f'<h2 id="c-{escape(plan.name)}">{escape(plan.name)}</h2>'
             f'<p>{escape(plan.platform)} {escape(plan.platform_version)} &middot; stack release '
-            f'{escape(plan.release)} (GPU Operator {escape(plan.operator_version)}) &middot; chart '
-            f'{chart} &middot; namespace {escape(plan.namespace)}</p>{changes}'
-            f'<table class="pools"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+            f'{escape(plan.release)} &middot; delivery <span class="delivery">{escape(delivery(plan))}</span> &middot; '
+            f'chart {chart} &middot; namespace {escape(plan.namespace)}</p>'
+            + (f'<p class="hub">delivered to: {escape(hub(entry))}</p>' if hub(entry) else "")
+            + f'{changes}'
+            f'<div class="scroll"><table class="pools"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
+            "</table></div>")
 
 
 def _physical_total(plans) -> int | None:
@@ -155,10 +165,57 @@ def _physical_total(plans) -> int | None:
     return None if not counts or None in counts else sum(counts)
 
 
+def delivery(plan) -> str:
+    """How the cluster is delivered: gpuop's stack (mirroring the release's GPU Operator operands), or NVIDIA's
+    operator at the version the profile pins (never the release's newer one) and how it is installed."""
+    op = plan.operator
+    if op is None:
+        return f"stack (operands of GPU Operator {plan.operator_version})"
+    return f"operator {op.version} ({op.install})"
+
+
+def partial_totals(plans) -> tuple[int, object, list[str]]:
+    """The fleet's physical GPUs and advertised devices (max) over the clusters whose every pool has node counts,
+    and the clusters left out: a total of the counted clusters, never '?' for the whole fleet."""
+    from gpuop.plan.model import add
+
+    counted = [p for p in plans if p.capacity.total() is not None and _physical_total([p]) is not None]
+    left = sorted(p.name for p in plans if p not in counted)
+    physical = sum(_physical_total([p]) for p in counted)
+    advertised = add([p.capacity.total()[1] for p in counted]) if counted else {}
+    return physical, advertised, left
+
+
+def hub(entry: dict) -> str:
+    """Where the engines deliver the cluster and the Secrets (by name) they need for it: index.json's
+    destination, fluxKubeConfig and credentials, or "" when the profile names none."""
+    parts = []
+    dest = entry.get("destination") or {}
+    if dest:
+        parts.append("Argo CD " + ", ".join(f"{k} {v}" for k, v in sorted(dest.items())))
+    if entry.get("fluxKubeConfig"):
+        parts.append(f"Flux kubeconfig Secret {entry['fluxKubeConfig']}")
+    for repo, engines in sorted((entry.get("credentials") or {}).items()):
+        parts.append(f"{repo} chart credentials: " + ", ".join(f"{e} Secret {s}" for e, s in sorted(engines.items())))
+    return "; ".join(parts)
+
+
+def _fleet_total(plans) -> str:
+    physical, advertised, left = partial_totals(plans)
+    scope = (f"all {len(plans)} cluster(s)" if not left else
+             f'<span class="bad">{len(plans) - len(left)} of {len(plans)} cluster(s)</span>; not counted, no node '
+             f"counts in their profile: {escape(', '.join(left))}")
+    return (f'<p id="fleet-total">Fleet total (max) over <span id="fleet-counted">{scope}</span>: '
+            f'<span id="fleet-physical">{physical}</span> physical GPU(s); advertised (time-sliced and MPS replicas '
+            f'and MIG devices counted as the device plugin advertises them): <span id="fleet-advertised">'
+            f"{_counts(advertised)}</span></p>")
+
+
 def html(plans, index: dict, effects: list, against: str | None = None, before: dict | None = None,
-         labels: dict | None = None) -> str:
+         labels: dict | None = None, secrets: dict | None = None) -> str:
     """The page. `before`: with a revision, the index entries at it (cluster -> entry); `labels`:
-    cluster -> pool -> (config labels before, after)."""
+    cluster -> pool -> (config labels before, after); `secrets`: what -> name of the Secrets the settings
+    reference (gpuop writes none)."""
     from gpuop.ops import impact
 
     plans = sorted(plans, key=lambda p: p.name)
@@ -180,7 +237,7 @@ def html(plans, index: dict, effects: list, against: str | None = None, before: 
         fleet_rows.append(
             f'<tr><td><a href="#c-{escape(p.name)}">{escape(p.name)}</a>{flag}</td><td>{escape(p.platform)} '
             f"{escape(p.platform_version)}</td><td>{escape(p.release)}</td>"
-            f"<td>{chart}</td><td>{len(p.pools)}</td>"
+            f'<td class="delivery">{escape(delivery(p))}</td><td>{chart}</td><td>{len(p.pools)}</td>'
             f"<td>{escape(', '.join(gpus))}</td><td>{'?' if physical is None else physical}</td>"
             f"<td>{_counts(total[1] if total else None)}</td></tr>")
     destructive = [e for e in impact.ordered(effects) if e.destructive]
@@ -192,21 +249,18 @@ def html(plans, index: dict, effects: list, against: str | None = None, before: 
     removed = sorted({e.cluster for e in effects} - {p.name for p in plans} - {"fleet"})
     gone = "".join(f'<li class="bad">!! {escape(c)}: {escape(e.text)}</li>'
                    for c in removed for e in by_cluster[c])
-    total = fleet_total(plans)
-    physical = _physical_total(plans)
     subtitle = f"changes against {escape(against)}" if against else "as compiled"
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<title>gpuop fleet report</title>"
             f"<style>{CSS}</style></head><body>"
             f'<h1>GPU fleet: {len(plans)} cluster(s)</h1><p class="muted">{subtitle}</p>{top}'
-            '<input id="filter" placeholder="filter clusters" aria-label="filter clusters">'
-            '<table id="fleet"><thead><tr><th>Cluster</th><th>Platform</th><th>Release</th><th>Chart</th>'
-            "<th>Pools</th><th>GPU models</th><th>Physical GPUs (max)</th><th>Advertised (max)</th></tr></thead>"
-            f"<tbody>{''.join(fleet_rows)}</tbody></table>"
-            f'<p id="fleet-total">Fleet total (max): <span id="fleet-physical">{"?" if physical is None else physical}'
-            f'</span> physical GPU(s); advertised (time-sliced and MPS replicas and MIG devices counted as '
-            f'the device plugin advertises them): <span id="fleet-advertised">'
-            f'{_counts(total[1] if total else None)}</span></p>'
+            + ('<p id="secrets">Secrets the engines need for this repository (by name; gpuop writes none): '
+               + escape("; ".join(f"{k} {v}" for k, v in sorted(secrets.items()))) + "</p>" if secrets else "")
+            + '<input id="filter" placeholder="filter clusters" aria-label="filter clusters">'
+            '<div class="scroll"><table id="fleet"><thead><tr><th>Cluster</th><th>Platform</th><th>Release</th>'
+            "<th>Delivery</th><th>Chart</th><th>Pools</th><th>GPU models</th><th>Physical GPUs (max)</th>"
+            f"<th>Advertised (max)</th></tr></thead><tbody>{''.join(fleet_rows)}</tbody></table></div>"
+            + _fleet_total(plans)
             + (f"<h2>Clusters leaving the output</h2><ul>{gone}</ul>" if gone else "")
             + "".join(_cluster(p, index.get(p.name, {}), by_cluster.get(p.name, []),
                                (before or {}).get(p.name, {}) if against is not None else None,
@@ -214,9 +268,12 @@ def html(plans, index: dict, effects: list, against: str | None = None, before: 
             + f"<script>{SCRIPT}</script></body></html>\n")
 
 
-def run(paths: list[Path], against: str | None, output: Path, settings_path: Path) -> Path:
-    """Write <output>/report/index.html; returns its path. Never through a symlink, never outside the
-    project."""
+DEFAULT = Path("report") / "index.html"        # beside the settings file: outside the output GitOps applies
+
+
+def run(paths: list[Path], against: str | None, output: Path, settings_path: Path, to: Path | None = None) -> Path:
+    """Write the page to `to` (default: report/index.html beside the settings file); returns its path. Never
+    through a symlink, never outside the project, never into the output folder `output` (read for index.json)."""
 
     from gpuop.pipeline.run import plan_all
 
@@ -224,7 +281,7 @@ def run(paths: list[Path], against: str | None, output: Path, settings_path: Pat
     from gpuop.profile.bounded import read_json
     from gpuop.errors import UserError
 
-    target = _report_target(output, settings_path)       # before any work: refuse early, write nothing
+    target = _report_target(output, settings_path, to)   # before any work: refuse early, write nothing
     index_file = output / "index.json"
     index = {}
     if index_file.is_file():
@@ -247,9 +304,9 @@ def run(paths: list[Path], against: str | None, output: Path, settings_path: Pat
             o = impact._pool_labels(old, name, impact._objects(old, name), pools)
             n = impact._pool_labels(new, name, impact._objects(new, name), pools)
             labels[name] = {p["pool"]: (o.get(p["pool"], {}), n.get(p["pool"], {})) for p in pools}
-    page = html(plans, index, effects, against, before, labels).encode()
-    target.parent.mkdir(exist_ok=True)
-    _report_target(output, settings_path)                # again: nothing swapped a link in meanwhile
+    page = html(plans, index, effects, against, before, labels, _secrets(settings_path)).encode()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _report_target(output, settings_path, to)            # again: nothing swapped a link in meanwhile
     tmp = target.with_suffix(".html.tmp")
     try:
         os.unlink(tmp)
@@ -262,22 +319,41 @@ def run(paths: list[Path], against: str | None, output: Path, settings_path: Pat
     return target
 
 
-def _report_target(output: Path, settings_path: Path) -> Path:
-    """<output>/report/index.html, refused (exit 2) when the output or report folder is a symlink or the
-    output is outside the project (the folder of the settings file): the page is never written elsewhere."""
+def _secrets(settings_path: Path) -> dict:
+    """The Secrets gpuop.yaml references (Argo CD's repository Secret, Flux's source secretRef); {} without
+    settings."""
+    if not Path(settings_path).is_file():
+        return {}
+    from gpuop.profile.settings import load_settings
+
+    g = load_settings(Path(settings_path)).gitops
+    return {k: v for k, v in (("Argo CD repository Secret", g.argocd.repositorySecret),
+                              ("Flux source secretRef", g.flux.secretRef)) if v}
+
+
+def _report_target(output: Path, settings_path: Path, to: Path | None = None) -> Path:
+    """The page's path: `to`, else report/index.html in the project (the folder of the settings file); refused
+    (exit 2) when it is outside the project, inside the output folder (what Argo CD and Flux apply, and what
+    `git add dist` commits), not an .html file, or any folder on the way or the file itself is a symlink."""
     from gpuop.errors import Issue, UserError
+    from gpuop.profile.load import display
 
     project = Path(os.path.abspath(settings_path)).parent
+    shown = str(to) if to is not None else str(DEFAULT)
+    target = Path(os.path.abspath(to if to is not None else project / DEFAULT))
     out = Path(os.path.abspath(output))
-    if not out.is_relative_to(project) or out == project:
-        raise UserError(Issue(str(output), 0, 0, "", f"is not an output folder inside the project ({project}); "
-                              "the report is written only into the project's output"))
+    if not target.is_relative_to(project) or target.parent == target:
+        raise UserError(Issue(shown, 0, 0, "", f"is outside the project ({project}); the report is written only "
+                              "inside it"))
+    if target.is_relative_to(out):
+        raise UserError(Issue(shown, 0, 0, "", f"is inside the output folder {display(output)}, which Argo CD and "
+                              "Flux apply and synth replaces; write the report elsewhere (default: report/index.html)"))
+    if target.suffix != ".html":
+        raise UserError(Issue(shown, 0, 0, "", "is not an .html file; the report is one HTML page"))
     here = project
-    for part in (out / "report").relative_to(project).parts:
+    for part in target.relative_to(project).parts:
         here = here / part
-        if os.path.islink(here):
-            from gpuop.profile.load import display
-
+        if os.path.islink(here) and here != target:
             raise UserError(Issue(display(here), 0, 0, "", "is a symlink; the report is never written through a link "
                                   "(remove it, gpuop creates the folder)"))
-    return out / "report" / "index.html"
+    return target

@@ -63,29 +63,52 @@ def nfd_project_name(plan: StackPlan) -> str:
     return f"gpuop-nfd-{plan.name}"      # not the Application's name (gpuop-<cluster>-nfd): one name, one object
 
 
+def nfd_project_spec(description: str, repos, destinations, namespaces, releases) -> dict:
+    """An NFD AppProject's spec: these chart repositories, destinations and namespaces, NFD's kinds, and the
+    cluster-scoped objects NFD creates, by name (its CRDs, its namespaces, the RBAC named after each release)."""
+    rbac = "rbac.authorization.k8s.io"
+    cluster = [{"group": "apiextensions.k8s.io", "kind": "CustomResourceDefinition", "name": "*.nfd.k8s-sigs.io"}]
+    cluster += [{"group": "", "kind": "Namespace", "name": ns} for ns in sorted(set(namespaces))]   # CreateNamespace=true
+    cluster += [{"group": rbac, "kind": k, "name": f"{r}*"} for k in ("ClusterRole", "ClusterRoleBinding")
+                for r in sorted(set(releases))]
+    return {"description": description, "sourceRepos": sorted(set(repos)), "destinations": list(destinations),
+            "clusterResourceWhitelist": cluster,
+            "namespaceResourceWhitelist": [{"group": g, "kind": k} for g, k in NFD_NAMESPACED]}
+
+
 def nfd_app_project(plan: StackPlan, gitops) -> dict | None:
     """NFD's own AppProject (not `default`): its chart repository, its namespace, its kinds, and the
     cluster-scoped objects it creates by name, so NFD's Application cannot create anything else."""
     n = plan.nfd
     if n.mode != "deploy" or not n.chart:
         return None
-    a = gitops.argocd
-    rbac = "rbac.authorization.k8s.io"
-    cluster = [{"group": "apiextensions.k8s.io", "kind": "CustomResourceDefinition", "name": "*.nfd.k8s-sigs.io"},
-               {"group": "", "kind": "Namespace", "name": n.namespace}]     # CreateNamespace=true
-    cluster += [{"group": rbac, "kind": k, "name": f"{n.release_name}*"} for k in ("ClusterRole", "ClusterRoleBinding")]
     return {
         "apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
-        "metadata": {"name": nfd_project_name(plan), "namespace": a.namespace,
+        "metadata": {"name": nfd_project_name(plan), "namespace": gitops.argocd.namespace,
                      "labels": {**gitops_objects.MANAGED_BY, "gpuop/cluster": plan.name}},
-        "spec": {
-            "description": f"Node Feature Discovery of GPU cluster {plan.name}: its chart, namespace and kinds only.",
-            "sourceRepos": [nfd_repo_url(plan)],
-            "destinations": [{"server": a.server, "namespace": n.namespace}],
-            "clusterResourceWhitelist": cluster,
-            "namespaceResourceWhitelist": [{"group": g, "kind": k} for g, k in NFD_NAMESPACED],
-        },
+        "spec": nfd_project_spec(f"Node Feature Discovery of GPU cluster {plan.name}: its chart, namespace and kinds only.",
+                                 [nfd_repo_url(plan)], [gitops_objects.destination(plan, gitops, n.namespace)],
+                                 [n.namespace], [n.release_name]),
     }
+
+
+def index_entry(plan: StackPlan) -> dict:
+    """index.json: what the fleet's NFD AppProject needs of this cluster (deploy mode), its profile destination
+    and the credential Secrets it names, where set."""
+    n, d = plan.nfd, plan.delivery
+    out = {}
+    if n.mode == "deploy" and n.chart and plan.operator is None:    # operator mode: NVIDIA's chart brings NFD
+        out["nfd"] = {"repoURL": nfd_repo_url(plan), "namespace": n.namespace, "releaseName": n.release_name}
+    if gitops_objects.argocd_target(plan):
+        out["destination"] = gitops_objects.argocd_target(plan)
+    if d.flux_kubeconfig:
+        out["fluxKubeConfig"] = d.flux_kubeconfig
+    if d.credentials:
+        creds: dict = {}
+        for repo, engine, secret in d.credentials:
+            creds.setdefault(repo, {})[engine] = secret
+        out["credentials"] = creds
+    return out
 
 
 def write(plan: StackPlan, gitops, base: str, chart_path: str) -> dict[str, str]:
@@ -94,4 +117,6 @@ def write(plan: StackPlan, gitops, base: str, chart_path: str) -> dict[str, str]
     if nfd is not None:
         files[f"{base}/nfd-application.yaml"] = dump(nfd)
         files[f"{base}/nfd-appproject.yaml"] = dump(nfd_app_project(plan, gitops))
+        # the fleet ApplicationSet `gpuop-fleet-nfd` delivers the same Application from a hub
+        files[f"{base.rsplit('/', 1)[0]}/params/nfd.json"] = gitops_objects.hub_params(plan, nfd)
     return files

@@ -160,6 +160,7 @@ def build_cluster(stack, settings) -> ClusterBuild:
     }
     if plan.user_created:            # the ConfigMaps the stack mounts that the user creates (`gpuop validate DIST`)
         entry["userCreated"] = plan.user_created
+    entry.update(argocd.index_entry(plan))            # NFD, destination and credential references, for the fleet
     files[f"{c}/{fleet.PARAMS}"] = fleet.cluster_params(entry, chart_path)   # outside argocd/: not an object
     files.update(node_labels.write(plan, f"{c}/node-labels.yaml"))
     entry.update(node_labels.index_entry(plan))
@@ -171,6 +172,7 @@ def build_cluster(stack, settings) -> ClusterBuild:
     else:                            # the images of manifests/, for mirroring
         files.update(images.write(manifests.rendered(stack), c, plan.platform == "openshift",
                                   extra=images.auxiliary_refs(plan)))
+    entry["hub"] = fleet.hub_kinds(files, c)          # the fleet ApplicationSets that generate this cluster's Applications
     layout = {p: [len(t.encode()), t.count(VERSION_PLACEHOLDER)] for p, t in files.items()}
     return ClusterBuild(c, files, digest, version.minor_key(plan), entry, files_digest(files), layout)
 

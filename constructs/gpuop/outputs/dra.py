@@ -35,9 +35,11 @@ def flux_objects(plan: StackPlan, gitops) -> list[dict]:
     d, f = plan.dra, gitops.flux
     if d is None:
         return []
-    repo = gitops_objects.helm_repository(REPO, f.namespace, d.repository, f.interval)
+    name = gitops_objects.flux_source_name(plan, REPO)
+    repo = gitops_objects.helm_repository(name, f.namespace, d.repository, f.interval,
+                                          secret=plan.delivery.secret("dra", "flux"))
     release = gitops_objects.chart_release(
-        plan, gitops, f"gpuop-{plan.name}-dra", repository=REPO, chart=d.chart, version=d.chart_version,
+        plan, gitops, f"gpuop-{plan.name}-dra", repository=name, chart=d.chart, version=d.chart_version,
         release_name=d.release_name, target_namespace=d.namespace, values=d.values,
         dependsOn=[{"name": f"gpuop-{plan.name}", "namespace": f.namespace}])   # after the GPU stack
     return [repo, release]
@@ -49,7 +51,8 @@ def write(plan: StackPlan, gitops, base: str) -> dict[str, str]:
     if app is None:
         return {}
     repo, release = flux_objects(plan, gitops)
-    return {f"{base}/argocd/dra-application.yaml": dump(app),
+    return {f"{base}/params/dra.json": gitops_objects.hub_params(plan, app),   # the fleet's `gpuop-fleet-dra`
+            f"{base}/argocd/dra-application.yaml": dump(app),
             f"{base}/flux/dra-helmrepository.yaml": dump(repo),
             f"{base}/flux/dra-helmrelease.yaml": dump(release)}
 

@@ -1,5 +1,12 @@
-"""Writer: the fleet-level Argo CD objects — one ApplicationSet for every cluster and an AppProject
-with least privilege.
+"""Writer: the fleet-level Argo CD objects — ApplicationSets that deliver every cluster from a hub, whatever it
+delivers, and AppProjects with least privilege.
+
+One ApplicationSet per kind of Application, each generating for every cluster that has one the same Application
+as its per-cluster folder holds, on the destination its profile names (index.json `destination`, else the
+Argo CD cluster registered under its gpuop name): `gpuop-fleet` (GPU stacks, below), `gpuop-fleet-nfd` (NFD's
+chart, project `gpuop-nfd`), `gpuop-fleet-dra` (the DRA driver), `gpuop-fleet-operator` and
+`gpuop-fleet-operator-olm` (NVIDIA's operator by Helm or OLM; those three in the settings' project, as per
+cluster). Parameters are scalars in string fields of a fixed template; the project is never a parameter.
 
 ApplicationSet: a git files generator over `dist/*/params/cluster.json` (one small parameter file per
 cluster, written here; outside argocd/ so that folder holds only Kubernetes objects), goTemplate with `missingkey=error` so a missing parameter fails the render
@@ -28,20 +35,37 @@ import json
 import re
 
 from gpuop.kube.yamlio import dump, dump_json, dump_long_lists
+from gpuop.outputs import argocd
 from gpuop.outputs import gitops as gitops_objects
 from gpuop.outputs import health
+from gpuop.outputs import operator
 from gpuop.outputs import rollout
 
 PROJECT = gitops_objects.PROJECT
 PARAMS = "params/cluster.json"      # per cluster, relative to dist/<cluster>/: the generator's parameters
-WAVE_LABEL = "gpuop/rollout-wave"   # profile metadata label: the cluster's rollout wave
-DEFAULT_WAVE = "default"            # clusters without the label: the last wave
+WAVE_LABEL = gitops_objects.ROLLOUT_WAVE   # profile metadata label: the cluster's rollout wave
+DEFAULT_WAVE = gitops_objects.DEFAULT_WAVE # clusters without the label: the last wave
+NFD_PROJECT = "gpuop-nfd"           # the hub's NFD Applications: NFD's charts, namespaces and kinds only
+
+
+def hub_target(entry: dict) -> dict:
+    """A cluster's destination on the hub: the profile's (index.json `destination`), else the Argo CD cluster
+    registered under the cluster's gpuop name."""
+    return entry.get("destination") or {"name": entry["name"]}
 
 
 def cluster_params(entry: dict, chart_path: str) -> str:
     """dist/<cluster>/params/cluster.json: the ApplicationSet's parameters for one cluster."""
+    target = hub_target(entry)
     return dump_json({"name": entry["name"], "namespace": entry["namespace"], "releaseName": entry["releaseName"],
-                      "chartPath": chart_path, "kubeVersion": entry["kubeVersion"], "wave": wave_of(entry)})
+                      "chartPath": chart_path, "kubeVersion": entry["kubeVersion"], "wave": wave_of(entry),
+                      "destinationName": target.get("name", ""), "destinationServer": target.get("server", "")})
+
+
+def hub_kinds(files: dict, cluster: str) -> list[str]:
+    """The fleet ApplicationSets that generate Applications of this cluster: its params/<kind>.json files."""
+    head = f"{cluster}/params/"
+    return sorted(p[len(head):-len(".json")] for p in files if p.startswith(head) and p.endswith(".json"))
 
 
 def wave_of(entry: dict) -> str:
@@ -74,31 +98,97 @@ def go_literal(value: str) -> str:
     return re.sub(r"[{}]", lambda m: '{{"' + m.group(0) + '"}}', value)
 
 
-def application_set(gitops, entries=()) -> dict:
-    a = gitops.argocd
-    path = gitops.path.rstrip("/")
-    repo, revision = go_literal(gitops.repoURL), go_literal(gitops.revision)    # the template is rendered, the generator not
+def _application_set(gitops, name: str, params: str, app_name: str, spec: dict, entries, patch: str | None = None) -> dict:
+    """A fleet ApplicationSet: a git files generator over dist/*/<params>, goTemplate with missingkey=error (a
+    missing parameter fails the render instead of producing an empty string), `spec` as each Application's, rolled
+    in the waves of `entries`."""
     appset = {
         "apiVersion": gitops_objects.APPLICATION_API, "kind": "ApplicationSet",
-        "metadata": {"name": "gpuop-fleet", "namespace": a.namespace, "labels": dict(gitops_objects.MANAGED_BY)},
+        "metadata": {"name": name, "namespace": gitops.argocd.namespace, "labels": dict(gitops_objects.MANAGED_BY)},
         "spec": {
             "goTemplate": True,
             "goTemplateOptions": ["missingkey=error"],
             "generators": [{"git": {"repoURL": gitops.repoURL, "revision": gitops.revision,
-                                    "files": [{"path": f"{path}/*/{PARAMS}"}]}}],
+                                    "files": [{"path": f"{gitops.path.rstrip('/')}/*/{params}"}]}}],
             "template": {
-                "metadata": gitops_objects.application_metadata("gpuop-{{.name}}", {
+                "metadata": gitops_objects.application_metadata(app_name, {
                     **gitops_objects.MANAGED_BY, "gpuop/cluster": "{{.name}}", WAVE_LABEL: "{{.wave}}"}),
-                "spec": gitops_objects.stack_spec({"name": "{{.name}}", "namespace": "{{.namespace}}"}, repo, revision,
-                                                  "{{.chartPath}}", "{{.releaseName}}", "{{.kubeVersion}}",
-                                                  rollout.argocd_retry()),
+                "spec": spec,
             },
         },
     }
+    if patch is not None:
+        appset["spec"]["templatePatch"] = patch
     strategy = rolling_sync(entries)
     if strategy is not None:
         appset["spec"]["strategy"] = strategy
     return appset
+
+
+def application_set(gitops, entries=()) -> dict:
+    """The GPU stacks' ApplicationSet `gpuop-fleet` over dist/*/params/cluster.json."""
+    repo, revision = go_literal(gitops.repoURL), go_literal(gitops.revision)    # the template is rendered, the generator not
+    return _application_set(gitops, "gpuop-fleet", PARAMS, "gpuop-{{.name}}", gitops_objects.stack_spec(
+        HUB_DESTINATION, repo, revision, "{{.chartPath}}", "{{.releaseName}}", "{{.kubeVersion}}",
+        rollout.argocd_retry()), entries)
+
+
+# The destination of every Application a fleet ApplicationSet generates: the profile's Argo CD cluster name or
+# API server (one of them empty: Argo CD reads an empty field as unset), into the Application's namespace.
+HUB_DESTINATION = {"name": "{{.destinationName}}", "server": "{{.destinationServer}}", "namespace": "{{.namespace}}"}
+
+
+def _hub_chart_source(skip_crds: bool = False) -> dict:
+    """An upstream chart's source from a hub's parameters (gitops.hub_params): the values as one JSON text."""
+    helm = {"releaseName": "{{.releaseName}}", "kubeVersion": "{{.kubeVersion}}",
+            **({"skipCrds": False} if skip_crds else {}), "values": "{{.values}}"}
+    return {"repoURL": "{{.repoURL}}", "chart": "{{.chart}}", "targetRevision": "{{.revision}}", "helm": helm}
+
+
+def _hub_sets(gitops) -> dict:
+    """Per kind of Application besides the GPU stack: (params file kind, Application name suffix, AppProject,
+    spec template without project and destination, templatePatch or None). The project is the ApplicationSet's,
+    never a parameter's: write access to the repository must not choose a project."""
+    chart_sync = gitops_objects.sync_policy(["ServerSideApply=true", "CreateNamespace=true"], gitops_objects.CHART_RETRY)
+    crd_ignores = operator.ignore_differences(True)
+    return {
+        "nfd": ("-nfd", NFD_PROJECT, {"source": _hub_chart_source(), "syncPolicy": chart_sync}, None),
+        "dra": ("-dra", gitops.argocd.project, {"source": _hub_chart_source(), "syncPolicy": chart_sync}, None),
+        # NVIDIADriver CRD mode ignores one field more; a fixed patch chosen by a fixed comparison, so no
+        # parameter's text ever becomes template syntax
+        "operator": ("", gitops.argocd.project,
+                     {"source": _hub_chart_source(skip_crds=True), "syncPolicy": operator.helm_sync(),
+                      "ignoreDifferences": operator.ignore_differences(False)},
+                     '{{- if eq .driverCRD "true" }}\n' + dump({"spec": {"ignoreDifferences": crd_ignores}})
+                     + "{{- else }}\nspec: {}\n{{- end }}\n"),
+        "operator-olm": ("", gitops.argocd.project,
+                         {"source": {"repoURL": "{{.repoURL}}", "targetRevision": "{{.revision}}", "path": "{{.path}}"},
+                          "syncPolicy": operator.olm_sync()}, None),
+    }
+
+
+def hub_application_set(gitops, kind: str, entries) -> dict:
+    """The fleet ApplicationSet `gpuop-fleet-<kind>` over dist/*/params/<kind>.json, each generated Application the
+    per-cluster one (outputs/argocd.py, dra.py, operator.py) in the set's project, on the cluster's hub
+    destination, rolled in the fleet's waves."""
+    suffix, project, spec, patch = _hub_sets(gitops)[kind]
+    return _application_set(gitops, f"gpuop-fleet-{kind}", f"params/{kind}.json", "gpuop-{{.name}}" + suffix,
+                            {"project": project, "destination": dict(HUB_DESTINATION), **spec}, entries, patch)
+
+
+def nfd_project(gitops, entries: list[dict]) -> dict:
+    """The AppProject `gpuop-nfd` of the hub's NFD Applications: NFD's chart repositories, each cluster's NFD
+    namespace on its hub destination, NFD's kinds and its cluster-scoped objects by name (outputs/argocd.py)."""
+    nfd = [e for e in entries if e.get("nfd")]
+    spec = argocd.nfd_project_spec(
+        "Node Feature Discovery of the GPU clusters a hub delivers: its charts, namespaces and kinds only.",
+        [e["nfd"]["repoURL"] for e in nfd],
+        sorted(({**hub_target(e), "namespace": e["nfd"]["namespace"]} for e in nfd),
+               key=lambda d: (d.get("name", ""), d.get("server", ""), d["namespace"])),
+        [e["nfd"]["namespace"] for e in nfd], [e["nfd"]["releaseName"] for e in nfd])
+    return {"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
+            "metadata": {"name": NFD_PROJECT, "namespace": gitops.argocd.namespace,
+                         "labels": dict(gitops_objects.MANAGED_BY)}, "spec": spec}
 
 
 def app_project(gitops, entries: list[dict]) -> dict:
@@ -112,7 +202,11 @@ def app_project(gitops, entries: list[dict]) -> dict:
         # cluster-scoped objects by name: repo write access must not mean "any ClusterRole(Binding),
         # SCC or Namespace" (that is cluster-admin), only the ones the compiled stacks contain
         cluster_objects |= {tuple(o) for o in e.get("clusterObjects", ())}
-        destinations.add((e["name"], e["namespace"]))
+        target = hub_target(e)          # the hub's destination; per-cluster Applications: the same, or the settings' server
+        destinations.add(("name", target["name"], e["namespace"]) if "name" in target else
+                         ("server", target["server"], e["namespace"]))
+        if "destination" not in e:
+            destinations.add(("server", gitops.argocd.server, e["namespace"]))
     a = gitops.argocd
     return {
         "apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
@@ -120,8 +214,7 @@ def app_project(gitops, entries: list[dict]) -> dict:
         "spec": {
             "description": "GPU stacks compiled by gpuop: only their repository, namespaces and kinds.",
             "sourceRepos": [gitops.repoURL],
-            "destinations": [{"name": n, "namespace": ns} for n, ns in sorted(destinations)]
-                            + [{"server": a.server, "namespace": ns} for ns in sorted({d[1] for d in destinations})],
+            "destinations": [{k: v, "namespace": ns} for k, v, ns in sorted(destinations)],
             "clusterResourceWhitelist": [{"group": g, "kind": k, **({"name": n} if n else {})}
                                          for g, k, n in sorted(cluster_objects)],
             "namespaceResourceWhitelist": [{"group": g, "kind": k} for g, k in sorted(ns_kinds)],
@@ -130,9 +223,16 @@ def app_project(gitops, entries: list[dict]) -> dict:
 
 
 def write(gitops, entries: list[dict]) -> dict[str, str]:
-    files = {"fleet/argocd/applicationset.yaml": dump(application_set(gitops, entries)),
+    stacks = [e for e in entries if e.get("delivery") != "operator"]
+    files = {"fleet/argocd/applicationset.yaml": dump(application_set(gitops, stacks)),
              "fleet/argocd/appproject.yaml": dump_long_lists(app_project(gitops, entries)),
              "fleet/argocd/argocd-cm-health.yaml": dump(health.argocd_cm(gitops, entries))}
+    for kind in _hub_sets(gitops):      # one ApplicationSet per kind of Application some cluster has
+        mine = [e for e in entries if kind in e.get("hub", ())]
+        if mine:
+            files[f"fleet/argocd/applicationset-{kind}.yaml"] = dump(hub_application_set(gitops, kind, mine))
+    if any(e.get("nfd") for e in entries):
+        files["fleet/argocd/nfd-appproject.yaml"] = dump_long_lists(nfd_project(gitops, entries))
     return files
 
 

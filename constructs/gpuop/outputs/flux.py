@@ -37,8 +37,10 @@ def nfd_objects(plan: StackPlan, gitops) -> list[dict]:
     n, f = plan.nfd, gitops.flux
     if n.mode != "deploy" or not n.chart:
         return []
-    repo = gitops_objects.helm_repository(NFD_REPO, f.namespace, n.repository, f.interval)
-    release = gitops_objects.chart_release(plan, gitops, f"gpuop-{plan.name}-nfd", repository=NFD_REPO,
+    name = gitops_objects.flux_source_name(plan, NFD_REPO)
+    repo = gitops_objects.helm_repository(name, f.namespace, n.repository, f.interval,
+                                          secret=plan.delivery.secret("nfd", "flux"))
+    release = gitops_objects.chart_release(plan, gitops, f"gpuop-{plan.name}-nfd", repository=name,
                                            chart=n.chart, version=n.version, release_name=n.release_name,
                                            target_namespace=n.namespace, values=n.values)
     return [repo, release]
@@ -54,7 +56,7 @@ def oci_repository(plan: StackPlan, gitops) -> dict:
     return {"apiVersion": gitops_objects.SOURCE_API, "kind": "OCIRepository",
             "metadata": {"name": f"gpuop-{plan.name}", "namespace": f.namespace, "labels": gitops_objects.cluster_labels(plan)},
             "spec": {"url": f"{f.oci.rstrip('/')}/{plan.name}", "interval": f.interval,
-                     "ref": {"tag": VERSION_PLACEHOLDER},
+                     "ref": {"tag": VERSION_PLACEHOLDER}, **gitops_objects.secret_ref(f.secretRef),
                      "layerSelector": {"mediaType": "application/vnd.cncf.helm.chart.content.v1.tar+gzip",
                                        "operation": "copy"}}}
 
@@ -71,12 +73,14 @@ def objects(plan: StackPlan, gitops, chart_path: str, kinds: frozenset = frozens
         src = source(gitops)
     release = gitops_objects.helm_release(
         f"gpuop-{plan.name}", f.namespace, gitops_objects.cluster_labels(plan), interval=f.interval, release_name=plan.name,
-        target_namespace=plan.namespace, storage_namespace=f.namespace, chart=chart,
+        target_namespace=plan.namespace, storage_namespace=gitops_objects.storage_namespace(plan, gitops, plan.namespace),
+        chart=chart,
         timeout=rollout.flux_timeout(plan),          # sized for the driver roll (outputs/rollout.py)
         install=rollout.flux_install(),
         upgrade=rollout.flux_upgrade(),              # never rolls a slow driver upgrade back
         driftDetection=drift.flux_drift_detection(),
         **rollout.move_uninstall(plan),              # a planned move: the old release's objects orphan what they own
+        **gitops_objects.flux_remote(plan),          # a Flux hub: the cluster's kubeconfig Secret
         values={"createNamespace": True})            # the release owns its Namespace on this path
     exprs = health.flux_health_check_exprs({(g, k) for g, k, _ in kinds})
     if exprs:
@@ -98,11 +102,11 @@ def overlay_kustomizations(plan: StackPlan, gitops, overlay_path: str, nfd_path:
         out.append({"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
                     "metadata": {"name": f"gpuop-{plan.name}-nfd", "namespace": f.namespace, "labels": gitops_objects.cluster_labels(plan)},
                     "spec": {"interval": f.interval, "path": f"./{nfd_path}", "prune": True, "sourceRef": ref,
-                             "wait": True, "timeout": "10m"}})
+                             "wait": True, "timeout": "10m"}})     # applies NFD's HelmRelease on Flux's own cluster
     main = {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
             "metadata": {"name": f"gpuop-{plan.name}", "namespace": f.namespace, "labels": gitops_objects.cluster_labels(plan)},
             "spec": {"interval": f.interval, "path": f"./{overlay_path}", "prune": True, "sourceRef": ref,
-                     "timeout": rollout.flux_timeout(plan),
+                     "timeout": rollout.flux_timeout(plan), **gitops_objects.flux_remote(plan),
                      "healthChecks": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": d,
                                        "namespace": plan.namespace} for d in daemonsets]}}
     if nfd_path:

@@ -18,6 +18,9 @@ What every object shares, and why:
 
 from __future__ import annotations
 
+import json
+
+from gpuop.kube.yamlio import dump_json
 from gpuop.outputs import drift
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpuop"}
@@ -27,6 +30,8 @@ APPLICATION_API = "argoproj.io/v1alpha1"
 SOURCE_API = "source.toolkit.fluxcd.io/v1"
 HELM_API = "helm.toolkit.fluxcd.io/v2"
 PROJECT = "gpuop"              # the GPU stacks' least-privilege AppProject (fleet/argocd/appproject.yaml)
+ROLLOUT_WAVE = "gpuop/rollout-wave"   # profile metadata label: the cluster's rollout wave (outputs/fleet.py)
+DEFAULT_WAVE = "default"              # clusters without the label: the last wave
 # The GPU stack's chart from git: its Namespace belongs to the release (CreateNamespace=false); the `helm
 # test` pod needs a GPU and is for people, not for every sync.
 STACK_HELM = {"skipTests": True, "valuesObject": {"createNamespace": True}}
@@ -38,6 +43,71 @@ CHART_RETRY = {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDurat
 def cluster_labels(plan) -> dict:
     """The labels of a cluster's delivery objects."""
     return {**MANAGED_BY, "gpuop/cluster": plan.name, **dict(plan.labels)}
+
+
+# ------------------------------------------------------------------------------------ destinations
+# Every destination of a cluster comes from its profile (spec.delivery.destination): the per-cluster objects and
+# the fleet ApplicationSets' alike, the GPU stack, NVIDIA's operator, NFD and the DRA driver alike.
+
+def argocd_target(plan) -> dict:
+    """The profile's Argo CD destination ({name} or {server}); {} when the profile names none."""
+    d = plan.delivery
+    return {"name": d.argocd_name} if d.argocd_name else {"server": d.argocd_server} if d.argocd_server else {}
+
+
+def destination(plan, gitops, namespace: str) -> dict:
+    """A per-cluster Application's destination: the profile's, else gpuop.yaml's gitops.argocd.server (the
+    cluster Argo CD runs in, by default)."""
+    return {**(argocd_target(plan) or {"server": gitops.argocd.server}), "namespace": namespace}
+
+
+def hub_target(plan) -> dict:
+    """The fleet ApplicationSets' destination of a cluster: the profile's, else the Argo CD cluster registered
+    under the cluster's gpuop name."""
+    return argocd_target(plan) or {"name": plan.name}
+
+
+def flux_remote(plan) -> dict:
+    """`spec.kubeConfig` of a cluster's HelmReleases and Kustomizations when a Flux hub delivers it (the
+    profile's kubeConfigSecret), else nothing: Flux applies to its own cluster."""
+    secret = plan.delivery.flux_kubeconfig
+    return {"kubeConfig": {"secretRef": {"name": secret}}} if secret else {}
+
+
+def storage_namespace(plan, gitops, target: str) -> str:
+    """Where a HelmRelease stores its release: Flux's namespace on Flux's own cluster; the release's target
+    namespace (which the install creates) on a hub's remote cluster, which need not have Flux's namespace."""
+    return target if plan.delivery.flux_kubeconfig else gitops.flux.namespace
+
+
+def flux_source_name(plan, shared: str) -> str:
+    """A chart repository's HelmRepository name: `shared` (one per Flux namespace, as a cluster running its own
+    Flux has), or per cluster when a Flux hub delivers it, where clusters with different mirrors would
+    otherwise overwrite one another's source."""
+    return f"gpuop-{plan.name}-{shared}" if plan.delivery.flux_kubeconfig else shared
+
+
+def hub_params(plan, app: dict, **extra: str) -> str:
+    """dist/<cluster>/params/<kind>.json: what a fleet ApplicationSet needs to generate the Application `app` (the
+    per-cluster one) on a hub: scalars only, each landing in a string field of a fixed template (the project and
+    every other field are the ApplicationSet's own, never a parameter's); the chart values as one JSON text,
+    Argo CD's `helm.values`. The destination is the profile's, else the Argo CD cluster named like the profile."""
+    src, dest, target = app["spec"]["source"], app["spec"]["destination"], hub_target(plan)
+    p = {"name": plan.name, "wave": dict(plan.labels).get(ROLLOUT_WAVE) or DEFAULT_WAVE,
+         "namespace": dest["namespace"], "destinationName": target.get("name", ""),
+         "destinationServer": target.get("server", ""), "repoURL": src["repoURL"], "revision": src["targetRevision"]}
+    if "chart" in src:
+        h = src["helm"]
+        p.update(chart=src["chart"], releaseName=h["releaseName"], kubeVersion=h["kubeVersion"],
+                 values=json.dumps(h["valuesObject"], sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+    else:
+        p["path"] = src["path"]
+    return dump_json({**p, **extra})
+
+
+def secret_ref(name: str | None) -> dict:
+    """A Flux source's `secretRef` naming the Secret with its credentials (by name only), or nothing."""
+    return {"secretRef": {"name": name}} if name else {}
 
 
 # ------------------------------------------------------------------------------------------ Argo CD
@@ -93,15 +163,13 @@ def application_spec(project: str, destination: dict, source: dict, sync: dict,
     return spec
 
 
-def application(gitops, name: str, labels: dict, *, project: str, namespace: str, source: dict, sync: dict,
+def application(gitops, name: str, labels: dict, *, plan, project: str, namespace: str, source: dict, sync: dict,
                 wave: str | None = None, ignore_differences: list | None = None) -> dict:
     """An Argo CD Application in the configured Argo CD namespace, deploying `source` into `namespace` of
-    the configured destination server."""
-    a = gitops.argocd
+    the cluster's destination (`destination`)."""
     return {"apiVersion": APPLICATION_API, "kind": "Application",
-            "metadata": application_metadata(name, labels, a.namespace, wave),
-            "spec": application_spec(project, {"server": a.server, "namespace": namespace}, source, sync,
-                                     ignore_differences)}
+            "metadata": application_metadata(name, labels, gitops.argocd.namespace, wave),
+            "spec": application_spec(project, destination(plan, gitops, namespace), source, sync, ignore_differences)}
 
 
 def stack_spec(destination: dict, repo_url: str, revision: str, chart_path: str, release_name: str,
@@ -121,14 +189,14 @@ def stack_application(plan, gitops, chart_path: str, retry: dict, wave: str | No
     a = gitops.argocd
     return {"apiVersion": APPLICATION_API, "kind": "Application",
             "metadata": application_metadata(f"gpuop-{plan.name}", cluster_labels(plan), a.namespace, wave),
-            "spec": stack_spec({"server": a.server, "namespace": plan.namespace}, gitops.repoURL, gitops.revision,
+            "spec": stack_spec(destination(plan, gitops, plan.namespace), gitops.repoURL, gitops.revision,
                                chart_path, plan.name, plan.kube_version, retry, plan.uses_crd_kinds)}
 
 
 def chart_application(plan, gitops, name: str, *, project: str, namespace: str, repository: str, chart: str,
                       version: str, release_name: str, values: dict, wave: str | None = None) -> dict:
     """An upstream chart (NFD's, the DRA driver's) into its own namespace, created by the sync."""
-    return application(gitops, name, cluster_labels(plan), project=project, namespace=namespace, wave=wave,
+    return application(gitops, name, cluster_labels(plan), plan=plan, project=project, namespace=namespace, wave=wave,
                        source=chart_source(repository, chart, version,
                                            helm(release_name, plan.kube_version, valuesObject=values)),
                        sync=sync_policy(["ServerSideApply=true", "CreateNamespace=true"], CHART_RETRY))
@@ -138,15 +206,19 @@ def chart_application(plan, gitops, name: str, *, project: str, namespace: str, 
 
 def git_repository(gitops, labels: dict | None = None) -> dict:
     """The GitRepository `gpuop` of this repository, following the configured ref (a branch, a tag, a semver
-    range or a commit: settings gitops.ref, else the revision as a branch)."""
+    range or a commit: settings gitops.ref, else the revision as a branch), with the credentials Secret the
+    settings name (gitops.flux.secretRef)."""
     f = gitops.flux
     return {"apiVersion": SOURCE_API, "kind": "GitRepository",
             "metadata": {"name": "gpuop", "namespace": f.namespace, "labels": labels or dict(MANAGED_BY)},
-            "spec": {"url": gitops.repoURL, "ref": gitops.flux_ref, "interval": f.interval}}
+            "spec": {"url": gitops.repoURL, "ref": gitops.flux_ref, "interval": f.interval, **secret_ref(f.secretRef)}}
 
 
-def helm_repository(name: str, namespace: str, url: str, interval: str, labels: dict | None = None) -> dict:
-    spec = {**({"type": "oci"} if url.startswith("oci://") else {}), "url": url, "interval": interval}
+def helm_repository(name: str, namespace: str, url: str, interval: str, labels: dict | None = None,
+                    secret: str | None = None) -> dict:
+    """A HelmRepository (`type: oci` exactly for an oci:// URL), with `secretRef` to the Secret named `secret`."""
+    spec = {**({"type": "oci"} if url.startswith("oci://") else {}), "url": url, "interval": interval,
+            **secret_ref(secret)}
     return {"apiVersion": SOURCE_API, "kind": "HelmRepository",
             "metadata": {"name": name, "namespace": namespace, "labels": labels or dict(MANAGED_BY)},
             "spec": spec}
@@ -178,9 +250,10 @@ def helm_release(name: str, namespace: str, labels: dict, *, interval: str, rele
 def chart_release(plan, gitops, name: str, *, repository: str, chart: str, version: str, release_name: str,
                   target_namespace: str, values: dict, **extra) -> dict:
     """An upstream chart (NFD's, the DRA driver's) from the HelmRepository `repository` in Flux's namespace,
-    its release stored there too."""
+    its release stored there too (on the cluster the release goes to: a hub's remote cluster included)."""
     f = gitops.flux
     return helm_release(name, f.namespace, cluster_labels(plan), interval=f.interval, release_name=release_name,
-                        target_namespace=target_namespace, storage_namespace=f.namespace,
+                        target_namespace=target_namespace,
+                        storage_namespace=storage_namespace(plan, gitops, target_namespace),
                         chart=repository_chart(chart, version, repository, f.namespace, f.interval),
-                        values=values, **extra)
+                        values=values, **flux_remote(plan), **extra)

@@ -15,8 +15,9 @@ What dist/<cluster>/ holds in operator mode (`apply`, called by cluster.build_cl
   gpuop would render are written for review only, under `preview/` (`preview/chart/`, `preview/manifests/`,
   `preview/overlay/`), which no Argo CD, Flux or Kustomize object gpuop writes points at, so `kubectl apply -k
   dist/<cluster>/overlay` or a GitOps tool pointed at the usual folders finds no second stack to run beside the
-  operator's; `params/cluster.json` and `flux-overlay/` are left out so the fleet ApplicationSet skips the
-  cluster.
+  operator's; `params/cluster.json` and `flux-overlay/` are left out so the GPU stacks' ApplicationSet skips the
+  cluster, and `params/operator.json` (helm) or `params/operator-olm.json` (OLM) let the fleet's operator
+  ApplicationSets deliver the operator's Application from a hub (outputs/fleet.py).
   DRA pools keep the standalone DRA driver chart's Application / HelmRelease (outputs/dra.py) beside the
   operator: NVIDIA's supported path, with the device plugin kept off DRA planes by gpuop's per-pool
   `nvidia.com/gpu.deploy.device-plugin=false` label (in the NodeFeatureRule below).
@@ -269,28 +270,40 @@ def configmaps(plan: StackPlan) -> list[dict]:
 
 # ------------------------------------------------------------------------------------ helm delivery
 
+def helm_sync(plan: StackPlan | None = None) -> dict:
+    """The operator chart Application's sync policy (per cluster with its plan, and the fleet ApplicationSet's)."""
+    privileged = {f"pod-security.kubernetes.io/{m}": "privileged" for m in ("enforce", "audit", "warn")}
+    move = rollout.move_sync_options(plan) if plan is not None else []      # a planned move: old objects last
+    return gitops_objects.sync_policy(["ServerSideApply=true", "CreateNamespace=true", "RespectIgnoreDifferences=true",
+                                       "SkipDryRunOnMissingResource=true", *move], namespace_labels=privileged)
+
+
+def ignore_differences(driver_crd: bool) -> list[dict]:
+    """The operator Application's ignoreDifferences (with or without NVIDIADriver CRD mode's fields)."""
+    return [{"group": g, "kind": k, "jsonPointers": list(p)}
+            for g, k, p in drift({"driver": {"nvidiaDriverCRD": {"enabled": driver_crd}}})]
+
+
 def helm_application(plan: StackPlan, gitops) -> dict:
     op = plan.operator
-    privileged = {f"pod-security.kubernetes.io/{m}": "privileged" for m in ("enforce", "audit", "warn")}
     helm = gitops_objects.helm("gpu-operator", plan.kube_version, skipCrds=False, valuesObject=chart_values(plan))
     return gitops_objects.application(
-        gitops, f"gpuop-{plan.name}", _labels(plan), project=gitops.argocd.project, namespace=plan.namespace,
-        source=gitops_objects.chart_source(op.chart_repository, op.chart, op.version, helm),
-        sync=gitops_objects.sync_policy(["ServerSideApply=true", "CreateNamespace=true",
-                                         "RespectIgnoreDifferences=true", "SkipDryRunOnMissingResource=true",
-                                         *rollout.move_sync_options(plan)],     # a planned move: old objects last
-                                        namespace_labels=privileged),
-        ignore_differences=[{"group": g, "kind": k, "jsonPointers": list(p)} for g, k, p in drift(op.values)])
+        gitops, f"gpuop-{plan.name}", _labels(plan), plan=plan, project=gitops.argocd.project, namespace=plan.namespace,
+        source=gitops_objects.chart_source(op.chart_repository, op.chart, op.version, helm), sync=helm_sync(plan),
+        ignore_differences=ignore_differences(op.values["driver"]["nvidiaDriverCRD"]["enabled"]))
 
 
 def flux_objects(plan: StackPlan, gitops) -> dict[str, dict]:
     op = plan.operator
     f = gitops.flux
-    repo = gitops_objects.helm_repository("nvidia", f.namespace, op.chart_repository, "1h", _labels(plan))
+    name = gitops_objects.flux_source_name(plan, "nvidia")
+    repo = gitops_objects.helm_repository(name, f.namespace, op.chart_repository, "1h", _labels(plan),
+                                          secret=plan.delivery.secret("operator", "flux"))
     release = gitops_objects.helm_release(
         f"gpuop-{plan.name}", f.namespace, _labels(plan), interval=f.interval, release_name="gpu-operator",
         target_namespace=plan.namespace, storage_namespace=plan.namespace,
-        chart=gitops_objects.repository_chart(op.chart, op.version, "nvidia", f.namespace, None),
+        chart=gitops_objects.repository_chart(op.chart, op.version, name, f.namespace, None),
+        **gitops_objects.flux_remote(plan),          # a Flux hub: the cluster's kubeconfig Secret
         driftDetection={"mode": "enabled", "ignore": [
             {"paths": list(p), "target": {"group": g, "kind": k}} for g, k, p in drift(op.values)]},
         **rollout.move_uninstall(plan),
@@ -358,10 +371,16 @@ def olm_files(plan: StackPlan, base: str) -> dict[str, str]:
 
 def olm_application(plan: StackPlan, gitops, path: str) -> dict:
     return gitops_objects.application(
-        gitops, f"gpuop-{plan.name}", _labels(plan), project=gitops.argocd.project, namespace=plan.namespace,
-        source=gitops_objects.git_source(gitops.repoURL, gitops.revision, path),
-        sync=gitops_objects.sync_policy(["ServerSideApply=true", *rollout.move_sync_options(plan)], {"limit": 10, "backoff": {
-            "duration": "30s", "factor": 2, "maxDuration": "5m"}}))
+        gitops, f"gpuop-{plan.name}", _labels(plan), plan=plan, project=gitops.argocd.project, namespace=plan.namespace,
+        source=gitops_objects.git_source(gitops.repoURL, gitops.revision, path), sync=olm_sync(plan))
+
+
+def olm_sync(plan: StackPlan | None = None) -> dict:
+    """The OLM Application's sync policy (per cluster with its plan, and the fleet ApplicationSet's): retries
+    while OLM installs the CSV whose CRDs the ClusterPolicy needs."""
+    move = rollout.move_sync_options(plan) if plan is not None else []      # a planned move: old objects last
+    return gitops_objects.sync_policy(["ServerSideApply=true", *move], {"limit": 10, "backoff": {
+        "duration": "30s", "factor": 2, "maxDuration": "5m"}})
 
 
 def olm_flux(plan: StackPlan, gitops, path: str) -> dict[str, dict]:
@@ -370,7 +389,7 @@ def olm_flux(plan: StackPlan, gitops, path: str) -> dict[str, dict]:
 
     def ks(name: str, sub: str, depends: str | None) -> dict:
         spec = {"interval": f.interval, "path": f"./{path}/{sub}", "prune": True, "sourceRef": source,
-                "wait": True, "timeout": "10m"}
+                "wait": True, "timeout": "10m", **gitops_objects.flux_remote(plan)}
         if depends:
             spec["dependsOn"] = [{"name": depends}]
         return {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
@@ -382,7 +401,10 @@ def olm_flux(plan: StackPlan, gitops, path: str) -> dict[str, dict]:
 
 
 def flux_git_repository(plan: StackPlan, gitops) -> dict:
-    return gitops_objects.git_repository(gitops, _labels(plan))     # the configured ref: a tag stays a tag
+    # the configured ref: a tag stays a tag. On a Flux hub every cluster's folder holds this one GitRepository:
+    # no cluster's labels on it there, so applying another cluster's folder does not rewrite it
+    labels = None if plan.delivery.flux_kubeconfig else _labels(plan)
+    return gitops_objects.git_repository(gitops, labels)
 
 
 # ------------------------------------------------------------------------------------ dist/<cluster>/
@@ -391,7 +413,8 @@ def apply(files: dict, entry: dict, plan: StackPlan, gitops, c: str) -> tuple[di
     """Operator mode: replace the stack's delivery objects with the operator's (see the module docstring)."""
     op = plan.operator
     dropped = (f"{c}/argocd/", f"{c}/flux/", f"{c}/flux-overlay/", f"{c}/params/")
-    kept = (f"{c}/argocd/dra-", f"{c}/flux/dra-")     # the standalone DRA chart beside the ClusterPolicy (outputs/dra.py)
+    kept = (f"{c}/argocd/dra-", f"{c}/flux/dra-",     # the standalone DRA chart beside the ClusterPolicy (outputs/dra.py)
+            f"{c}/params/dra.json")
     out = {}
     for p, t in files.items():
         if p.startswith(dropped) and not p.startswith(kept):
@@ -409,13 +432,19 @@ def apply(files: dict, entry: dict, plan: StackPlan, gitops, c: str) -> tuple[di
     base = f"{c}/operator"
     if op.install == "helm":
         out[f"{base}/values.yaml"] = dump(chart_values(plan))
-        out[f"{c}/argocd/application.yaml"] = dump(helm_application(plan, gitops))
+        app = helm_application(plan, gitops)
+        out[f"{c}/argocd/application.yaml"] = dump(app)
+        # the fleet ApplicationSet `gpuop-fleet-operator` delivers the same Application from a hub
+        out[f"{c}/params/operator.json"] = gitops_objects.hub_params(
+            plan, app, driverCRD="true" if op.values["driver"]["nvidiaDriverCRD"]["enabled"] else "false")
         for name, obj in flux_objects(plan, gitops).items():
             out[f"{c}/flux/{name}"] = dump(obj)
     else:
         out.update(olm_files(plan, f"{base}/olm"))
         git_path = f"{gitops.path.rstrip('/')}/{base}/olm"
-        out[f"{c}/argocd/application.yaml"] = dump(olm_application(plan, gitops, git_path))
+        app = olm_application(plan, gitops, git_path)
+        out[f"{c}/argocd/application.yaml"] = dump(app)
+        out[f"{c}/params/operator-olm.json"] = gitops_objects.hub_params(plan, app)   # `gpuop-fleet-operator-olm`
         out[f"{c}/flux/gitrepository.yaml"] = dump(flux_git_repository(plan, gitops))
         for name, obj in olm_flux(plan, gitops, git_path).items():
             out[f"{c}/flux/{name}"] = dump(obj)

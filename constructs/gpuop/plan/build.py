@@ -28,7 +28,7 @@ from gpuop.plan import pools as pool_rules
 from gpuop.plan.capacity import plan_capacity
 from gpuop.plan import defaults as defaulting
 from gpuop.plan.drivers import driver_variants, full_version, version_resolver
-from gpuop.plan.model import (DcgmExporterPlan, Image, Monitor, NfdPlan, NodeStatusExporterPlan, OpenShiftPlan,
+from gpuop.plan.model import (DcgmExporterPlan, DeliveryPlan, Image, Monitor, NfdPlan, NodeStatusExporterPlan, OpenShiftPlan,
                               Operand, Pool, Scheduling, StackPlan, Upgrade)
 from gpuop.profile.models import ClusterProfile, Resources
 
@@ -166,6 +166,7 @@ def build_plan(valid: Validated, cat: Catalog) -> StackPlan:
         gdrcopy=_sidecar(release.name, "gdrcopy") if any(v.sidecars.gdrcopy for v in variants) else None,
         device_sidecars=tuple(k for k in ("gds", "gdrcopy") if getattr(defaults.sidecars, k)),
         driver_cert_config=_files(spec.driver.certConfig),
+        owned_priority_classes=tuple(sorted(set(spec.clusterOwned.priorityClasses))),
         os=spec.os,
         os_tag=os_tag,
         release=release.name,
@@ -192,6 +193,7 @@ def build_plan(valid: Validated, cat: Catalog) -> StackPlan:
                                        dx.podLabels, dx.podUID, tuple(dx.podLabelAllowlist)) if dx.enabled else None,
         node_status_exporter=NodeStatusExporterPlan(_monitor(nse.serviceMonitor, platform)) if nse.enabled else None,
         nfd=_nfd(spec, release, values),
+        delivery=_delivery(spec.delivery),
         driver_variants=variants,
         openshift=_openshift(release) if platform == "openshift" else None,
         pool_configs=pool_configs,
@@ -263,6 +265,13 @@ def pin_digests(valid, plan: StackPlan) -> StackPlan:
         plan, images=tuple((n, pin(i)) for n, i in plan.images),
         driver_digests=tuple(sorted((k, lock[k]) for k in plan.driver_pod_keys())),
         smoke_test=pin(plan.smoke_test), nfd=dataclasses.replace(plan.nfd, image=pin(plan.nfd.image)))
+
+
+def _delivery(d) -> DeliveryPlan:
+    dest = d.destination
+    creds = tuple((repo, engine, name) for repo in ("nfd", "operator", "dra") for engine in ("flux", "argocd")
+                  if (name := getattr(getattr(d.credentials, repo), engine)) is not None)
+    return DeliveryPlan(dest.name, dest.server, dest.kubeConfigSecret, creds)
 
 
 def _openshift(release) -> OpenShiftPlan:

@@ -93,6 +93,19 @@ class NodeStatusExporterPlan:
 
 
 @dataclass(frozen=True)
+class DeliveryPlan:
+    """Where the engines deliver the cluster (spec.delivery.destination) and the Secrets, by name, holding the
+    credentials of the chart repositories it pulls from (spec.delivery.credentials); None/"" where omitted."""
+    argocd_name: str | None = None           # Argo CD destination.name
+    argocd_server: str | None = None         # Argo CD destination.server
+    flux_kubeconfig: str | None = None       # Flux spec.kubeConfig.secretRef.name
+    credentials: tuple[tuple[str, str, str], ...] = ()   # (repository: nfd|operator|dra, engine: flux|argocd, Secret)
+
+    def secret(self, repository: str, engine: str) -> str | None:
+        return next((s for r, e, s in self.credentials if r == repository and e == engine), None)
+
+
+@dataclass(frozen=True)
 class NfdPlan:
     mode: str = "deploy"             # deploy | existing
     rules: bool = True               # emit the NodeFeatureRule
@@ -409,7 +422,9 @@ def add(many: list[Counts]) -> Counts:
 USER_CREATED: tuple[tuple[str, str], ...] = (
     ("ConfigMap", "driver_repo_config"),      # spec.driver.repoConfig.configMapName
     ("ConfigMap", "driver_cert_config"),      # spec.driver.certConfig.configMapName
+    ("PriorityClass", "owned_priority_classes"),   # spec.clusterOwned.priorityClasses: cluster-scoped, names only
 )
+CLUSTER_SCOPED_USER_CREATED = frozenset({"PriorityClass"})
 
 
 @dataclass(frozen=True)
@@ -442,6 +457,7 @@ class StackPlan:
     dcgm_exporter: DcgmExporterPlan | None = None    # None: exporter off
     node_status_exporter: NodeStatusExporterPlan | None = None
     nfd: NfdPlan = field(default_factory=NfdPlan)
+    delivery: DeliveryPlan = field(default_factory=DeliveryPlan)   # destination and credential references
     driver_variants: tuple[DriverVariant, ...] = ()   # the driver DaemonSets (platform.py); () = none
     pci_vendor: str = ""                                # how NFD recognises NVIDIA GPUs (GPU catalog)
     pci_classes: tuple[str, ...] = ()
@@ -469,6 +485,7 @@ class StackPlan:
                                                         # injects their device nodes (as the ClusterPolicy's)
     driver_repo_config: tuple[str, tuple[str, ...]] | None = None   # (ConfigMap, keys): spec.driver.repoConfig
     driver_cert_config: tuple[str, tuple[str, ...]] | None = None   # (ConfigMap, keys): spec.driver.certConfig
+    owned_priority_classes: tuple[str, ...] = ()        # spec.clusterOwned.priorityClasses
 
     def operand(self, key: str) -> Operand:
         return dict(self.operands).get(key, Operand())
@@ -480,7 +497,10 @@ class StackPlan:
         out: dict[str, set[str]] = {}
         for kind, attr in USER_CREATED:
             ref = getattr(self, attr)
-            if ref is not None:
+            if kind in CLUSTER_SCOPED_USER_CREATED:      # cluster-scoped: names only
+                if ref:
+                    out.setdefault(kind, set()).update(ref)
+            elif ref is not None:
                 out.setdefault(kind, set()).add(f"{self.namespace}/{ref[0]}")
         return {kind: sorted(names) for kind, names in out.items()}
 

@@ -397,7 +397,8 @@ class DaemonSets(Model):
         "Tolerations for every GPU DaemonSet; replaces, not merges. Omitted: nvidia.com/gpu Exists "
         "NoSchedule (as upstream)."))
     priorityClassName: Annotated[str, AfterValidator(_dns_subdomain)] = Field("system-node-critical", description=(
-        "PriorityClass name (DNS-1123 subdomain) of every GPU DaemonSet. Omitted: system-node-critical."))
+        "PriorityClass name (DNS-1123 subdomain) of every GPU DaemonSet: a built-in one, or one the cluster has, "
+        "declared in spec.clusterOwned.priorityClasses. Omitted: system-node-critical."))
     nodeSelector: Labels = Field(default_factory=dict, description=(
         "Labels every GPU DaemonSet additionally requires on a node (added to its deploy-label selector). "
         "Omitted: none."))
@@ -676,6 +677,88 @@ class OperatorDelivery(Model):
         "spec.images.pullSecrets. Operator mode only. Omitted: the chart's defaults."))
 
 
+# ---- Delivery: where a hub's engines deliver this cluster, and the credentials they use (by reference only) --
+# Names, never values: a Secret's content never reaches a profile, dist/ or a log. Each name is checked by the
+# Kubernetes rule for the field it lands in (an Argo CD cluster name by the grammar below).
+
+_ARGO_CLUSTER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@-]{0,252}")
+
+
+def _argo_cluster_name(v: str) -> str:
+    # Argo CD cluster names are free text (`argocd cluster add` names an EKS cluster by its ARN); gpuop allows
+    # what those names hold and nothing a Go template, YAML or a shell could read as syntax
+    if not _ARGO_CLUSTER.fullmatch(v):
+        raise ValueError(f"{v[:80]!r} is not an Argo CD cluster name gpuop accepts: 1 to 253 characters of letters, "
+                         "digits and . _ : / @ -, starting with a letter or digit")
+    return v
+
+
+_SERVER = re.compile(r"https://([A-Za-z0-9.-]{1,253})(?::([0-9]{1,5}))?(/[A-Za-z0-9._~/-]*)?")
+
+
+def _https_server(v: str) -> str:
+    # an API server URL: https, a host, a port, a path; no credentials, query, fragment or template syntax
+    from gpuop.profile.bounded import host_problem
+
+    m = _SERVER.fullmatch(v) if len(v) <= 2048 else None
+    problem = ("is not https://HOST[:PORT][/PATH] (no credentials, query or fragment)" if m is None else
+               host_problem(m.group(1)) or (None if m.group(2) is None or 1 <= int(m.group(2)) <= 65535
+                                            else "has a port outside 1..65535"))
+    if problem:
+        shown = re.sub(r"(?<=://)[^/]*@", "***@", v)          # never echo a password into a CI log
+        shown = shown if len(shown) <= 80 else shown[:80] + "..."
+        raise ValueError(f"{shown!r} is not an API server URL gpuop accepts: it {problem}")
+    return v
+
+
+SecretName = Annotated[str, AfterValidator(_dns_subdomain)]
+
+
+class Destination(Model):
+    """Where Argo CD and Flux deliver this cluster's objects (the GPU stack or NVIDIA's operator, NFD, the DRA
+    driver): every Application and HelmRelease / Kustomization of the cluster, the fleet ApplicationSets' too."""
+    name: Annotated[str, AfterValidator(_argo_cluster_name)] | None = Field(None, description=(
+        "Argo CD: the name the cluster is registered under in Argo CD (its cluster Secret's `name`), set as every "
+        "Application's destination.name. Omitted: `server` when set; else per-cluster Applications go to "
+        "gpuop.yaml's gitops.argocd.server and the fleet ApplicationSets to the Argo CD cluster named like the "
+        "profile (metadata.name)."))
+    server: Annotated[str, AfterValidator(_https_server)] | None = Field(None, description=(
+        "Argo CD: the cluster's API server URL (https://), set as every Application's destination.server; exclusive "
+        "with name. Omitted: `name` when set; else as name says."))
+    kubeConfigSecret: SecretName | None = Field(None, description=(
+        "Flux: a Secret in Flux's namespace holding the cluster's kubeconfig (key `value`), set as "
+        "spec.kubeConfig.secretRef of every HelmRelease and Kustomization of the cluster, so a Flux hub delivers "
+        "to it. Omitted: Flux applies to the cluster it runs in."))
+
+    @model_validator(mode="after")
+    def _name_or_server(self):
+        if self.name is not None and self.server is not None:
+            raise ValueError("name and server are exclusive (Argo CD refuses a destination with both); keep one")
+        return self
+
+
+class RepositoryCredentials(Model):
+    """The Secrets holding a chart repository's credentials, by name; gpuop never reads or writes their content."""
+    flux: SecretName | None = Field(None, description=(
+        "Flux: a Secret in Flux's namespace (username/password, or .dockerconfigjson for an OCI registry) set as "
+        "the HelmRepository's spec.secretRef. Omitted: no secretRef (a public repository)."))
+    argocd: SecretName | None = Field(None, description=(
+        "Argo CD: the repository Secret or credential template (label argocd.argoproj.io/secret-type: repository "
+        "or repo-creds) you keep in Argo CD's namespace for this repository's URL. Argo CD finds it by URL; gpuop "
+        "lists the name in index.json and params (so `gpuop report` and a review can see which Secret each "
+        "Application needs) and writes no Secret. Omitted: none (a public repository)."))
+
+
+class Credentials(Model):
+    """Credentials of the chart repositories this cluster's delivery pulls from, by reference."""
+    nfd: RepositoryCredentials = Field(default_factory=RepositoryCredentials, description=(
+        "NFD's chart repository (spec.nfd.chartRepository). Omitted: none."))
+    operator: RepositoryCredentials = Field(default_factory=RepositoryCredentials, description=(
+        "NVIDIA's operator chart repository (operator mode, install helm). Omitted: none."))
+    dra: RepositoryCredentials = Field(default_factory=RepositoryCredentials, description=(
+        "The DRA driver's chart repository. Omitted: none."))
+
+
 class Delivery(Model):
     mode: Literal["stack", "operator"] = Field("stack", description=(
         "stack: gpuop renders every operand itself (no controller in the cluster). operator: gpuop compiles the "
@@ -690,6 +773,12 @@ class Delivery(Model):
         "the switch deletes no operand and the new delivery takes the nodes over by its own pace "
         "(docs/operator.md). Remove it once the move is done. Omitted: no move (the old delivery's objects, and "
         "every operand they own, are deleted in the same sync)."))
+    destination: Destination = Field(default_factory=Destination, description=(
+        "Where Argo CD and Flux deliver this cluster (a hub managing many clusters). Omitted: the engine's own "
+        "cluster for per-cluster objects, the Argo CD cluster named like the profile for the fleet ApplicationSets."))
+    credentials: Credentials = Field(default_factory=Credentials, description=(
+        "The Secrets (by name) holding the credentials of the chart repositories this cluster pulls from. "
+        "Omitted: none (public repositories)."))
 
     @model_validator(mode="after")
     def _a_move(self) -> "Delivery":
@@ -697,6 +786,16 @@ class Delivery(Model):
             raise ValueError(f"moveFrom: {self.moveFrom} names the mode itself; a move comes from the other mode, "
                              "drop moveFrom once the move is done")
         return self
+
+
+class ClusterOwned(Model):
+    """Objects the cluster already has, which you create and own: gpuop never writes them and takes them as
+    present (as the built-in ones), in `gpuop validate`, `gpuop synth` and `gpuop validate DIST` alike."""
+    priorityClasses: list[Annotated[str, AfterValidator(_dns_subdomain)]] = Field(
+        default_factory=list, max_length=MAX_PULL_SECRETS, description=(
+            "PriorityClass names (DNS-1123 subdomains) the cluster has (you create them; gpuop never writes one), which "
+            "spec.daemonsets.priorityClassName may "
+            "name. Omitted: none (only the built-in system-node-critical and system-cluster-critical)."))
 
 
 class ClusterSpec(Model):
@@ -739,6 +838,8 @@ class ClusterSpec(Model):
         "Node Feature Discovery and the GPU node labels. Omitted: deploy NFD, emit the NodeFeatureRule."))
     images: Images = Field(default_factory=Images, description="Omitted: release registry, no pull secrets.")
     daemonsets: DaemonSets = Field(default_factory=DaemonSets, description="Omitted: upstream defaults.")
+    clusterOwned: ClusterOwned = Field(default_factory=ClusterOwned, description=(
+        "Objects of the cluster's own the stack references (a PriorityClass). Omitted: none."))
     nodePools: list[NodePool] = Field(min_length=1, max_length=MAX_POOLS, description=(
         "At least one GPU node pool. Required."))
     dra: Dra | None = Field(None, description=(

@@ -214,7 +214,13 @@ class ArgoSettings(_M):
     project: Annotated[str, AfterValidator(dns_subdomain)] = Field("default", description=(
         "AppProject of the Applications. Omitted: default."))
     server: Annotated[str, AfterValidator(_url(("https", "http")))] = Field("https://kubernetes.default.svc", description=(
-        "Destination API server. Omitted: the cluster Argo CD runs in (one Argo CD per GPU cluster)."))
+        "Destination API server of the per-cluster Applications whose profile names no "
+        "spec.delivery.destination. Omitted: the cluster Argo CD runs in (one Argo CD per GPU cluster)."))
+    repositorySecret: Annotated[str, AfterValidator(dns_subdomain)] | None = Field(None, description=(
+        "The repository Secret or credential template (label argocd.argoproj.io/secret-type: repository or "
+        "repo-creds) you keep in Argo CD's namespace with the credentials of repoURL, by name. Argo CD finds "
+        "credentials by URL, so gpuop writes no Secret and no credential anywhere: the name is listed in "
+        "index.json and `gpuop report` as what the hub must hold. Omitted: none (a public repository)."))
 
 
 class FluxSettings(_M):
@@ -226,6 +232,11 @@ class FluxSettings(_M):
         "archives `gpuop publish --oci` pushed; set `oci`). Omitted: git."))
     oci: Annotated[str, AfterValidator(_url(("oci",)))] | None = Field(None, pattern=r"^oci://[^\s]+$", description=(
         "oci://HOST/PATH the charts are published to; required with source: oci. Omitted: none."))
+    secretRef: Annotated[str, AfterValidator(dns_subdomain)] | None = Field(None, description=(
+        "A Secret in Flux's namespace, by name, with the credentials of the source of dist/ (the git repository: "
+        "username/password or identity/known_hosts; the OCI registry with source: oci: .dockerconfigjson), set as "
+        "spec.secretRef of the GitRepository `gpuop` or the OCIRepository. gpuop never reads it. Omitted: no "
+        "secretRef (a public source)."))
 
     @model_validator(mode="after")
     def _oci_needs_url(self):

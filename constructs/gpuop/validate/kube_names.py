@@ -19,15 +19,16 @@ field's context or combine fields, each with its upstream source:
 
 from __future__ import annotations
 
+import json
+
 from pydantic import BaseModel
 
 from gpuop.kube import validation as kv
-from gpuop.kube.types import (DNS_SUBDOMAIN_RULE, INT64_MAX, LABEL_VALUE_RULE, is_dns_subdomain, is_label_value,
-                              toleration_problems)
+from gpuop.kube.types import (DNS_SUBDOMAIN_RULE, INT64_MAX, LABEL_VALUE_RULE, SYSTEM_PRIORITY_CLASSES,
+                              is_dns_subdomain, is_label_value, toleration_problems)
 from gpuop.profile.models import EnvVar
 from gpuop.validate.rules import Context, rule
 
-SYSTEM_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 
 
 @rule("priority-class-name", source="k8s.io/apimachinery pkg/util/validation IsDNS1123Subdomain; "
@@ -42,6 +43,23 @@ def check_priority_class_name(ctx: Context) -> list:
         return [ctx.at(loc, f"{name!r}: the system- prefix is reserved for Kubernetes' own priority classes; "
                        f"allowed with it: {', '.join(SYSTEM_PRIORITY_CLASSES)}")]
     return []
+
+
+@rule("priority-class-exists", source="k8s.io/kubernetes plugin/pkg/admission/priority (a pod's priorityClassName "
+      "must name an existing PriorityClass); pkg/apis/scheduling SystemPriorityClasses (the built-in ones)")
+def check_priority_class_exists(ctx: Context) -> list:
+    """A spec.daemonsets.priorityClassName that is neither built in nor declared as the cluster's own
+    (spec.clusterOwned.priorityClasses): the API server would refuse every GPU pod, and `gpuop synth` the stack
+    (its semantic check); checked here so `gpuop validate` says what synth does, at the field. A name that is not
+    a PriorityClass name at all is check_priority_class_name's."""
+    name = ctx.spec.daemonsets.priorityClassName
+    if name in SYSTEM_PRIORITY_CLASSES or name in ctx.spec.clusterOwned.priorityClasses \
+            or not is_dns_subdomain(name) or name.startswith("system-"):
+        return []
+    return [ctx.at(("spec", "daemonsets", "priorityClassName"),
+                   f"Invalid value: {json.dumps(name)}: no PriorityClass with name {name} was found; gpuop cannot see "
+                   f"the cluster: name a built-in one ({', '.join(SYSTEM_PRIORITY_CLASSES)}) or declare the "
+                   "cluster's own in spec.clusterOwned.priorityClasses")]
 
 
 @rule("tolerations", source="k8s.io/kubernetes pkg/apis/core/validation ValidateTolerations")
@@ -108,7 +126,7 @@ def check_env_names_for_the_kubernetes_version(ctx: Context) -> list:
     return out
 
 
-RULES = ((check_priority_class_name, check_tolerations, check_node_affinity_values,
+RULES = ((check_priority_class_name, check_priority_class_exists, check_tolerations, check_node_affinity_values,
           check_env_names_for_the_kubernetes_version),)
 
 

@@ -1,6 +1,7 @@
 """The semantic check of a cluster with objects the user creates: the ConfigMaps the profile names as "you
-create it" (spec.driver.repoConfig, spec.driver.certConfig; plan/model.py USER_CREATED) are external
-references, like the built-in objects of verify/semantic.py's EXTERNAL table, but known per cluster.
+create it" (spec.driver.repoConfig, spec.driver.certConfig) and the PriorityClasses it declares as the
+cluster's own (spec.clusterOwned.priorityClasses; plan/model.py USER_CREATED) are external references, like
+the built-in objects of verify/semantic.py's EXTERNAL table, but known per cluster.
 
 `gpuop synth` takes them from the plan; `gpuop validate DIST` from the cluster's index.json entry
 (`userCreated`, kind -> `namespace/name`), where each must still be a valid name of its kind. A reference
@@ -18,6 +19,9 @@ from gpuop.errors import Issue
 from gpuop.kube.slots import fill
 from gpuop.kube.types import DNS_SUBDOMAIN_RULE, is_dns_subdomain
 from gpuop.verify import semantic
+
+# userCreated kinds that are cluster-scoped (index.json lists them by name alone): the cluster's own PriorityClasses
+CLUSTER_SCOPED = frozenset({"PriorityClass"})
 
 
 def _issue(file: str, f, note: str = "") -> Issue:
@@ -46,10 +50,12 @@ def index_problems(entry: dict, shown: str) -> tuple[dict[str, set[str]], list[I
             namespace, _, name = str(ref).rpartition("/")
             if kind in ("ConfigMap", "Secret") and namespace and is_dns_subdomain(name):
                 external.setdefault(kind, set()).add(f"{namespace}/{name}")
+            elif kind in CLUSTER_SCOPED and isinstance(ref, str) and is_dns_subdomain(ref):
+                external.setdefault(kind, set()).add(ref)       # cluster-scoped: a name alone
             else:
                 issues.append(Issue(shown, 0, 0, f"clusters[{entry.get('name')}].userCreated.{kind}[{i}]",
                                     f"Invalid value: {json.dumps(ref)}: must be <namespace>/<name> of a ConfigMap "
-                                    f"or Secret, the name {DNS_SUBDOMAIN_RULE}"))
+                                    f"or Secret, or the <name> of a PriorityClass, the name {DNS_SUBDOMAIN_RULE}"))
     return external, issues
 
 

@@ -10,6 +10,7 @@ from functools import partial
 from typing import Any
 
 from gpuop.errors import rule as _rule
+from gpuop.kube.types import SYSTEM_PRIORITY_CLASSES
 
 # The semantic rules' declaration (errors.py): `@rule(id, source=..., refuses=...)` above each check's
 # upstream comment.
@@ -102,10 +103,8 @@ class External:
 # - OpenShift's `hostmount-anyuid` SCC: the operands carry it only in the `openshift.io/scc`
 #   annotation, which records the SCC OpenShift's admission chose; no Role grants it, no rule reads it.
 EXTERNAL: tuple[External, ...] = (
-    External("PriorityClass", "system-node-critical",
-             "built in: every API server creates it (pkg/apis/scheduling SystemPriorityClasses)"),
-    External("PriorityClass", "system-cluster-critical",
-             "built in: every API server creates it (pkg/apis/scheduling SystemPriorityClasses)"),
+    *(External("PriorityClass", name, "built in: every API server creates it (pkg/apis/scheduling SystemPriorityClasses)")
+      for name in SYSTEM_PRIORITY_CLASSES),
     External("Namespace", "default", "built in: created by the API server (pkg/controlplane SystemNamespaces)"),
     External("Namespace", "kube-system", "built in: created by the API server (SystemNamespaces)"),
     External("Namespace", "kube-public", "built in: created by the API server (SystemNamespaces)"),
