@@ -369,7 +369,7 @@ def cmd_merge(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from gpuop.verify.output import is_output, validate_output
+    from gpuop.verify.output import is_output, output_tree_issues, validate_output
     from gpuop.errors import Issue
     from gpuop.pipeline.run import plan_all
     from gpuop.profile.settings import load_settings
@@ -384,6 +384,9 @@ def cmd_validate(args) -> int:
         _settle_journal(out, strict=True)
 
         found = output_issues(out)          # a bogus index.json is exit 2 here, before anything reads it
+        # the tree itself (no link, nothing unlisted) before anything is compiled or read from it; with --against
+        # the clusters' folders are the gate's to prove (at the cost of the change)
+        found = found or output_tree_issues(out, frozenset() if args.against else None)
         found = found or _provenance_issues(args, out, notes)
         only = notes.pop("only", None)
         issues += found or validate_output(out, only=only)

@@ -100,7 +100,7 @@ def run(paths: list[Path], against: str | None, output: Path, settings_path: Pat
     from gpuop.pipeline import gate
     from gpuop.pipeline.write import output_issues
     from gpuop.profile.settings import load_settings
-    from gpuop.verify.output import validate_output
+    from gpuop.verify.output import tree_issues, validate_output
 
     marks = [("start", time.perf_counter())]
     settings = load_settings(settings_path)
@@ -121,6 +121,9 @@ def run(paths: list[Path], against: str | None, output: Path, settings_path: Pat
     marks.append(("compile", time.perf_counter()))
     only = frozenset(sel.clusters)
     issues = output_issues(output, only=only)
+    # the tree itself: nothing index.json does not list at the top, no link in the fleet files or the selected
+    # clusters (the others are proven from git: gate._unwritten)
+    issues = issues or tree_issues(output, {"clusters": list(sel.disk.values())}, only)
     issues = issues or validate_output(output, only=only)
     marks.append(("validate", time.perf_counter()))
     if timings:

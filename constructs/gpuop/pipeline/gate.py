@@ -242,17 +242,25 @@ def current_records(paths: list[Path], settings, base: dict | None = None,
                 digests[path] = None
         return digests[path]
 
-    out = {}
+    out: dict = {}
+    named: list = []          # (profile, cluster name): two profiles with one name must not pass as one cluster
     for f in discover(paths):
         known = by_profile.get(_quick_rel(f, _rel))
         if known and all(p in unchanged or digest(p) == d for p, d in known[1]["files"].items()):
             record = {**known[1], **shared, "catalog": catalog_now(known[1], reads or {})}
             record["inputs"] = inputs_digest(record)
+            named.append((f, known[0]))
             out[known[0]] = (f, record)
             continue
         w = walk(f)
         if w is not None:
+            named.append((f, w[1]))
             out[w[1]] = (f, provenance(w[0], shared))
+    named = [(f, n) for f, n in named if isinstance(n, str)]
+    if len({n for _, n in named}) != len(named):
+        from gpuop.pipeline.run import duplicate_names
+
+        raise UserError(duplicate_names(named))
     return out
 
 
@@ -296,6 +304,7 @@ def select(paths: list[Path], output: Path, settings, against: str | None, every
     from gpuop.pipeline.write import read_index
 
     folder = output.as_posix().rstrip("/")
+    refuse_links([output, *paths])
     commit = resolve(against) if against and not everything else None
     # the working tree's status runs beside the hashing and parsing below
     trees = _profile_folders(paths)
@@ -305,6 +314,38 @@ def select(paths: list[Path], output: Path, settings, against: str | None, every
     finally:
         if status is not None:
             status.close()
+
+
+def links_in(path: Path) -> Path | None:
+    """The first part of `path` (as given, from the working folder) that is a symlink, None when none is. Every
+    part: `dist` committed as a link, or a link to a folder above it, points git's view and the bytes read
+    outside the repository, where Argo CD and Flux never look."""
+    parts = Path(path).parts
+    start = 1 if Path(path).is_absolute() else 0       # an absolute path: its parts below the root
+    for i in range(max(start, 1), len(parts) + 1):
+        here = Path(*parts[:i])
+        if os.path.islink(here):
+            return here
+    return None
+
+
+def refuse_links(paths: list[Path]) -> None:
+    """An output or profiles folder reached through a symlink is bad input (exit 2), each one located: what the
+    gate proves must be the tree git holds, not one a link points at."""
+    issues = [link_issue(link) for link in map(links_in, paths) if link is not None]
+    if issues:
+        raise UserError(issues)
+
+
+def link_issue(link: Path | str) -> Issue:
+    """A symlink where gpuop reads inputs or proves output, located at the link."""
+    try:
+        target = f" (to {os.readlink(link)!r})"
+    except OSError:
+        target = ""
+    return Issue(str(link), 0, 0, "", f"is a symlink{target}; gpuop reads and proves regular files and folders only "
+                 "(a link may leave the repository, and Argo CD and Flux would follow it): commit the file or folder "
+                 "itself")
 
 
 def _profile_folders(paths: list[Path]) -> list[str]:
@@ -432,8 +473,10 @@ def verify(sel: Selection, paths: list[Path], output: Path, settings) -> tuple[l
         from gpuop.outputs.cluster import assemble
 
         result = None
-        made = assemble([], previous, settings, keep=tuple(sorted(set(previous.index) & set(sel.current)))).files
+        assembled = assemble([], previous, settings, keep=tuple(sorted(set(previous.index) & set(sel.current))))
+        made = assembled.files
     expected = {k: (v.encode() if isinstance(v, str) else v) for k, v in made.items()}
+    stale += _unwritten(sel, output, set(expected) | set(result.reuse if result is not None else assembled.reuse))
     for name in sorted(sel.clusters):
         mine = {k: v for k, v in expected.items() if k.startswith(name + "/")}
         on_disk = _read_folder(output, name)
@@ -456,7 +499,62 @@ def verify(sel: Selection, paths: list[Path], output: Path, settings) -> tuple[l
         if rel.startswith("charts/") and rel.endswith(".tgz") and rel not in expected and (output / rel).exists():
             stale.append(Stale(rel, "differs from the base and is not the chart the profiles compile to "
                                "(a published chart archive never changes)"))
-    return stale, result
+    once: dict = {}
+    for s in stale:                 # a path found by two of the checks above is named once, by the first
+        once.setdefault(s.where, s)
+    return list(once.values()), result
+
+
+# written beside the compile's files: the ownership marker (pipeline/write.MARKER) and `gpuop report`'s page
+BESIDE = (".gpuop-output", "report/index.html")
+
+
+def _unwritten(sel: Selection, output: Path, written: set[str]) -> list[Stale]:
+    """Every entry of the output that the compile does not write, outside the selected clusters' folders (those are
+    compared file by file): the whole tree when there is no base, else the paths git finds changed since the base
+    (untracked and ignored ones included; the base's tree is trusted). A folder anywhere, a cluster folder
+    index.json does not list (the ApplicationSet's files generator would deploy it), a file in charts/ or fleet/
+    or at the top: the compile must account for every one. A symlink is never written by gpuop."""
+    written = written | set(BESIDE)
+    if sel.base_rev is None:
+        candidates = _walk(output, "")
+    else:
+        candidates = []
+        for rel in sel.changed_paths:
+            rel = rel.rstrip("/")
+            if rel.split("/", 1)[0] in sel.clusters or not os.path.lexists(output / rel):
+                continue
+            candidates += _walk(output, rel) if _real_dir(output / rel) else [(rel, os.path.islink(output / rel))]
+    out = []
+    for rel, link in candidates:
+        if link:
+            out.append(Stale(rel, "is a symlink; gpuop writes regular files only, and a link may point outside "
+                             "the repository"))
+        elif rel not in written and rel.split("/", 1)[0] not in sel.clusters:
+            out.append(Stale(rel, "not written by gpuop"))
+    return out
+
+
+def _real_dir(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
+
+
+def _walk(output: Path, rel: str) -> list[tuple[str, bool]]:
+    """(path relative to the output, is a symlink) of every file and link under `rel` ('' : the whole output),
+    without following a link."""
+    out, stack = [], [rel]
+    while stack:
+        here = stack.pop()
+        with os.scandir(output / here if here else output) as it:
+            for e in it:
+                name = f"{here}/{e.name}" if here else e.name
+                if e.is_symlink():
+                    out.append((name, True))
+                elif e.is_dir(follow_symlinks=False):
+                    stack.append(name)
+                else:
+                    out.append((name, False))
+    return sorted(out)
 
 
 def _text(raw: bytes | None) -> str | None:
@@ -473,19 +571,26 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
+class _Link(bytes):
+    """A symlink found where a file is read: never equal to the bytes the compile writes, never followed."""
+
+
 def _read_folder(output: Path, name: str) -> dict[str, bytes]:
-    base = output / name
-    out = {}
-    if base.is_dir() and not base.is_symlink():
-        for folder, _, names in os.walk(base):
-            for n in names:
-                full = os.path.join(folder, n)
-                out[Path(os.path.relpath(full, output)).as_posix()] = Path(full).read_bytes()
+    out: dict[str, bytes] = {}
+    if _real_dir(output / name):
+        for rel, link in _walk(output, name):
+            out[rel] = _Link() if link else (output / rel).read_bytes()
+    elif os.path.islink(output / name):
+        out[name] = _Link()
     return out
 
 
 def _compare(expected: dict, on_disk: dict) -> list[Stale]:
-    out = [Stale(p, "missing") for p in sorted(set(expected) - set(on_disk))]
+    links = {p for p, v in on_disk.items() if isinstance(v, _Link)}
+    out = [Stale(p, "is a symlink; gpuop writes regular files only, and a link may point outside the repository")
+           for p in sorted(links)]
+    on_disk = {p: v for p, v in on_disk.items() if p not in links}
+    out += [Stale(p, "missing") for p in sorted(set(expected) - set(on_disk) - links)]
     out += [Stale(p, "not written by gpuop") for p in sorted(set(on_disk) - set(expected))]
     out += [Stale(p, "differs") for p in sorted(set(expected) & set(on_disk)) if expected[p] != on_disk[p]]
     return out

@@ -12,6 +12,7 @@ checked by their CEL rules only; the tests check them against the upstream CRD s
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from gpuop.errors import Issue, Rule, registry, rule
@@ -48,6 +49,95 @@ def is_output(path: Path) -> bool:
     return path.is_dir() and (path / "index.json").is_file()
 
 
+# top-level entries of an output that are not a cluster's: the fleet files, the Helm repository, gpuop's
+# ownership marker (pipeline/write.MARKER) and `gpuop report`'s page
+FLEET_ENTRIES = frozenset({"index.json", "versions.lock.json", "charts", "fleet", ".gpuop-output", "report"})
+
+
+
+def _cluster_tops(c: dict) -> set[str]:
+    """The top-level folders index.json names for one cluster (its folder; operator mode's too)."""
+    paths = [c.get(k) for k in ("chart", "manifests", "overlay", "argocd", "flux")]
+    paths.append((c.get("operator") or {}).get("path"))
+    return {p.split("/", 1)[0] for p in paths if isinstance(p, str) and p}
+
+
+def tree_issues(dist: Path, index: dict, only: frozenset | None = None) -> list[Issue]:
+    """The output tree itself: not reached through a symlink, every top-level entry one index.json lists (a
+    cluster folder it does not list would still be deployed: the ApplicationSet's files generator reads every
+    `<out>/*/params/cluster.json`), no symlink anywhere, nothing in charts/ but the repository index and the
+    archives index.json names, and each cluster folder holding exactly the files whose digest index.json records
+    (`treeDigest`). `only` (the review gate's selection): the top level, charts/ and those clusters' folders;
+    the gate proves the rest from git (pipeline/gate._unwritten)."""
+    from gpuop.outputs.cluster import disk_tree_digest
+    from gpuop.pipeline.gate import link_issue, links_in
+
+    link = links_in(dist)
+    if link is not None:
+        return [link_issue(link)]
+    clusters = [c for c in index.get("clusters") or () if isinstance(c, dict)]
+    listed = {t for c in clusters for t in _cluster_tops(c)}
+    packages = {c["package"] for c in clusters if isinstance(c.get("package"), str)}
+    issues = []
+    with os.scandir(dist) as it:
+        tops = sorted((e.name, e.is_symlink()) for e in it)
+    for name, is_link in tops:
+        if is_link:
+            issues.append(link_issue(dist / name))
+        elif name not in FLEET_ENTRIES and name not in listed:
+            issues.append(Issue(str(dist / name), 0, 0, "", f"is not listed in {dist / 'index.json'}: gpuop did not "
+                                "write it (Argo CD's ApplicationSet deploys every folder of the output that holds "
+                                "params/cluster.json); remove it, or run gpuop synth and commit the output"))
+    if only is None and (dist / "charts").is_dir() and not (dist / "charts").is_symlink():
+        packages |= _served(dist)
+        with os.scandir(dist / "charts") as it:
+            for e in sorted(it, key=lambda e: e.name):
+                rel = f"charts/{e.name}"
+                if e.is_symlink():
+                    issues.append(link_issue(dist / rel))
+                elif e.name != "index.yaml" and rel not in packages:
+                    issues.append(Issue(str(dist / rel), 0, 0, "", f"is not a chart archive {dist / 'index.json'} "
+                                        "names; gpuop did not write it"))
+    walked = [c for c in clusters if only is None or c.get("name") in only]
+    present = {n for n, link in tops if not link}
+    folders = [t for c in walked for t in sorted(_cluster_tops(c) & present)]
+    # the fleet's own folders are small: walked for links whatever the selection
+    for top in dict.fromkeys(folders + [t for t in ("fleet", "charts") if t in present]):
+        for folder, dirs, names in os.walk(dist / top):
+            for n in sorted(dirs + names):
+                if os.path.islink(os.path.join(folder, n)):
+                    issues.append(link_issue(os.path.join(folder, n)))
+    if only is None and not issues:
+        for c in walked:
+            name = c.get("name")
+            if isinstance(name, str) and (dist / name).is_dir() and "treeDigest" in c \
+                    and disk_tree_digest(dist, name) != c["treeDigest"]:
+                issues.append(Issue(str(dist / name), 0, 0, "", "does not hold the files index.json records for it "
+                                    "(treeDigest: a file added, removed or edited by hand); run gpuop synth and "
+                                    "commit the output"))
+    return issues
+
+
+def output_tree_issues(dist: Path, only: frozenset | None = None) -> list[Issue]:
+    """tree_issues of an output whose index.json output_issues (pipeline/write.py) found readable."""
+    from gpuop.pipeline.write import read_index
+
+    return tree_issues(dist, read_index(dist), only)
+
+
+def _served(dist: Path) -> set[str]:
+    """Old versions of the charts: the archives charts/index.yaml lists (a Helm repository keeps every version;
+    an unreadable index is output_issues' to report)."""
+    import yaml
+
+    try:
+        doc = yaml.load((dist / "charts" / "index.yaml").read_bytes(), Loader=yaml.CSafeLoader)
+    except (OSError, yaml.YAMLError):
+        return set()
+    entries = doc.get("entries") if isinstance(doc, dict) else None
+    return {f"charts/{u}" for versions in (entries.values() if isinstance(entries, dict) else ())
+            for e in versions or () if isinstance(e, dict)
+            for u in (e.get("urls") or ())[:1] if isinstance(u, str) and "/" not in u}
 def _object_issues(obj, shown: str, kube: KubeValidator) -> list[Issue]:
     if not isinstance(obj, dict) or "kind" not in obj:
         return [Issue(shown, 0, 0, "", "not a Kubernetes object")]
