@@ -11,45 +11,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_gpuop
+from conftest import run_gpuop
 
 pytestmark = pytest.mark.slow
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "gate", "GIT_AUTHOR_EMAIL": "gate@example.com", "GIT_COMMITTER_NAME": "gate",
-           "GIT_COMMITTER_EMAIL": "gate@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-
-
-def git(repo: Path, *args: str) -> str:
-    proc = subprocess.run(["git", *args], cwd=repo, env={**os.environ, **GIT_ENV}, capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
-@pytest.fixture(scope="module")
-def origin(dist, tmp_path_factory) -> Path:
-    repo = tmp_path_factory.mktemp("origin") / "project"
-    shutil.copytree(REPO / "profiles", repo / "profiles")
-    shutil.copy(REPO / "gpuop.yaml", repo / "gpuop.yaml")
-    shutil.copytree(dist, repo / "dist")
-    (repo / ".gitignore").write_text(".gpuop-cache/\n")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "clusters")
-    return repo
-
-
-@pytest.fixture
-def pr(origin, tmp_path) -> Path:
-    git(tmp_path, "clone", "-q", str(origin), "work")
-    repo = tmp_path / "work"
-    git(repo, "checkout", "-q", "-b", "pr")
-    return repo
+# the scratch project and its pull-request clone are the review gate's own (tests/test_review_gate.py)
+from test_review_gate import git, origin, pr  # noqa: E402,F401
 
 
 def commit(repo: Path) -> None:
@@ -62,8 +33,8 @@ def gate(repo: Path) -> tuple[int, str]:
     return proc.returncode, proc.stderr
 
 
-def validate(repo: Path) -> tuple[int, str]:
-    proc = run_gpuop("validate", "dist", "--against", "main", cwd=repo)
+def validate(repo: Path, *against: str) -> tuple[int, str]:
+    proc = run_gpuop("validate", "dist", *against, cwd=repo)
     return proc.returncode, proc.stderr
 
 
@@ -72,15 +43,16 @@ def refused_everywhere(repo: Path, line: str, gate_code: int = 2) -> None:
     2 (bad input) or 3 (stale: synth would remove it)."""
     code, err = gate(repo)
     assert code == gate_code and line in err, err
-    code, err = validate(repo)
-    assert code == 2 and line in err, err
+    for against in (("--against", "main"), ()):          # at the cost of the change, and the whole tree
+        code, err = validate(repo, *against)
+        assert code == 2 and line in err, (against, err)
 
 
 def test_an_unlisted_cluster_folder_fails_the_gate_and_validate(pr):
     """A folder index.json does not list is still deployed by the ApplicationSet's files generator."""
     shutil.copytree(pr / "dist" / "prod-east", pr / "dist" / "evil")
     commit(pr)
-    refused_everywhere(pr, "dist/evil: is not listed in dist/index.json: gpuop did not write it (Argo CD's "
+    refused_everywhere(pr, "dist/evil: is not listed in index.json: gpuop did not write it (Argo CD's "
                            "ApplicationSet deploys every folder of the output that holds params/cluster.json)")
 
 
@@ -92,7 +64,7 @@ def test_an_unlisted_file_anywhere_fails_the_gate_and_validate(pr, rel):
     path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: evil}\n")
     commit(pr)
     if "/" not in rel:
-        refused_everywhere(pr, f"dist/{rel}: is not listed in dist/index.json")
+        refused_everywhere(pr, f"dist/{rel}: is not listed in index.json")
     else:
         refused_everywhere(pr, f"dist/{rel}: not written by gpuop", gate_code=3)
 
@@ -101,7 +73,7 @@ def test_a_second_profile_reusing_a_cluster_name_is_refused_at_both_names(pr):
     text = (pr / "profiles" / "prod-east.yaml").read_text()
     (pr / "profiles" / "zz-copy.yaml").write_text(text.replace("labels: {", "labels: {copy: \"yes\", "))
     commit(pr)
-    for code, err in (gate(pr), validate(pr)):
+    for code, err in (gate(pr), validate(pr, "--against", "main"), validate(pr)):
         assert code == 2, err
         lines = [ln for ln in err.splitlines() if "Duplicate value" in ln]
         assert [ln.split(":", 1)[0] for ln in lines] == ["profiles/prod-east.yaml", "profiles/zz-copy.yaml"], err
@@ -109,20 +81,14 @@ def test_a_second_profile_reusing_a_cluster_name_is_refused_at_both_names(pr):
                    for ln in lines), err
 
 
-def test_a_dist_committed_as_a_symlink_to_a_folder_outside_is_refused(pr, tmp_path):
+@pytest.mark.parametrize("folder", ["dist", "profiles"])
+def test_a_folder_committed_as_a_symlink_to_a_folder_outside_is_refused(pr, tmp_path, folder):
+    """dist/ (or profiles/) committed as a link: what git holds is the link; the bytes read would be elsewhere."""
     outside = tmp_path / "outside"
-    shutil.move(pr / "dist", outside)
-    os.symlink(outside, pr / "dist")
+    shutil.move(pr / folder, outside)
+    os.symlink(outside, pr / folder)
     commit(pr)
-    refused_everywhere(pr, f"dist: is a symlink (to '{outside}')")
-
-
-def test_a_profiles_folder_committed_as_a_symlink_is_refused(pr, tmp_path):
-    outside = tmp_path / "profiles-outside"
-    shutil.move(pr / "profiles", outside)
-    os.symlink(outside, pr / "profiles")
-    commit(pr)
-    refused_everywhere(pr, f"profiles: is a symlink (to '{outside}')")
+    refused_everywhere(pr, f"{folder}: is a symlink (to '{outside}')")
 
 
 @pytest.mark.parametrize("rel, target", [("prod-east/params/more.json", "/etc/hostname"),

@@ -56,23 +56,16 @@ def test_a_sharing_config_named_like_the_built_in_default_is_refused(tmp_path):
 
 
 @pytest.mark.fast
-def test_a_mig_config_named_all_disabled_is_refused(tmp_path):
+@pytest.mark.parametrize("name, why", [
+    ("all-disabled", "is the name of gpuop's MIG config of MIG-capable nodes without a layout (MIG off); a mig-parted "
+                     "config of yours under it would replace gpuop's (or be replaced): choose another name"),
+    ("3x2g.20gb", "is gpuop's name of the MIG layout 3x2g.20gb, not of this pool's; name the config after its own "
+                  "layout, or choose a name that is no layout's"),
+])
+def test_a_mig_config_named_like_one_gpuop_writes_is_refused(tmp_path, name, why):
     text = BASE.replace("gpu: L40S", "gpu: H100-SXM5-80GB") + \
-        '      nodeGroup: a\n      mig: {strategy: single, layout: {"1g.10gb": 7}, configName: all-disabled}\n'
-    assert issues(tmp_path, text) == [
-        'p.yaml:13:55: spec.nodePools[0].mig.configName: Invalid value: "all-disabled": is the name of gpuop\'s MIG '
-        "config of MIG-capable nodes without a layout (MIG off); a mig-parted config of yours under it would replace "
-        "gpuop's (or be replaced): choose another name"]
-
-
-@pytest.mark.fast
-def test_a_mig_config_named_after_another_layout_is_refused(tmp_path):
-    text = BASE.replace("gpu: L40S", "gpu: H100-SXM5-80GB") + \
-        '      nodeGroup: a\n      mig: {strategy: single, layout: {"1g.10gb": 7}, configName: 3x2g.20gb}\n'
-    assert issues(tmp_path, text) == [
-        'p.yaml:13:55: spec.nodePools[0].mig.configName: Invalid value: "3x2g.20gb": is gpuop\'s name of the MIG '
-        "layout 3x2g.20gb, not of this pool's; name the config after its own layout, or choose a name that is no "
-        "layout's"]
+        f'      nodeGroup: a\n      mig: {{strategy: single, layout: {{"1g.10gb": 7}}, configName: {name}}}\n'
+    assert issues(tmp_path, text) == [f'p.yaml:13:55: spec.nodePools[0].mig.configName: Invalid value: "{name}": {why}']
 
 
 def operator_profile(tmp_path, old: str, new: str) -> str:

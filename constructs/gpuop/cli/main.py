@@ -369,7 +369,7 @@ def cmd_merge(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from gpuop.verify.output import is_output, output_tree_issues, validate_output
+    from gpuop.verify.output import is_output, tree_issues, validate_output
     from gpuop.errors import Issue
     from gpuop.pipeline.run import plan_all
     from gpuop.profile.settings import load_settings
@@ -379,14 +379,18 @@ def cmd_validate(args) -> int:
     issues: list[Issue] = []
     notes: dict = {}
     for out in outputs:
-        from gpuop.pipeline.write import output_issues
+        from gpuop.outputs.cluster import disk_tree_digest
+        from gpuop.pipeline.write import output_issues, read_index
 
         _settle_journal(out, strict=True)
 
         found = output_issues(out)          # a bogus index.json is exit 2 here, before anything reads it
         # the tree itself (no link, nothing unlisted) before anything is compiled or read from it; with --against
-        # the clusters' folders are the gate's to prove (at the cost of the change)
-        found = found or output_tree_issues(out, frozenset() if args.against else None)
+        # the gate proves it from what git saw change, at the cost of the change (gate._unwritten)
+        if not args.against:
+            # each cluster folder against its recorded treeDigest only when no compile will compare it file by file
+            alone = not (Path("profiles").is_dir() and args.settings.is_file())
+            found = found or tree_issues(out, read_index(out), disk_tree_digest if alone else None)
         found = found or _provenance_issues(args, out, notes)
         only = notes.pop("only", None)
         issues += found or validate_output(out, only=only)

@@ -316,36 +316,14 @@ def select(paths: list[Path], output: Path, settings, against: str | None, every
             status.close()
 
 
-def links_in(path: Path) -> Path | None:
-    """The first part of `path` (as given, from the working folder) that is a symlink, None when none is. Every
-    part: `dist` committed as a link, or a link to a folder above it, points git's view and the bytes read
-    outside the repository, where Argo CD and Flux never look."""
-    parts = Path(path).parts
-    start = 1 if Path(path).is_absolute() else 0       # an absolute path: its parts below the root
-    for i in range(max(start, 1), len(parts) + 1):
-        here = Path(*parts[:i])
-        if os.path.islink(here):
-            return here
-    return None
-
-
 def refuse_links(paths: list[Path]) -> None:
     """An output or profiles folder reached through a symlink is bad input (exit 2), each one located: what the
     gate proves must be the tree git holds, not one a link points at."""
+    from gpuop.verify.output import link_issue, links_in
+
     issues = [link_issue(link) for link in map(links_in, paths) if link is not None]
     if issues:
         raise UserError(issues)
-
-
-def link_issue(link: Path | str) -> Issue:
-    """A symlink where gpuop reads inputs or proves output, located at the link."""
-    try:
-        target = f" (to {os.readlink(link)!r})"
-    except OSError:
-        target = ""
-    return Issue(str(link), 0, 0, "", f"is a symlink{target}; gpuop reads and proves regular files and folders only "
-                 "(a link may leave the repository, and Argo CD and Flux would follow it): commit the file or folder "
-                 "itself")
 
 
 def _profile_folders(paths: list[Path]) -> list[str]:
@@ -420,6 +398,7 @@ def _select(paths, output: Path, settings, against, everything, folder: str, com
 class Stale:
     where: str          # output path (relative to the output folder)
     what: str           # "added", "removed", "differs"
+    bad: bool = False   # not only stale but bad input (a link, an entry index.json does not list): exit 2
 
 
 def verify(sel: Selection, paths: list[Path], output: Path, settings) -> tuple[list[Stale], object]:
@@ -515,46 +494,41 @@ def _unwritten(sel: Selection, output: Path, written: set[str]) -> list[Stale]:
     (untracked and ignored ones included; the base's tree is trusted). A folder anywhere, a cluster folder
     index.json does not list (the ApplicationSet's files generator would deploy it), a file in charts/ or fleet/
     or at the top: the compile must account for every one. A symlink is never written by gpuop."""
+    from gpuop.verify.output import FLEET_ENTRIES, UNLISTED, cluster_tops, walk
+
     written = written | set(BESIDE)
     if sel.base_rev is None:
-        candidates = _walk(output, "")
+        candidates = walk(output, "")
     else:
         candidates = []
         for rel in sel.changed_paths:
             rel = rel.rstrip("/")
             if rel.split("/", 1)[0] in sel.clusters or not os.path.lexists(output / rel):
                 continue
-            candidates += _walk(output, rel) if _real_dir(output / rel) else [(rel, os.path.islink(output / rel))]
+            candidates += walk(output, rel) if _real_dir(output / rel) else [(rel, os.path.islink(output / rel))]
+    listed = None
     out = []
     for rel, link in candidates:
+        top = rel.split("/", 1)[0]
         if link:
-            out.append(Stale(rel, "is a symlink; gpuop writes regular files only, and a link may point outside "
-                             "the repository"))
-        elif rel not in written and rel.split("/", 1)[0] not in sel.clusters:
-            out.append(Stale(rel, "not written by gpuop"))
+            out.append(Stale(rel, LINK, bad=True))
+        elif rel not in written and top not in sel.clusters:
+            if listed is None:      # only when something is unwritten: the tops index.json and the profiles name
+                listed = FLEET_ENTRIES | set(sel.current) | {t for e in sel.disk.values() for t in cluster_tops(e)}
+            out.append(Stale(top, UNLISTED, bad=True) if top not in listed else Stale(rel, "not written by gpuop"))
     return out
+
+
+LINK = "is a symlink; gpuop writes regular files only, and a link may point outside the repository"
+
+
+def bad_issues(stale: list[Stale], output: Path) -> list[Issue]:
+    """The entries of `stale` that are bad input, not only stale (exit 2), located."""
+    return [Issue(str(output / s.where), 0, 0, "", s.what) for s in stale if s.bad]
 
 
 def _real_dir(path: Path) -> bool:
     return path.is_dir() and not path.is_symlink()
-
-
-def _walk(output: Path, rel: str) -> list[tuple[str, bool]]:
-    """(path relative to the output, is a symlink) of every file and link under `rel` ('' : the whole output),
-    without following a link."""
-    out, stack = [], [rel]
-    while stack:
-        here = stack.pop()
-        with os.scandir(output / here if here else output) as it:
-            for e in it:
-                name = f"{here}/{e.name}" if here else e.name
-                if e.is_symlink():
-                    out.append((name, True))
-                elif e.is_dir(follow_symlinks=False):
-                    stack.append(name)
-                else:
-                    out.append((name, False))
-    return sorted(out)
 
 
 def _text(raw: bytes | None) -> str | None:
@@ -576,9 +550,11 @@ class _Link(bytes):
 
 
 def _read_folder(output: Path, name: str) -> dict[str, bytes]:
+    from gpuop.verify.output import walk
+
     out: dict[str, bytes] = {}
     if _real_dir(output / name):
-        for rel, link in _walk(output, name):
+        for rel, link in walk(output, name):
             out[rel] = _Link() if link else (output / rel).read_bytes()
     elif os.path.islink(output / name):
         out[name] = _Link()
@@ -587,8 +563,7 @@ def _read_folder(output: Path, name: str) -> dict[str, bytes]:
 
 def _compare(expected: dict, on_disk: dict) -> list[Stale]:
     links = {p for p, v in on_disk.items() if isinstance(v, _Link)}
-    out = [Stale(p, "is a symlink; gpuop writes regular files only, and a link may point outside the repository")
-           for p in sorted(links)]
+    out = [Stale(p, LINK, bad=True) for p in sorted(links)]
     on_disk = {p: v for p, v in on_disk.items() if p not in links}
     out += [Stale(p, "missing") for p in sorted(set(expected) - set(on_disk) - links)]
     out += [Stale(p, "not written by gpuop") for p in sorted(set(on_disk) - set(expected))]
@@ -597,8 +572,9 @@ def _compare(expected: dict, on_disk: dict) -> list[Stale]:
 
 
 def stale_issues(stale: list[Stale], output: Path) -> list[Issue]:
-    return [Issue(str(output / s.where), 0, 0, "", f"{s.what}: not what the profiles compile to; run "
-                  "gpuop synth and commit the output") for s in stale]
+    return bad_issues(stale, output) + [
+        Issue(str(output / s.where), 0, 0, "", f"{s.what}: not what the profiles compile to; run gpuop synth and "
+              "commit the output") for s in stale if not s.bad]
 
 
 def verify_folders(clusters: dict, source: Path, paths: list[Path], settings, reads: dict) -> list[Issue]:

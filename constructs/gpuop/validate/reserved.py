@@ -17,14 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel
-
 from gpuop.components import dcgm_exporter, device_plugin, driver, mig_manager, plugin_config, toolkit
 from gpuop.kube.validation import duplicate, invalid
 from gpuop.plan import chartmap
 from gpuop.plan.pools import ALL_DISABLED, DEFAULT_PLUGIN_CONFIG, _layout_from_name, layout_of, mig_config_name
 from gpuop.profile.models import ConfigMapFiles
-from gpuop.validate.rules import Context, rule
+from gpuop.validate.rules import Context, of_type, rule
 
 
 @dataclass(frozen=True)
@@ -72,22 +70,6 @@ OPERATOR_CONFIG_MAPS = (("devicePluginConfig", chartmap.PLUGIN_CONFIG_MAP), ("mi
                         ("dcgmMetricsConfig", chartmap.DCGM_METRICS_MAP))
 
 
-def _config_map_files(node, loc: tuple):
-    """(field path, ConfigMapFiles) of every ConfigMap the profile says the user creates, found by type."""
-    if isinstance(node, ConfigMapFiles):
-        yield loc, node
-        return
-    if isinstance(node, BaseModel):
-        for key in type(node).model_fields:
-            yield from _config_map_files(getattr(node, key), loc + (key,))
-    elif isinstance(node, (list, tuple)):
-        for i, item in enumerate(node):
-            yield from _config_map_files(item, loc + (i,))
-    elif isinstance(node, dict):
-        for key, item in node.items():
-            yield from _config_map_files(item, loc + (key,))
-
-
 @rule("reserved-names", source="NVIDIA/k8s-device-plugin config files and NVIDIA/mig-parted configs (one config per "
       "name); Kubernetes: one object per kind, namespace and name (the later apply replaces the earlier)")
 def check_reserved_names(ctx: Context) -> list:
@@ -123,7 +105,7 @@ def check_reserved_names(ctx: Context) -> list:
             out.append(ctx.at(loc, f"{duplicate(effective)}: also the name of spec.delivery.operator."
                                    f"{taken[effective][3]}'s ConfigMap; each ConfigMap needs its own name"))
         taken.setdefault(effective, loc)
-    for loc, files in _config_map_files(spec, ("spec",)):
+    for loc, files in of_type(spec, ConfigMapFiles, ("spec",)):    # every ConfigMap the user creates
         name = files.configMapName
         problem = reserved_problem(CONFIG_MAP, name)
         if problem is None and name in taken and spec.delivery.mode == "operator":
