@@ -45,7 +45,7 @@ RESERVED: dict[str, Reserved] = {
         chartmap.PLUGIN_CONFIG_MAP, chartmap.MIG_CONFIG_MAP, chartmap.DCGM_METRICS_MAP}),
         "a ConfigMap gpuop writes in the stack's namespace"),
     # keys of the device plugin's ConfigMap, values of nvidia.com/device-plugin.config
-    PLUGIN_CONFIG: Reserved(frozenset({DEFAULT_PLUGIN_CONFIG}),
+    PLUGIN_CONFIG: Reserved(frozenset({DEFAULT_PLUGIN_CONFIG, plugin_config.DEFAULT}),   # the plan's and the component's
                             "gpuop's device-plugin config of every node without a nvidia.com/device-plugin.config "
                             "label (no sharing)"),
     # keys of the mig-parted config, values of nvidia.com/mig.config
