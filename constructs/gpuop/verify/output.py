@@ -106,14 +106,13 @@ def cluster_tops(c: dict) -> set[str]:
     return {p.split("/", 1)[0] for p in paths if isinstance(p, str) and p}
 
 
-def tree_issues(dist: Path, index: dict, folder_digest=None) -> list[Issue]:
+def tree_issues(dist: Path, index: dict) -> list[Issue]:
     """The output tree itself: not reached through a symlink, every top-level entry one index.json lists (a
     cluster folder it does not list would still be deployed: the ApplicationSet's files generator reads every
     `<out>/*/params/cluster.json`), no symlink anywhere, nothing in charts/ but the repository index and the
-    archives index.json names, and each cluster folder holding exactly the files whose digest index.json records
-    (`treeDigest`, computed by `folder_digest(dist, name)`: outputs/cluster.disk_tree_digest, handed in since this
-    stage sees no builder). The whole tree is listed: `validate DIST` reads every file anyway. The review gate proves
-    the same from the paths git saw change, at the cost of the change (pipeline/gate._unwritten)."""
+    archives index.json names (each cluster folder's files: digest_issues, or the compile). The whole tree is
+    listed: `validate DIST` reads every file anyway. The review gate proves the same from the paths git saw change,
+    at the cost of the change (pipeline/gate._unwritten)."""
     link = links_in(dist)
     if link is not None:
         return [link_issue(link)]
@@ -141,14 +140,21 @@ def tree_issues(dist: Path, index: dict, folder_digest=None) -> list[Issue]:
                                         "index.json or charts/index.yaml names"))
     for top in [n for n, _, is_dir in tops if is_dir]:
         issues += [link_issue(dist / rel) for rel, is_link in walk(dist, top) if is_link]
-    if folder_digest is not None and not issues:
-        for c in clusters:
-            name = c.get("name")
-            if isinstance(name, str) and (dist / name).is_dir() and "treeDigest" in c \
-                    and folder_digest(dist, name) != c["treeDigest"]:
-                issues.append(Issue(str(dist / name), 0, 0, "", "does not hold the files index.json records for it "
-                                    "(treeDigest: a file added, removed or edited by hand); run gpuop synth and "
-                                    "commit the output"))
+    return issues
+
+
+def digest_issues(dist: Path, index: dict, folder_digest) -> list[Issue]:
+    """Each cluster folder holding exactly the files whose digest index.json records (`treeDigest`, computed by
+    `folder_digest(dist, name)`: outputs/cluster.disk_tree_digest, handed in since this stage sees no builder): for
+    an output validated without the profiles that would compile it (the compile compares file by file)."""
+    issues = []
+    for c in index.get("clusters") or ():
+        name = c.get("name") if isinstance(c, dict) else None
+        if isinstance(name, str) and (dist / name).is_dir() and "treeDigest" in c \
+                and folder_digest(dist, name) != c["treeDigest"]:
+            issues.append(Issue(str(dist / name), 0, 0, "", "does not hold the files index.json records for it "
+                                "(treeDigest: a file added, removed or edited by hand); run gpuop synth and commit "
+                                "the output"))
     return issues
 
 
