@@ -553,8 +553,9 @@ def test_refuses_two_profiles_with_the_same_cluster_name(project):
     write(project, "a.yaml", VALID)
     write(project, "b.yaml", VALID)
     refused(cli(project, "validate"), """\
-        profiles/b.yaml:4:3: metadata.name: cluster name 'c1' is already used by profiles/a.yaml; names must be unique across profiles
-        gpuop: 1 error; nothing written
+        profiles/a.yaml:4:3: metadata.name: Duplicate value: "c1": also the cluster name of profiles/b.yaml; cluster names must be unique across profiles
+        profiles/b.yaml:4:3: metadata.name: Duplicate value: "c1": also the cluster name of profiles/a.yaml; cluster names must be unique across profiles
+        gpuop: 2 errors; nothing written
     """)
 
 

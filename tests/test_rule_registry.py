@@ -140,6 +140,7 @@ VALIDATE_CASES: dict[str, tuple[dict, ...]] = {
     "pool-config-names": (pools({**POOL_A, "sharing": {"timeSlicing": {"replicas": 2}, "configName": "shared"}},
                                 {**POOL_B, "sharing": {"timeSlicing": {"replicas": 4}, "configName": "shared"}}),),
     "known-issue": ({"spec": {"driver": {"rdma": {"enabled": True}}}},),
+    "reserved-names": (pools({**POOL_A, "sharing": {"timeSlicing": {"replicas": 2}, "configName": "default"}}),),
 }
 
 # Rules that fire together with a case's rule by nature (one mistake, seen by both).

@@ -384,7 +384,7 @@ def cmd_merge(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from gpuop.verify.output import is_output, validate_output
+    from gpuop.verify.output import digest_issues, is_output, tree_issues, validate_output
     from gpuop.errors import Issue
     from gpuop.pipeline.run import plan_all
     from gpuop.profile.settings import load_settings
@@ -394,14 +394,22 @@ def cmd_validate(args) -> int:
     issues: list[Issue] = []
     notes: dict = {}
     for out in outputs:
-        from gpuop.pipeline.write import output_issues
+        from gpuop.outputs.cluster import disk_tree_digest
+        from gpuop.pipeline.write import output_issues, read_index
 
         _settle_journal(out, strict=True)
 
         found = output_issues(out)          # a bogus index.json is exit 2 here, before anything reads it
+        # the tree itself (no link, nothing unlisted) before anything is compiled or read from it; with --against
+        # the gate proves it from what git saw change, at the cost of the change (gate._unwritten)
+        if not args.against:
+            found = found or tree_issues(out, read_index(out))
         found = found or _provenance_issues(args, out, notes)
         only = notes.pop("only", None)
-        issues += found or validate_output(out, only=only)
+        # each cluster folder against its recorded treeDigest when no compile compared it file by file
+        alone = not args.against and not (Path("profiles").is_dir() and args.settings.is_file())
+        issues += found or (validate_output(out, only=only) +
+                            (digest_issues(out, read_index(out), disk_tree_digest) if alone else []))
     plans, warnings = [], []
     if profiles or not outputs:
         try:

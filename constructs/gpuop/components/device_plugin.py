@@ -47,6 +47,7 @@ from gpuop.components.builders import (SCC_RULE, daemonset, env, host_path, merg
 
 NAME = "nvidia-device-plugin"
 DS_NAME = "nvidia-device-plugin-daemonset"
+ENTRYPOINT_CM = "nvidia-device-plugin-entrypoint"         # a ConfigMap name gpuop writes (validate/reserved.py)
 ENTRYPOINT = (Path(__file__).parent / "scripts" / "device-plugin-entrypoint.sh").read_text()
 # Every env name gpuop may set on the plugin container: spec.devicePlugin.env overriding one gets a warning.
 GPUOP_ENV = env_names.DEVICE_PLUGIN
@@ -143,7 +144,7 @@ class DevicePlugin(Component):
             "containers": [container],
             "volumes": [
                 {"name": "nvidia-device-plugin-entrypoint",
-                 "configMap": {"name": "nvidia-device-plugin-entrypoint", "defaultMode": 448}},
+                 "configMap": {"name": ENTRYPOINT_CM, "defaultMode": 448}},
                 host_path("device-plugin", f"{p.kubelet_root_dir}/device-plugins"),
                 host_path("run-nvidia-validations", "/run/nvidia/validations", "DirectoryOrCreate"),
                 host_path("driver-install-dir", "/run/nvidia/driver", "DirectoryOrCreate"),
@@ -159,7 +160,7 @@ class DevicePlugin(Component):
         cluster_rules = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]
         return rbac(NAME, p.namespace, [SCC_RULE], cluster_rules) + [
             {"apiVersion": "v1", "kind": "ConfigMap",
-             "metadata": meta("nvidia-device-plugin-entrypoint", p.namespace, labels),
+             "metadata": meta(ENTRYPOINT_CM, p.namespace, labels),
              "data": {"entrypoint.sh": ENTRYPOINT}},
             daemonset(DS_NAME, p.namespace, app=DS_NAME, labels=labels, deploy=cls.deploy_label,
                       placement=p.placement, annotations={"openshift.io/scc": "hostmount-anyuid"}, pod_spec=pod_spec),

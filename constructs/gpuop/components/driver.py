@@ -89,6 +89,7 @@ from gpuop.components.openshift import DTK_CONTAINER, DTK_SHARED, DTK_SHARED_PAT
 
 NAME = "nvidia-driver"
 DS_NAME = "nvidia-driver-daemonset"
+PROBE_CM = "nvidia-driver-startup-probe"         # a ConfigMap name gpuop writes (validate/reserved.py)
 PROBE = (Path(__file__).parent / "scripts" / "driver-startup-probe.sh").read_text()
 
 CLUSTER_RULES = [
@@ -347,7 +348,7 @@ VOLUMES = [
     host_path("firmware-search-path", "/sys/module/firmware_class/parameters/path"),
     host_path("host-sys-devices-system", "/sys/devices/system", "Directory"),
     host_path("nv-firmware", "/run/nvidia/driver/lib/firmware", "DirectoryOrCreate"),
-    {"name": "driver-startup-probe-script", "configMap": {"name": "nvidia-driver-startup-probe", "defaultMode": 0o755}},
+    {"name": "driver-startup-probe-script", "configMap": {"name": PROBE_CM, "defaultMode": 0o755}},
 ]
 
 
@@ -413,7 +414,7 @@ class Driver(Component):
     def render(cls, p: DriverProps) -> list[dict]:
         objs = rbac(NAME, p.namespace, ROLE_RULES, CLUSTER_RULES) + [
             {"apiVersion": "v1", "kind": "ConfigMap",
-             "metadata": meta("nvidia-driver-startup-probe", p.namespace,
+             "metadata": meta(PROBE_CM, p.namespace,
                               {"app": DS_NAME, "app.kubernetes.io/component": NAME}),
              "data": {"startup-probe.sh": PROBE}}]
         builds = [v.rhcos for v in p.variants if v.rhcos]

@@ -42,6 +42,7 @@ from gpuop.components.builders import (SCC_RULE, daemonset, env, host_path, merg
 
 NAME = "nvidia-container-toolkit"
 DS_NAME = "nvidia-container-toolkit-daemonset"
+ENTRYPOINT_CM = "nvidia-container-toolkit-entrypoint"         # a ConfigMap name gpuop writes (validate/reserved.py)
 ENTRYPOINT = (Path(__file__).parent / "scripts" / "toolkit-entrypoint.sh").read_text()
 CONFIG_DIR, DROP_IN_DIR, SOCKET_DIR = "/runtime/config-dir/", "/runtime/config-dir.d/", "/runtime/sock-dir/"
 ASSET_HOOKS_DIR = "/run/containers/oci/hooks.d"      # state-container-toolkit/0500_daemonset.yaml `crio-hooks`
@@ -150,7 +151,7 @@ class ContainerToolkit(Component):
             "containers": [container],
             "volumes": [
                 {"name": "nvidia-container-toolkit-entrypoint",
-                 "configMap": {"name": "nvidia-container-toolkit-entrypoint", "defaultMode": 448}},
+                 "configMap": {"name": ENTRYPOINT_CM, "defaultMode": 448}},
                 host_path("toolkit-root", "/run/nvidia/toolkit", "DirectoryOrCreate"),
                 host_path("run-nvidia-validations", "/run/nvidia/validations", "DirectoryOrCreate"),
                 host_path("driver-install-dir", "/run/nvidia/driver", "DirectoryOrCreate"),
@@ -165,7 +166,7 @@ class ContainerToolkit(Component):
         rules = [SCC_RULE, {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["list"]}]
         return rbac(NAME, p.namespace, rules) + [
             {"apiVersion": "v1", "kind": "ConfigMap",
-             "metadata": meta("nvidia-container-toolkit-entrypoint", p.namespace, labels),
+             "metadata": meta(ENTRYPOINT_CM, p.namespace, labels),
              "data": {"entrypoint.sh": ENTRYPOINT}},
             daemonset(DS_NAME, p.namespace, app=DS_NAME, labels=labels, deploy=cls.deploy_label,
                       placement=p.placement, annotations={"openshift.io/scc": "hostmount-anyuid"}, pod_spec=pod_spec),

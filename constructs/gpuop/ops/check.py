@@ -120,7 +120,10 @@ def run(paths: list[Path], against: str | None, output: Path, settings_path: Pat
     stale, _ = gate.verify(sel, paths, output, settings)
     marks.append(("compile", time.perf_counter()))
     only = frozenset(sel.clusters)
-    issues = output_issues(output, only=only)
+    # the tree itself: an entry index.json does not list, or a link, found among the paths git saw change (the base's
+    # tree is trusted) or in the compiled clusters' folders: bad input, not only stale (gate._unwritten)
+    issues = gate.bad_issues(stale, output)
+    issues = issues or output_issues(output, only=only)
     issues = issues or validate_output(output, only=only)
     marks.append(("validate", time.perf_counter()))
     if timings:

@@ -242,17 +242,25 @@ def current_records(paths: list[Path], settings, base: dict | None = None,
                 digests[path] = None
         return digests[path]
 
-    out = {}
+    out: dict = {}
+    named: list = []          # (profile, cluster name): two profiles with one name must not pass as one cluster
     for f in discover(paths):
         known = by_profile.get(_quick_rel(f, _rel))
         if known and all(p in unchanged or digest(p) == d for p, d in known[1]["files"].items()):
             record = {**known[1], **shared, "catalog": catalog_now(known[1], reads or {})}
             record["inputs"] = inputs_digest(record)
+            named.append((f, known[0]))
             out[known[0]] = (f, record)
             continue
         w = walk(f)
         if w is not None:
+            named.append((f, w[1]))
             out[w[1]] = (f, provenance(w[0], shared))
+    named = [(f, n) for f, n in named if isinstance(n, str)]
+    if len({n for _, n in named}) != len(named):
+        from gpuop.pipeline.run import duplicate_names
+
+        raise UserError(duplicate_names(named))
     return out
 
 
@@ -296,6 +304,7 @@ def select(paths: list[Path], output: Path, settings, against: str | None, every
     from gpuop.pipeline.write import read_index
 
     folder = output.as_posix().rstrip("/")
+    refuse_links([output, *paths])
     commit = resolve(against) if against and not everything else None
     # the working tree's status runs beside the hashing and parsing below
     trees = _profile_folders(paths)
@@ -305,6 +314,16 @@ def select(paths: list[Path], output: Path, settings, against: str | None, every
     finally:
         if status is not None:
             status.close()
+
+
+def refuse_links(paths: list[Path]) -> None:
+    """An output or profiles folder reached through a symlink is bad input (exit 2), each one located: what the
+    gate proves must be the tree git holds, not one a link points at."""
+    from gpuop.verify.output import link_issue, links_in
+
+    issues = [link_issue(link) for link in map(links_in, paths) if link is not None]
+    if issues:
+        raise UserError(issues)
 
 
 def _profile_folders(paths: list[Path]) -> list[str]:
@@ -379,6 +398,7 @@ def _select(paths, output: Path, settings, against, everything, folder: str, com
 class Stale:
     where: str          # output path (relative to the output folder)
     what: str           # "added", "removed", "differs"
+    bad: bool = False   # not only stale but bad input (a link, an entry index.json does not list): exit 2
 
 
 def verify(sel: Selection, paths: list[Path], output: Path, settings) -> tuple[list[Stale], object]:
@@ -432,8 +452,10 @@ def verify(sel: Selection, paths: list[Path], output: Path, settings) -> tuple[l
         from gpuop.outputs.cluster import assemble
 
         result = None
-        made = assemble([], previous, settings, keep=tuple(sorted(set(previous.index) & set(sel.current)))).files
+        assembled = assemble([], previous, settings, keep=tuple(sorted(set(previous.index) & set(sel.current))))
+        made = assembled.files
     expected = {k: (v.encode() if isinstance(v, str) else v) for k, v in made.items()}
+    stale += _unwritten(sel, output, set(expected) | set(result.reuse if result is not None else assembled.reuse))
     for name in sorted(sel.clusters):
         mine = {k: v for k, v in expected.items() if k.startswith(name + "/")}
         on_disk = _read_folder(output, name)
@@ -456,7 +478,57 @@ def verify(sel: Selection, paths: list[Path], output: Path, settings) -> tuple[l
         if rel.startswith("charts/") and rel.endswith(".tgz") and rel not in expected and (output / rel).exists():
             stale.append(Stale(rel, "differs from the base and is not the chart the profiles compile to "
                                "(a published chart archive never changes)"))
-    return stale, result
+    once: dict = {}
+    for s in stale:                 # a path found by two of the checks above is named once, by the first
+        once.setdefault(s.where, s)
+    return list(once.values()), result
+
+
+# written beside the compile's files: the ownership marker (pipeline/write.MARKER) and `gpuop report`'s page
+BESIDE = (".gpuop-output", "report/index.html")
+
+
+def _unwritten(sel: Selection, output: Path, written: set[str]) -> list[Stale]:
+    """Every entry of the output that the compile does not write, outside the selected clusters' folders (those are
+    compared file by file): the whole tree when there is no base, else the paths git finds changed since the base
+    (untracked and ignored ones included; the base's tree is trusted). A folder anywhere, a cluster folder
+    index.json does not list (the ApplicationSet's files generator would deploy it), a file in charts/ or fleet/
+    or at the top: the compile must account for every one. A symlink is never written by gpuop."""
+    from gpuop.verify.output import FLEET_ENTRIES, UNLISTED, cluster_tops, walk
+
+    written = written | set(BESIDE)
+    if sel.base_rev is None:
+        candidates = walk(output, "")
+    else:
+        candidates = []
+        for rel in sel.changed_paths:
+            rel = rel.rstrip("/")
+            if rel.split("/", 1)[0] in sel.clusters or not os.path.lexists(output / rel):
+                continue
+            candidates += walk(output, rel) if _real_dir(output / rel) else [(rel, os.path.islink(output / rel))]
+    listed = None
+    out = []
+    for rel, link in candidates:
+        top = rel.split("/", 1)[0]
+        if link:
+            out.append(Stale(rel, LINK, bad=True))
+        elif rel not in written and top not in sel.clusters:
+            if listed is None:      # only when something is unwritten: the tops index.json and the profiles name
+                listed = FLEET_ENTRIES | set(sel.current) | {t for e in sel.disk.values() for t in cluster_tops(e)}
+            out.append(Stale(top, UNLISTED, bad=True) if top not in listed else Stale(rel, "not written by gpuop"))
+    return out
+
+
+LINK = "is a symlink; gpuop writes regular files only, and a link may point outside the repository"
+
+
+def bad_issues(stale: list[Stale], output: Path) -> list[Issue]:
+    """The entries of `stale` that are bad input, not only stale (exit 2), located."""
+    return [Issue(str(output / s.where), 0, 0, "", s.what) for s in stale if s.bad]
+
+
+def _real_dir(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
 
 
 def _text(raw: bytes | None) -> str | None:
@@ -473,27 +545,36 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
+class _Link(bytes):
+    """A symlink found where a file is read: never equal to the bytes the compile writes, never followed."""
+
+
 def _read_folder(output: Path, name: str) -> dict[str, bytes]:
-    base = output / name
-    out = {}
-    if base.is_dir() and not base.is_symlink():
-        for folder, _, names in os.walk(base):
-            for n in names:
-                full = os.path.join(folder, n)
-                out[Path(os.path.relpath(full, output)).as_posix()] = Path(full).read_bytes()
+    from gpuop.verify.output import walk
+
+    out: dict[str, bytes] = {}
+    if _real_dir(output / name):
+        for rel, link in walk(output, name):
+            out[rel] = _Link() if link else (output / rel).read_bytes()
+    elif os.path.islink(output / name):
+        out[name] = _Link()
     return out
 
 
 def _compare(expected: dict, on_disk: dict) -> list[Stale]:
-    out = [Stale(p, "missing") for p in sorted(set(expected) - set(on_disk))]
+    links = {p for p, v in on_disk.items() if isinstance(v, _Link)}
+    out = [Stale(p, LINK, bad=True) for p in sorted(links)]
+    on_disk = {p: v for p, v in on_disk.items() if p not in links}
+    out += [Stale(p, "missing") for p in sorted(set(expected) - set(on_disk) - links)]
     out += [Stale(p, "not written by gpuop") for p in sorted(set(on_disk) - set(expected))]
     out += [Stale(p, "differs") for p in sorted(set(expected) & set(on_disk)) if expected[p] != on_disk[p]]
     return out
 
 
 def stale_issues(stale: list[Stale], output: Path) -> list[Issue]:
-    return [Issue(str(output / s.where), 0, 0, "", f"{s.what}: not what the profiles compile to; run "
-                  "gpuop synth and commit the output") for s in stale]
+    return bad_issues(stale, output) + [
+        Issue(str(output / s.where), 0, 0, "", f"{s.what}: not what the profiles compile to; run gpuop synth and "
+              "commit the output") for s in stale if not s.bad]
 
 
 def verify_folders(clusters: dict, source: Path, paths: list[Path], settings, reads: dict) -> list[Issue]:

@@ -78,15 +78,27 @@ def _files(paths: list[Path]) -> list[Path]:
 
 
 def _duplicate_names(named: list[tuple[Path, str]]) -> list[Issue]:
-    issues, owners = [], {}
+    """Each profile whose cluster name another profile holds too, located at its metadata.name and naming the
+    others (every holder: which one to rename is the author's choice). One name is one folder of dist/, one
+    chart and one Argo CD Application: a second profile with it would silently replace the first's stack."""
+    from gpuop.kube.validation import duplicate
+
+    holders: dict[str, list[Path]] = {}
     for f, name in named:
-        if name in owners:
-            pos = load_profile(f).positions
-            issues.append(pos.issue(("metadata", "name"), f"cluster name {name!r} is already used by "
-                                    f"{display(owners[name])}; names must be unique across profiles"))
-        else:
-            owners[name] = f
+        holders.setdefault(name, []).append(f)
+    issues = []
+    for name, files in holders.items():
+        if len(files) < 2:
+            continue
+        for f in files:
+            others = ", ".join(display(o) for o in files if o is not f)
+            issues.append(load_profile(f).positions.issue(("metadata", "name"), f"{duplicate(name)}: also the "
+                                                          f"cluster name of {others}; cluster names must be unique "
+                                                          "across profiles"))
     return issues
+
+
+duplicate_names = _duplicate_names
 
 
 def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | None = 1,

@@ -15,6 +15,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, Wr
 
 from gpuop.kube import components
 from gpuop.kube import validation as kv
+from gpuop.profile.grammar import (Arg, ChartRepositoryUrl, EnvValue, HostPath, ImageRepository, NodeGroupName,
+                                   NoProxyEntry, ProxyUrl)
 from gpuop.kube.types import Quantity, ResourceList, Resources, Toleration  # noqa: F401
 from gpuop.kube.types import INT32_MAX, INT64_MAX  # noqa: F401
 from gpuop.kube.types import dns_label as _dns_label, dns_subdomain as _dns_subdomain, label_key as _label_key
@@ -112,13 +114,7 @@ def _annotations(value: dict[str, str]) -> dict[str, str]:
     return value
 
 
-def _absolute(value: str) -> str:
-    if not value.startswith("/") or "\0" in value or any(part == ".." for part in value.split("/")):
-        raise ValueError(f"{value!r} is not an absolute host path (it must start with / and have no .. parts)")
-    return value.rstrip("/") or "/"
-
-
-AbsolutePath = Annotated[str, AfterValidator(_absolute), Field(max_length=4096)]
+AbsolutePath = HostPath            # a host path's grammar (profile/grammar.py)
 Annotations = Annotated[dict[str, str], AfterValidator(_annotations), Field(max_length=MAX_LABELS)]
 MAX_ENV = 64               # pass-through env entries / args of one component
 
@@ -139,7 +135,8 @@ class EnvVar(Model):
         json_schema_extra={"pattern": kv.schema_pattern(kv.RELAXED_ENV_VAR_NAME_FMT)}, max_length=256, description=(
         "Environment variable name: printable ASCII without '=' (Kubernetes 1.33 and later; on older clusters "
         "letters, digits, '_', '-' and '.', not starting with a digit). Required."))
-    value: str = Field("", max_length=32768, description="Value. Omitted: empty.")
+    value: EnvValue = Field("", description="Value: any text but control characters other than tab and newline. "
+                            "Omitted: empty.")
 
 
 class OperandSettings(ComponentSettings):
@@ -147,7 +144,7 @@ class OperandSettings(ComponentSettings):
     env: list[EnvVar] = Field(default_factory=list, max_length=MAX_ENV, description=(
         "Environment of the component's main container, merged over gpuop's by name: a new name is appended, a "
         "name gpuop sets itself is replaced (with a warning: gpuop set it for a reason). Omitted: gpuop's env."))
-    args: list[Annotated[str, Field(max_length=4096)]] | None = Field(None, max_length=MAX_ENV, description=(
+    args: list[Arg] | None = Field(None, max_length=MAX_ENV, description=(
         "Arguments of the component's main container; they replace gpuop's, as the Operator's `args` does (the "
         "container's command stays). Omitted: gpuop's args."))
 
@@ -165,11 +162,12 @@ class ConfigMapFiles(Model):
 
 class Proxy(Model):
     """An HTTP(S) proxy the driver (package downloads) and the toolkit reach the outside through."""
-    httpProxy: str | None = Field(None, pattern=r"^https?://[^\s]+$", max_length=2048, description=(
-        "HTTP_PROXY / http_proxy. Omitted: unset."))
-    httpsProxy: str | None = Field(None, pattern=r"^https?://[^\s]+$", max_length=2048, description=(
-        "HTTPS_PROXY / https_proxy. Omitted: unset."))
-    noProxy: list[Annotated[str, Field(pattern=r"^[^\s,]+$", max_length=253)]] = Field(
+    httpProxy: ProxyUrl | None = Field(None, description=(
+        "HTTP_PROXY / http_proxy: http(s)://HOST[:PORT], never with credentials (the profile is committed in plain "
+        "text). Omitted: unset."))
+    httpsProxy: ProxyUrl | None = Field(None, description=(
+        "HTTPS_PROXY / https_proxy: http(s)://HOST[:PORT], never with credentials. Omitted: unset."))
+    noProxy: list[NoProxyEntry] = Field(
         default_factory=list, max_length=256, description=(
             "Hosts, domains and CIDRs reached directly: NO_PROXY / no_proxy, joined with commas. Omitted: unset."))
 
@@ -346,8 +344,7 @@ class Nfd(Model):
         "Emit the NodeFeatureRule that labels GPU nodes (nvidia.com/gpu.present and the deploy labels of the "
         "enabled components). False: you label the nodes yourself, e.g. in the node group template. "
         "Omitted: true."))
-    chartRepository: str | None = Field(None, min_length=1, max_length=2048, pattern=r"^(https://|oci://)[^\s]+$",
-                                        description=(
+    chartRepository: ChartRepositoryUrl | None = Field(None, description=(
         "Where NFD's chart is pulled from (deploy mode): an https:// chart repository or an oci:// registry "
         "path holding the chart `node-feature-discovery` (`helm pull` it from NFD's repository, `helm push` "
         "it there). NFD's image comes from spec.images.registry when that is set "
@@ -357,7 +354,7 @@ class Nfd(Model):
 
 
 class Images(Model):
-    registry: str | None = Field(None, pattern=r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", description=(
+    registry: ImageRepository | None = Field(None, description=(
         "Registry mirror that replaces the stack release's registry (nvcr.io/nvidia) for every image: the "
         "components', the chart's `helm test` image (<registry>/k8s/cuda-sample) and, in nfd mode deploy, "
         "NFD's image (<registry>/nfd/node-feature-discovery) and chart (spec.nfd.chartRepository). "
@@ -561,7 +558,7 @@ class NodePool(Model):
     sharing: Sharing | None = Field(None, description=(
         "GPU sharing on this pool's nodes, written into the device plugin's config and selected by the node "
         "label nvidia.com/device-plugin.config. Omitted: no sharing (one pod per GPU or MIG device)."))
-    nodeGroup: str | None = Field(None, min_length=1, max_length=253, description=(
+    nodeGroup: NodeGroupName | None = Field(None, description=(
         "The node group that carries this pool's nodes (EKS managed node group, Karpenter NodePool, GKE node "
         "pool, OpenShift MachineSet). Needed when the pool shares its GPU model with another pool whose MIG "
         "layout or sharing differs: no NodeFeatureRule can tell their nodes apart, so the pool's "
@@ -624,8 +621,7 @@ class OperatorDelivery(Model):
         "Deploy the ClusterPolicy CR. Omitted: true."))
     gpuCluster: bool = Field(False, description=(
         "Deploy the GPUCluster CR (DRA through the operator) instead of a ClusterPolicy; never both. Omitted: false."))
-    repositories: dict[Literal[components.RELEASE_IMAGES],
-                       Annotated[str, Field(pattern=r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", max_length=255)]] = Field(
+    repositories: dict[Literal[components.RELEASE_IMAGES], ImageRepository] = Field(
         default_factory=dict, description=(
             "The image repository of single components (NVIDIA's chart `<component>.repository`, the folder that "
             "holds the image), where a cluster pulls one component from elsewhere than spec.images.registry, e.g. "

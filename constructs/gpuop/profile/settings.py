@@ -35,8 +35,9 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from gpuop.profile.bounded import host_problem
 from gpuop.kube.types import dns_label, dns_subdomain
+# the URL grammar, shared with the profile's URL fields (profile/grammar.py)
+from gpuop.profile.grammar import _CONTROL, MAX_URL, url as _url, url_problem  # noqa: F401
 
 from gpuop.errors import Issue, UserError
 from gpuop.profile.load import Positions, display
@@ -46,74 +47,8 @@ class _M(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-_CONTROL = re.compile(r"[\x00-\x20\x7f]")   # whitespace and control characters end a URL or a ref
-
-
-MAX_URL = 2048
-# what a URL path may hold: RFC 3986 unreserved, '%XX', and / + : @ = , — nothing a Go template (`{{`),
-# Flux's variable substitution (`${`), YAML, a shell or a query could read as syntax
-_URL_PATH = re.compile(r"(/([A-Za-z0-9._~+:@=,!-]|%[0-9A-Fa-f]{2})*)*")
-_USER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-
-
-def url_problem(v: str, schemes: tuple[str, ...], scp: bool = False) -> str | None:
-    """Why `v` is not a URL of one of `schemes` (`scp`: or git's user@host:path); None when it is.
-    A host in ASCII/IDNA form (gpuop.profile.bounded.host_problem), a port in 1..65535, no credentials (a
-    user name only for ssh and git), no leading '-' anywhere a program could read an option, at most
-    MAX_URL characters, no query or fragment."""
-    if len(v) > MAX_URL:
-        return f"is {len(v)} characters; a URL may hold at most {MAX_URL}"
-    if not v.isascii() or _CONTROL.search(v):
-        return "holds a space, a control character or a non-ASCII character (write a host in its IDNA form, xn--...)"
-    m = re.fullmatch(r"([a-z][a-z0-9+.-]*)://([^/?#]*)(.*)", v)
-    if m is None:
-        if scp and "://" not in v:
-            sm = re.fullmatch(r"([^@/:]+)@([^@/:]+):(.+)", v)
-            if sm is None or not _USER.fullmatch(sm.group(1)):
-                return "is not USER@HOST:PATH (a user of letters, digits, . _ -, not starting with '-')"
-            problem = host_problem(sm.group(2))
-            if problem:
-                return problem
-            if sm.group(3).startswith("-") or not re.fullmatch(r"[A-Za-z0-9._/~-]+", sm.group(3)):
-                return "has a path that starts with '-' or holds characters other than letters, digits and . _ / ~ -"
-            return None
-        return "is not SCHEME://HOST[:PORT]/PATH"
-    scheme, authority, rest = m.groups()
-    if scheme not in schemes:
-        return f"has scheme {scheme!r}; allowed: {', '.join(schemes)}"
-    user, at, hostport = authority.rpartition("@")
-    if at:
-        if scheme not in ("ssh", "git"):
-            return "holds credentials (USER[:PASSWORD]@); they would be written into every object and the marker"
-        if not _USER.fullmatch(user):
-            return "holds credentials or a user that is not letters, digits and . _ - (not starting with '-')"
-    hm = re.fullmatch(r"(\[[^\]]*\]|[^:]*)(:([0-9]*))?", hostport)
-    if hm is None:
-        return "has a malformed host or port"
-    problem = host_problem(hm.group(1))
-    if problem:
-        return problem
-    if hm.group(2) is not None and not (hm.group(3) and len(hm.group(3)) <= 5 and 1 <= int(hm.group(3)) <= 65535):
-        return "has a port outside 1..65535"
-    if "?" in rest or "#" in rest:
-        return "has a query or fragment; allowed: a path only"
-    if not _URL_PATH.fullmatch(rest):
-        return ("has a path with characters other than letters, digits, %XX and . _ ~ + : @ = , ! - / "
-                "(no '{', '}', '$', quotes or spaces: the path lands in templates and objects as it is)")
-    return None
-
-
-def _url(schemes: tuple[str, ...], scp: bool = False):
-    """A URL with one of `schemes` and a host; `scp`: also git's user@host:path form. Never a shell word."""
-    def check(v: str) -> str:
-        problem = url_problem(v, schemes, scp)
-        if problem:
-            forms = ", ".join(f"{s}://HOST/..." for s in schemes) + (", USER@HOST:PATH" if scp else "")
-            shown = re.sub(r"(?<=://)[^/@]*@", "***@", v)      # never echo a password into a CI log
-            shown = shown if len(shown) <= 200 else shown[:200] + "..."
-            raise ValueError(f"{shown!r} is not an allowed URL: it {problem}; allowed: {forms}")
-        return v
-    return check
+# the URL grammar shared with the profile's URL fields (profile/grammar.py)
+from gpuop.profile.grammar import MAX_URL, url as _url, url_problem  # noqa: E402,F401
 
 
 # Go's time.ParseDuration: the units and the int64 nanosecond range; Flux reads every interval with it

@@ -27,7 +27,7 @@ from gpuop.kube import validation as kv
 from gpuop.kube.types import (DNS_SUBDOMAIN_RULE, INT64_MAX, LABEL_VALUE_RULE, SYSTEM_PRIORITY_CLASSES,
                               is_dns_subdomain, is_label_value, toleration_problems)
 from gpuop.profile.models import EnvVar
-from gpuop.validate.rules import Context, rule
+from gpuop.validate.rules import Context, of_type, rule
 
 
 
@@ -97,17 +97,7 @@ def _kube_version(ctx: Context) -> str | None:
 
 def _env_vars(node, loc: tuple):
     """(loc, EnvVar) of every env entry anywhere in the profile's spec."""
-    if isinstance(node, EnvVar):
-        yield loc, node
-    elif isinstance(node, BaseModel):
-        for name in type(node).model_fields:
-            yield from _env_vars(getattr(node, name), loc + (name,))
-    elif isinstance(node, (list, tuple)):
-        for i, item in enumerate(node):
-            yield from _env_vars(item, loc + (i,))
-    elif isinstance(node, dict):
-        for k, item in node.items():
-            yield from _env_vars(item, loc + (k,))
+    return of_type(node, EnvVar, loc)
 
 
 @rule("env-name-kubernetes-version", source="k8s.io/apimachinery pkg/util/validation IsEnvVarName (before "

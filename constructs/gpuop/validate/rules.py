@@ -80,6 +80,24 @@ class Found(list):
 Check = Callable[[Context], list[Issue]]
 
 
+def of_type(node, cls: type, loc: tuple):
+    """(field path, value) of every value of type `cls` anywhere under `node` (a typed profile or part of it): what a
+    rule about a kind of value checks, found by the field's type, so a new field of that type is checked too."""
+    from pydantic import BaseModel
+
+    if isinstance(node, cls):
+        yield loc, node
+    elif isinstance(node, BaseModel):
+        for name in type(node).model_fields:
+            yield from of_type(getattr(node, name), cls, loc + (name,))
+    elif isinstance(node, (list, tuple)):
+        for i, item in enumerate(node):
+            yield from of_type(item, cls, loc + (i,))
+    elif isinstance(node, dict):
+        for k, item in node.items():
+            yield from of_type(item, cls, loc + (k,))
+
+
 def run(phases: Sequence[Sequence[Check]], ctx: Context) -> tuple[list[Issue], list[Issue]]:
     """Run the phases in order; stop before a phase when an error was found. -> (errors, warnings), each
     issue carrying the id of the rule that found it."""

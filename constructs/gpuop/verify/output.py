@@ -12,6 +12,7 @@ checked by their CEL rules only; the tests check them against the upstream CRD s
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from gpuop.errors import Issue, Rule, registry, rule
@@ -48,6 +49,128 @@ def is_output(path: Path) -> bool:
     return path.is_dir() and (path / "index.json").is_file()
 
 
+# top-level entries of an output that are not a cluster's: the fleet files, the Helm repository, gpuop's
+# ownership marker (pipeline/write.MARKER) and `gpuop report`'s page
+FLEET_ENTRIES = frozenset({"index.json", "versions.lock.json", "charts", "fleet", ".gpuop-output", "report"})
+UNLISTED = ("is not listed in index.json: gpuop did not write it (Argo CD's ApplicationSet deploys every folder of "
+            "the output that holds params/cluster.json); remove it, or run gpuop synth and commit the output")
+
+
+
+def links_in(path: Path) -> Path | None:
+    """The first part of `path` (as given, from the working folder) that is a symlink, None when none is. Every
+    part: `dist` committed as a link, or a link to a folder above it, points git's view and the bytes read
+    outside the repository, where Argo CD and Flux never look."""
+    parts = Path(path).parts
+    start = 1 if Path(path).is_absolute() else 0       # an absolute path: its parts below the root
+    for i in range(max(start, 1), len(parts) + 1):
+        here = Path(*parts[:i])
+        if os.path.islink(here):
+            return here
+    return None
+
+
+def link_issue(link: Path | str) -> Issue:
+    """A symlink where gpuop reads inputs or proves output, located at the link."""
+    try:
+        target = f" (to {os.readlink(link)!r})"
+    except OSError:
+        target = ""
+    return Issue(str(link), 0, 0, "", f"is a symlink{target}; gpuop reads and proves regular files and folders only "
+                 "(a link may leave the repository, and Argo CD and Flux would follow it): commit the file or folder "
+                 "itself")
+
+
+def walk(output: Path, rel: str) -> list[tuple[str, bool]]:
+    """(path relative to the output, is a symlink) of every file and link under `rel` ('' : the whole output),
+    without following a link; one folder read each, no call per entry (the kind comes with the listing: d_type)."""
+    out, stack = [], [rel]
+    while stack:
+        here = stack.pop()
+        with os.scandir(output / here if here else output) as it:
+            for e in it:
+                name = f"{here}/{e.name}" if here else e.name
+                if e.is_symlink():
+                    out.append((name, True))
+                elif e.is_dir(follow_symlinks=False):
+                    stack.append(name)
+                else:
+                    out.append((name, False))
+    return sorted(out)
+
+
+def cluster_tops(c: dict) -> set[str]:
+    """The top-level folders index.json names for one cluster (its folder; operator mode's too)."""
+    paths = [c.get(k) for k in ("chart", "manifests", "overlay", "argocd", "flux")]
+    paths.append((c.get("operator") or {}).get("path"))
+    return {p.split("/", 1)[0] for p in paths if isinstance(p, str) and p}
+
+
+def tree_issues(dist: Path, index: dict) -> list[Issue]:
+    """The output tree itself: not reached through a symlink, every top-level entry one index.json lists (a
+    cluster folder it does not list would still be deployed: the ApplicationSet's files generator reads every
+    `<out>/*/params/cluster.json`), no symlink anywhere, nothing in charts/ but the repository index and the
+    archives index.json names (each cluster folder's files: digest_issues, or the compile). The whole tree is
+    listed: `validate DIST` reads every file anyway. The review gate proves the same from the paths git saw change,
+    at the cost of the change (pipeline/gate._unwritten)."""
+    link = links_in(dist)
+    if link is not None:
+        return [link_issue(link)]
+    clusters = [c for c in index.get("clusters") or () if isinstance(c, dict)]
+    packages = {c["package"] for c in clusters if isinstance(c.get("package"), str)}
+    issues = []
+    with os.scandir(dist) as it:
+        tops = sorted((e.name, e.is_symlink(), e.is_dir(follow_symlinks=False)) for e in it)
+    # a cluster's folders are named after it (operator mode's too): their paths are read only when a name is not
+    listed = FLEET_ENTRIES | {c.get("name") for c in clusters}
+    if any(n not in listed for n, _, _ in tops):
+        listed |= {t for c in clusters for t in cluster_tops(c)}
+    for name, is_link, _ in tops:
+        if is_link:
+            issues.append(link_issue(dist / name))
+        elif name not in listed:
+            issues.append(Issue(str(dist / name), 0, 0, "", UNLISTED))
+    if (dist / "charts").is_dir() and not (dist / "charts").is_symlink():
+        packages |= _served(dist)
+        with os.scandir(dist / "charts") as it:
+            for e in sorted(it, key=lambda e: e.name):
+                rel = f"charts/{e.name}"
+                if not e.is_symlink() and e.name != "index.yaml" and rel not in packages:    # links: below
+                    issues.append(Issue(str(dist / rel), 0, 0, "", "not written by gpuop: no chart archive "
+                                        "index.json or charts/index.yaml names"))
+    for top in [n for n, _, is_dir in tops if is_dir]:
+        issues += [link_issue(dist / rel) for rel, is_link in walk(dist, top) if is_link]
+    return issues
+
+
+def digest_issues(dist: Path, index: dict, folder_digest) -> list[Issue]:
+    """Each cluster folder holding exactly the files whose digest index.json records (`treeDigest`, computed by
+    `folder_digest(dist, name)`: outputs/cluster.disk_tree_digest, handed in since this stage sees no builder): for
+    an output validated without the profiles that would compile it (the compile compares file by file)."""
+    issues = []
+    for c in index.get("clusters") or ():
+        name = c.get("name") if isinstance(c, dict) else None
+        if isinstance(name, str) and (dist / name).is_dir() and "treeDigest" in c \
+                and folder_digest(dist, name) != c["treeDigest"]:
+            issues.append(Issue(str(dist / name), 0, 0, "", "does not hold the files index.json records for it "
+                                "(treeDigest: a file added, removed or edited by hand); run gpuop synth and commit "
+                                "the output"))
+    return issues
+
+
+def _served(dist: Path) -> set[str]:
+    """Old versions of the charts: the archives charts/index.yaml lists (a Helm repository keeps every version;
+    an unreadable index is output_issues' to report)."""
+    import yaml
+
+    try:
+        doc = yaml.load((dist / "charts" / "index.yaml").read_bytes(), Loader=yaml.CSafeLoader)
+    except (OSError, yaml.YAMLError):
+        return set()
+    entries = doc.get("entries") if isinstance(doc, dict) else None
+    return {f"charts/{u}" for versions in (entries.values() if isinstance(entries, dict) else ())
+            for e in versions or () if isinstance(e, dict)
+            for u in (e.get("urls") or ())[:1] if isinstance(u, str) and "/" not in u}
 def _object_issues(obj, shown: str, kube: KubeValidator) -> list[Issue]:
     if not isinstance(obj, dict) or "kind" not in obj:
         return [Issue(shown, 0, 0, "", "not a Kubernetes object")]
