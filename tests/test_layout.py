@@ -27,7 +27,7 @@ from conftest import REPO
 
 PKG = REPO / "constructs" / "gpuop"
 STAGES = {"cli", "pipeline", "profile", "validate", "plan", "stack", "components", "outputs", "verify", "ops",
-          "kube", "catalog", "mig"}
+          "kube", "catalog", "mig", "rehearse"}
 LOOSE_MAX = 3
 
 
@@ -182,6 +182,10 @@ def test_no_cycles_between_stages():
     ("kube", tuple(s for s in STAGES if s != "kube")),
     ("plan.model", ("profile", "validate")),
     ("verify", ("profile", "validate", "components", "plan", "stack")),
+    # a rehearsal applies compiled output (the plan model, outputs, kube, catalog facts), never a profile
+    ("rehearse", ("profile", "validate", "components", "cli")),
+    # the rig runs a control plane and knows nothing of gpuop (errors at most)
+    ("rehearse.rig", tuple(s for s in STAGES if s != "rehearse")),
 ])
 def test_stage_never_reaches(stage, forbidden):
     assert violations(GRAPH, stage, forbidden) == []

@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""Build the rehearsal rig's binaries from the Go module proxy, once per pinned version.
+
+Each folder beside this script is a small wrapper Go module (go.mod + go.sum, nothing else) whose `tool`
+lines name the commands to build: kubernetes/ (kube-apiserver, kube-controller-manager, kube-scheduler,
+kubectl), etcd/, kwok/, nfd/ (nfd-master). `go build` builds them with the ordinary Go command into
+
+    $GPUOP_RIG_DIR                       when set, else
+    ~/.cache/gpuop/rig/<digest>/bin      digest: the wrapper modules, the flags below and `go version`
+
+A stamp per module (its own digest) makes a second run a no-op; a run stopped half-way resumes at the
+first module without a stamp. Standard library only: `make rig` runs it before the venv exists.
+
+    python3 tools/rehearsal/build.py              build what is missing, print the folder
+    python3 tools/rehearsal/build.py --print-dir  print the folder only (nothing built)
+    python3 tools/rehearsal/build.py --check      exit 0 when every binary is built, 1 when not
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+K8S_VERSION = "v1.35.4"
+NFD_VERSION = "v0.19.0"
+_KV = "k8s.io/component-base/version"
+_CV = "k8s.io/client-go/pkg/version"
+
+
+@dataclass(frozen=True)
+class Module:
+    folder: str
+    # package -> the binary's name (`go build -o` names a binary after the package's last element)
+    commands: tuple[tuple[str, str], ...]
+    # -X settings: without them kube-apiserver's /version says v0.0.0-master+$Format:%H$
+    version_flags: tuple[str, ...] = ()
+
+
+MODULES = (
+    Module("kubernetes",
+           tuple((f"k8s.io/kubernetes/cmd/{c}", c) for c in
+                 ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")),
+           tuple(f"-X {pkg}.{var}={val}" for pkg in (_KV, _CV) for var, val in
+                 (("gitVersion", K8S_VERSION), ("gitMajor", K8S_VERSION.split(".")[0][1:]),
+                  ("gitMinor", K8S_VERSION.split(".")[1]), ("gitTreeState", "clean"),
+                  ("buildDate", "1970-01-01T00:00:00Z")))),
+    Module("etcd", (("go.etcd.io/etcd/server/v3", "etcd"),)),
+    Module("kwok", (("sigs.k8s.io/kwok/cmd/kwok", "kwok"),)),
+    Module("nfd", (("sigs.k8s.io/node-feature-discovery/cmd/nfd-master", "nfd-master"),),
+           (f"-X sigs.k8s.io/node-feature-discovery/pkg/version.version={NFD_VERSION}",)),
+)
+BINARIES = tuple(name for m in MODULES for _, name in m.commands)
+
+# -trimpath: no build folder in the binaries; -s -w: no symbol or DWARF tables (a shorter link);
+# CGO_ENABLED=0: static binaries, no C compiler needed (etcd's bbolt and the rest are pure Go).
+BUILD_FLAGS = ("-trimpath",)
+LDFLAGS = ("-s", "-w")
+BUILD_ENV = {"CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly"}
+
+
+class BuildError(Exception):
+    pass
+
+
+def go_version() -> str:
+    go = shutil.which("go")
+    if go is None:
+        raise BuildError("the go command is not on PATH: the rehearsal rig is built with it (Go >= 1.26)")
+    return subprocess.run([go, "version"], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def module_digest(m: Module, go: str) -> str:
+    h = hashlib.sha256()
+    for part in (go, repr(m), repr(BUILD_FLAGS), repr(LDFLAGS), repr(sorted(BUILD_ENV.items()))):
+        h.update(part.encode() + b"\0")
+    for name in ("go.mod", "go.sum"):
+        h.update((HERE / m.folder / name).read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def rig_dir(go: str | None = None) -> Path:
+    if os.environ.get("GPUOP_RIG_DIR"):
+        return Path(os.environ["GPUOP_RIG_DIR"]).expanduser()
+    go = go or go_version()
+    h = hashlib.sha256("".join(module_digest(m, go) for m in MODULES).encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "gpuop" / "rig" / h / "bin"
+
+
+def stamp(out: Path, m: Module, go: str) -> Path:
+    return out / f".{m.folder}.{module_digest(m, go)[:16]}.built"
+
+
+def built(out: Path, m: Module, go: str) -> bool:
+    files = [name for _, name in m.commands] + ([EXTRAS[m.folder][2]] if m.folder in EXTRAS else [])
+    return stamp(out, m, go).is_file() and all((out / name).is_file() for name in files)
+
+
+def go_binary_name(pkg: str) -> str:
+    """The name `go build -o DIR/` gives a command: its import path's last element, or the one before a
+    major-version suffix (go.etcd.io/etcd/server/v3 -> server)."""
+    parts = pkg.split("/")
+    return parts[-2] if len(parts) > 1 and re.fullmatch(r"v[0-9]+", parts[-1]) else parts[-1]
+
+
+# Files besides the binaries, read at build time from the module the wrapper pins and joined into one YAML
+# stream in the rig folder: module folder -> (module, its files, the rig file).
+# kwok run by itself (not through kwokctl) takes its stages from --config: the ones kwokctl gives a cluster
+# by default (node-initialize, heartbeat with a Lease, pod ready / complete / delete). nfd-master needs the
+# NodeFeature, NodeFeatureRule and NodeFeatureGroup CRDs installed.
+KWOK_STAGES_FILE = "kwok-stages.yaml"
+NFD_CRDS_FILE = "nfd-api-crds.yaml"
+EXTRAS = {
+    "kwok": ("sigs.k8s.io/kwok",
+             ("kustomize/stage/node/fast/node-initialize.yaml",
+              "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+              "kustomize/stage/pod/fast/pod-ready.yaml",
+              "kustomize/stage/pod/fast/pod-complete.yaml",
+              "kustomize/stage/pod/fast/pod-delete.yaml"),
+             KWOK_STAGES_FILE),
+    "nfd": ("sigs.k8s.io/node-feature-discovery", ("deployment/base/nfd-crds/nfd-api-crds.yaml",), NFD_CRDS_FILE),
+}
+
+
+def write_extras(out: Path, m: Module, env: dict[str, str]) -> None:
+    if m.folder not in EXTRAS:
+        return
+    module, files, target = EXTRAS[m.folder]
+    listed = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", module], cwd=HERE / m.folder, env=env,
+                            capture_output=True, text=True)
+    if listed.returncode != 0 or not listed.stdout.strip():
+        raise BuildError(f"cannot find the folder of {module}: {listed.stderr.strip()}")
+    src = Path(listed.stdout.strip())
+    docs = [(src / rel).read_text().strip().removeprefix("---").strip() + "\n" for rel in files]
+    (out / target).write_text("---\n".join(docs))
+
+
+def build_module(out: Path, m: Module, go: str) -> float:
+    env = {**os.environ, **BUILD_ENV}
+    ldflags = " ".join(LDFLAGS + m.version_flags)
+    started = time.monotonic()
+    # one `go build` per module: the packages build in parallel and share the compiled dependencies;
+    # each binary goes to a temporary name first, renamed once whole (a stopped build leaves no half file)
+    tmp = out / f".tmp-{m.folder}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    cmd = ["go", "build", *BUILD_FLAGS, f"-ldflags={ldflags}", "-o", str(tmp) + os.sep, *(p for p, _ in m.commands)]
+    done = subprocess.run(cmd, cwd=HERE / m.folder, env=env)
+    if done.returncode != 0:
+        raise BuildError(f"go build in tools/rehearsal/{m.folder} failed (exit {done.returncode})")
+    for pkg, name in m.commands:
+        os.replace(tmp / go_binary_name(pkg), out / name)
+    shutil.rmtree(tmp, ignore_errors=True)
+    write_extras(out, m, env)
+    for old in out.glob(f".{m.folder}.*.built"):
+        old.unlink()
+    stamp(out, m, go).write_text(f"{go}\n")
+    return time.monotonic() - started
+
+
+def build(out: Path | None = None, *, quiet: bool = False) -> dict[str, float]:
+    """Build every module without a stamp; return the seconds each build took."""
+    go = go_version()
+    out = out or rig_dir(go)
+    out.mkdir(parents=True, exist_ok=True)
+    took: dict[str, float] = {}
+    for m in MODULES:
+        if built(out, m, go):
+            continue
+        if not quiet:
+            print(f"rig: building {', '.join(n for _, n in m.commands)} (tools/rehearsal/{m.folder}) into {out}",
+                  file=sys.stderr, flush=True)
+        took[m.folder] = build_module(out, m, go)
+        if not quiet:
+            print(f"rig: {m.folder} built in {took[m.folder]:.0f} s", file=sys.stderr, flush=True)
+    return took
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--print-dir", action="store_true", help="print the binaries' folder, build nothing")
+    ap.add_argument("--check", action="store_true", help="exit 0 when every binary is built, 1 when not")
+    args = ap.parse_args(argv)
+    try:
+        go = go_version()
+        out = rig_dir(go)
+        if args.print_dir:
+            print(out)
+            return 0
+        if args.check:
+            return 0 if all(built(out, m, go) for m in MODULES) else 1
+        build(out)
+    except BuildError as e:
+        print(f"rig: {e}", file=sys.stderr)
+        return 2
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
