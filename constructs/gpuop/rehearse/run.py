@@ -10,7 +10,8 @@ The steps, in the order a real cluster sees them:
 1. the CRDs (NFD's; NVIDIA's in operator mode), the fake Nodes and their NodeFeatures, nfd-master;
 2. namespaces the output's objects live in but does not create (tenants' claim template namespaces): the
    user's, created as the user would;
-3. the output, server-side applied object by object: every refusal is a finding with the API server's words;
+3. the output, server-side applied (rig.py: Namespaces first, then the given order): every refusal is a finding
+   with the API server's own words;
 4. node labels settle (nfd-master applies the NodeFeatureRules), DaemonSets roll out (controller-manager,
    scheduler, kwok);
 5. the node agents the fakes lack, simulated where their pods run: the device plugin advertises the pool's
@@ -28,7 +29,6 @@ from pathlib import Path
 from gpuop.errors import Issue, UserError
 from gpuop.plan.model import StackPlan
 from gpuop.rehearse import expect, fleet, objects
-from gpuop.rehearse.client import ApiError, Client
 from gpuop.rehearse.report import ClusterResult, Finding
 
 PROBE_NAMESPACE = "gpuop-rehearse"
@@ -57,6 +57,11 @@ def rehearse(plans: list[StackPlan], output: Path, binaries=None, workdir: Path 
     loaded = [(p, objects.load(output, p.name, p.operator is not None)) for p in plans]   # bad input first
     from gpuop.rehearse import rig       # after: a bad input is reported without a control plane
 
+    if binaries is None:
+        try:
+            binaries = rig.binaries(build=False)
+        except rig.RigError as exc:
+            raise UserError(Issue("gpuop rehearse", 0, 0, "", str(exc))) from None
     results = []
     with tempfile.TemporaryDirectory(prefix="gpuop-rehearse-", dir=workdir) as tmp:
         for plan, out in loaded:
@@ -71,19 +76,47 @@ def rehearse_cluster(rig, plan: StackPlan, out: objects.Output, workdir: Path, b
     result = ClusterResult(plan.name, out.mode, len(fl.nodes))
     workdir.mkdir(parents=True, exist_ok=True)
     with rig.ControlPlane(workdir, binaries=binaries, kwok=True, nfd_master=False) as cp:
-        client = Client(cp.kubeconfig)
-        try:
-            Rehearsal(plan, out, fl, exp, cp, client, result).run()
-        finally:
-            client.close()
+        Rehearsal(plan, out, fl, exp, Api(cp, rig.ApiError), result).run()
     result.seconds = time.monotonic() - start
     return result
 
 
+class Api:
+    """The few calls the rehearsal makes beside applying, on the rig's own API connection."""
+
+    def __init__(self, cp, error: type[Exception]):
+        self.cp, self.error = cp, error
+
+    def create(self, obj: dict) -> dict:
+        m = obj["metadata"]
+        return self.cp.request("POST", self.cp.path_of(obj["apiVersion"], obj["kind"], m.get("namespace")), obj)
+
+    def ensure(self, obj: dict) -> None:
+        """Create, or leave as it is when it exists."""
+        try:
+            self.create(obj)
+        except self.error as exc:
+            if getattr(exc, "code", 0) != 409:
+                raise
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict:
+        return self.cp.read(api_version, kind, name, namespace) or {}
+
+    def list(self, api_version: str, kind: str) -> list[dict]:
+        return self.cp.list_objects(api_version, kind)
+
+    def patch(self, api_version: str, kind: str, name: str, patch: dict, sub: str = "") -> dict:
+        path = self.cp.path_of(api_version, kind, None, name) + (f"/{sub}" if sub else "")
+        return self.cp.request("PATCH", path, patch, content_type="application/merge-patch+json")
+
+    def served(self, api_version: str, kind: str) -> bool:
+        return self.cp.resource(api_version, kind) is not None
+
+
 class Rehearsal:
-    def __init__(self, plan, out, fl, exp, cp, client: Client, result: ClusterResult):
+    def __init__(self, plan, out, fl, exp, api: Api, result: ClusterResult):
         self.plan, self.out, self.fleet, self.exp = plan, out, fl, exp
-        self.cp, self.client, self.result = cp, client, result
+        self.cp, self.client, self.result = api.cp, api, result
         self.pool_of = {n.name: n.pool for n in fl.nodes}
 
     def add(self, **kw) -> None:
@@ -93,18 +126,16 @@ class Rehearsal:
 
     def run(self) -> None:
         self.refusals(self.cp.apply(self.out.crds, server_side=True, field_manager=FIELD_MANAGER), self.out.crds)
-        self.wait_crds([c["metadata"]["name"] for c in self.out.crds])
         self.client.ensure(_namespace(fleet.NFD_NAMESPACE))
         for n in self.fleet.nodes:
             self.client.create(n.node())
-            self.client.patch("v1", "Node", n.name, {"status": fleet.node_status(n, advertised=False)}, sub="status")
+            self.client.patch("v1", "Node", n.name, {"status": fleet.node_status(n, advertised=False)}, "status")
             self.client.create(n.node_feature())
         self.cp.start_nfd_master()
         applicable = self.served_objects()
         for ns in _foreign_namespaces(applicable):
             self.client.ensure(_namespace(ns))
-        for o in applicable:
-            self.refusals(self.cp.apply([o], server_side=True, field_manager=FIELD_MANAGER), [o])
+        self.refusals(self.cp.apply(applicable, server_side=True, field_manager=FIELD_MANAGER), applicable)
         self.wait_labels()
         self.check_labels()
         self.wait_rollout()
@@ -121,41 +152,17 @@ class Rehearsal:
             self.add(check="refused", ok=False, kind=ref[0], namespace=ref[1], name=ref[2],
                      message=_problem_message(p))
 
-    def wait_crds(self, names: list[str]) -> None:
-        deadline = time.monotonic() + LABELS_TIMEOUT
-        for name in names:
-            while time.monotonic() < deadline:
-                try:
-                    crd = self.client.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
-                except ApiError:
-                    crd = {}
-                conds = {c["type"]: c["status"] for c in (crd.get("status") or {}).get("conditions", [])}
-                if conds.get("Established") == "True":
-                    break
-                time.sleep(POLL)
-
     def served_objects(self) -> list[dict]:
-        served: dict[str, set[str]] = {}
         out = []
         for o in self.out.objects:
             api = o.get("apiVersion", "")
-            if api not in served:
-                served[api] = self._kinds(api)
-            if o["kind"] in served[api]:
+            if self.client.served(api, o["kind"]):
                 out.append(o)
             else:
                 m = o["metadata"]
                 self.add(check="not-rehearsed", ok=True, kind=o["kind"], namespace=m.get("namespace", ""),
                          name=m.get("name", ""), message=f"{api} {o['kind']} is served by no CRD installed here")
         return out
-
-    def _kinds(self, api_version: str) -> set[str]:
-        path = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-        try:
-            doc = self.client.request("GET", path)
-        except ApiError:
-            return set()
-        return {r["kind"] for r in doc.get("resources", []) if "/" not in r["name"]}
 
     def nodes(self) -> dict[str, dict]:
         return {n["metadata"]["name"]: n for n in self.client.list("v1", "Node")}
@@ -236,7 +243,7 @@ class Rehearsal:
         dra_label = expect.dra_deploy_label()
         for n in self.fleet.nodes:
             if n.resources and n.name in running.get("device-plugin", set()):
-                self.client.patch("v1", "Node", n.name, {"status": fleet.node_status(n, advertised=True)}, sub="status")
+                self.client.patch("v1", "Node", n.name, {"status": fleet.node_status(n, advertised=True)}, "status")
             if n.pool in mps_pools and n.name in running.get("gpu-feature-discovery", set()):
                 self.client.patch("v1", "Node", n.name, {"metadata": {"labels": {expect.MPS_CAPABLE: "true"}}})
             labels = nodes.get(n.name, {}).get("metadata", {}).get("labels", {})
@@ -278,8 +285,8 @@ class Rehearsal:
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         try:
             self.client.create(pod)
-        except ApiError as exc:
-            return {"refused": exc.message}
+        except self.client.error as exc:
+            return {"refused": getattr(exc, "message", str(exc))}
         deadline = time.monotonic() + SCHEDULE_TIMEOUT
         got = {}
         while time.monotonic() < deadline:
@@ -380,21 +387,8 @@ def _pairs(d: dict) -> str:
 
 
 def _problem_ref(p, objs: list[dict]) -> tuple[str, str, str]:
-    for attr in ("ref", "object", "obj"):
-        ref = getattr(p, attr, None)
-        if isinstance(ref, dict):
-            m = ref.get("metadata", ref)
-            return ref.get("kind", ""), m.get("namespace", "") or "", m.get("name", "")
-        if isinstance(ref, tuple | list) and len(ref) >= 3:
-            return tuple(str(x or "") for x in ref[-3:])
-    kind, ns, name = (getattr(p, a, "") for a in ("kind", "namespace", "name"))
-    if kind or name:
-        return kind or "", ns or "", name or ""
-    if len(objs) == 1:
-        m = objs[0]["metadata"]
-        return objs[0]["kind"], m.get("namespace", ""), m.get("name", "")
-    return "", "", ""
+    return p.kind, p.namespace, p.name
 
 
 def _problem_message(p) -> str:
-    return str(getattr(p, "message", None) or p)
+    return p.message
