@@ -257,9 +257,14 @@ class Rehearsal:
         per: dict[tuple[str, str], int] = {}            # (component, node) -> pods
         sets: dict[str, list[str]] = {}                 # component -> "ns/name desired/scheduled"
         for d in self.daemonsets():
-            comp = component(d) or d["metadata"]["name"]
+            comp = component(d)
             st = d.get("status", {})
             bound = [p for p in pods.get(d["metadata"]["uid"], []) if p["spec"].get("nodeName")]
+            if comp is None:        # not a GPU operand (e.g. NFD's worker in operator mode): no plan to compare
+                self.add(check="daemonset", ok=True, kind="DaemonSet", namespace=d["metadata"]["namespace"],
+                         name=d["metadata"]["name"], message=f"not a GPU operand: desired "
+                         f"{st.get('desiredNumberScheduled', 0)}, scheduled {len(bound)}")
+                continue
             sets.setdefault(comp, []).append(f"{d['metadata']['namespace']}/{d['metadata']['name']} "
                                              f"desired {st.get('desiredNumberScheduled', 0)}, scheduled {len(bound)}")
             for p in bound:
