@@ -22,15 +22,13 @@ from dataclasses import dataclass
 from gpuop.catalog import dra as dra_catalog
 from gpuop.catalog import load as load_catalog
 from gpuop.plan.model import StackPlan
-from gpuop.rehearse.fleet import Fleet
+from gpuop.rehearse.fleet import Fleet, Pairs, covers
 from gpuop.stack.registry import component_props
 
 DEPLOY = "nvidia.com/gpu.deploy."
 MPS_CAPABLE = "nvidia.com/mps.capable"        # GFD's label on MPS nodes; the MPS control daemon selects it
 MPS = "mps-control-daemon"
 DRIVER = "driver"
-
-Pairs = tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -91,8 +89,7 @@ def pool_labels(plan: StackPlan, pool: str, gpu: str) -> Pairs:
 
 
 def _serves_driver(plan: StackPlan, selector: dict) -> bool:
-    return any(not v.pool_terms or any(all(selector.get(k) == val for k, val in term) for term in v.pool_terms)
-               for v in plan.driver_variants)
+    return any(covers(v.pool_terms, selector) for v in plan.driver_variants)
 
 
 def operands(plan: StackPlan, pool, labels: dict, nodes: int) -> tuple[tuple[str, int], ...]:

@@ -165,7 +165,8 @@ def _version_of(os_name: str, os_id: str) -> str:
     return rest or "0"
 
 
-def _covers(terms, selector: dict) -> bool:
+def covers(terms, selector: dict) -> bool:
+    """Whether a driver variant's pool terms (ORed; none: every pool) take in a pool of this nodeSelector."""
     return not terms or any(all(selector.get(k) == v for k, v in term) for term in terms)
 
 
@@ -173,7 +174,7 @@ def variant_facts(plan: StackPlan, selector: dict) -> list[Pairs]:
     """The node facts (worker labels) of the driver variants serving a pool, one entry per variant that
     selects on more than the deploy label; [] when none does (every node gets the cluster's OS facts)."""
     return [v.node_selector for v in plan.driver_variants
-            if v.node_selector and _covers(v.pool_terms, selector)]
+            if v.node_selector and covers(v.pool_terms, selector)]
 
 
 def tainted(plan: StackPlan) -> bool:

@@ -107,7 +107,8 @@ def load(output: Path, cluster: str, operator: bool) -> Output:
         # Helm hooks (CRD upgrade / cleanup Jobs) run at install time, not as objects of the release
         if "helm.sh/hook" in (o.get("metadata", {}).get("annotations") or {}):
             continue
-        o.setdefault("metadata", {}).setdefault("namespace", namespace) if _namespaced(o) else None
+        if _namespaced(o):
+            o.setdefault("metadata", {}).setdefault("namespace", namespace)
         out.objects.append(o)
         out.source[id(o)] = f"{chart} (values {values_file})"
     for o, src in _manifests(preview):
