@@ -110,7 +110,8 @@ class Api:
         return self.cp.request("PATCH", path, patch, content_type="application/merge-patch+json")
 
     def served(self, api_version: str, kind: str) -> bool:
-        return self.cp.resource(api_version, kind) is not None
+        """Whether the API server serves the kind (discovery as of the last CRDs applied)."""
+        return self.cp.resource(api_version, kind, refresh=False) is not None
 
 
 class Rehearsal:
@@ -153,6 +154,7 @@ class Rehearsal:
                      message=_problem_message(p))
 
     def served_objects(self) -> list[dict]:
+        self.cp.discover()
         out = []
         for o in self.out.objects:
             api = o.get("apiVersion", "")
