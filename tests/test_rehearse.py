@@ -61,6 +61,28 @@ def test_every_example_cluster_rehearses_as_planned(cluster, binaries, plans, di
     assert checks & {"probe", "claim"}, "no resource was probed"
 
 
+# ---- a corpus of our own: every platform, distribution, MIG and sharing mode, DRA, operator mode (helm, OLM) --
+
+CORPUS_DIRS = (REPO / "tests" / "data" / "semantic-corpus", REPO / "tests" / "data" / "operator-corpus")
+CORPUS = sorted(p.name for p in plan_all(list(CORPUS_DIRS))[0])
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    w = tmp_path_factory.mktemp("corpus")
+    shutil.copy(REPO / "gpuop.yaml", w / "gpuop.yaml")
+    run_gpuop("synth", *map(str, CORPUS_DIRS), "-o", "dist", cwd=w, check=True)
+    plans, _ = plan_all(list(CORPUS_DIRS))
+    return w / "dist", {p.name: p for p in plans}
+
+
+@pytest.mark.parametrize("cluster", CORPUS)
+def test_every_corpus_cluster_rehearses_as_planned(cluster, binaries, corpus, tmp_path):
+    out, plans = corpus
+    result = rehearse(plans[cluster], out, binaries, tmp_path)
+    assert result.ok, "\n".join(failures(result))
+
+
 # ---- one broken output per kind of failure --------------------------------------------------------------
 
 def broken(dist: Path, cluster: str, tmp_path: Path, file: str, mutate) -> Path:

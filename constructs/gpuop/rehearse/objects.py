@@ -4,7 +4,8 @@
   install order gpuop wrote them in);
 - operator mode: NVIDIA's gpu-operator chart rendered with `<output>/<cluster>/operator/values.yaml`
   (verify/nvidia_chart.py: the chart NVIDIA publishes, found by $GPUOP_NVIDIA_CHART or the reference copy
-  beside a checkout), and, standing in for the operands NVIDIA's operator creates from that ClusterPolicy,
+  beside a checkout), or with `install: olm` the objects of `<output>/<cluster>/operator/olm/` (OLM's own
+  kinds are not served here: OLM is not rehearsed, the ClusterPolicy and NVIDIADriver CRs are), and, standing in for the operands NVIDIA's operator creates from that ClusterPolicy,
   the operands gpuop renders for the same profile (`<output>/<cluster>/preview/manifests/`, docs/operator.md).
 
 CRDs: NFD's NodeFeature / NodeFeatureRule / NodeFeatureGroup (NFD v0.19.0, Apache-2.0), shipped with gpuop as
@@ -87,33 +88,39 @@ def load(output: Path, cluster: str, operator: bool) -> Output:
             out.source[id(o)] = src
         return out
     values_file = base / "operator" / "values.yaml"
+    olm = base / "operator" / "olm"
     preview = base / "preview" / "manifests"
-    for need in (values_file, preview):
+    for need in (values_file if not olm.is_dir() else olm, preview):
         if not need.exists():
             raise UserError(Issue(str(need), 0, 0, "", "not found: compile the cluster first (gpuop synth)"))
     from gpuop.verify import nvidia_chart
 
     chart = nvidia_chart.default_chart()
     if chart is None:
-        raise UserError(Issue(str(values_file), 0, 0, "", f"NVIDIA's gpu-operator chart is needed to rehearse "
-                              f"operator mode: set {nvidia_chart.CHART_ENV} to its folder"))
-    values = yaml.safe_load(values_file.read_text()) or {}
+        raise UserError(Issue(str(base / "operator"), 0, 0, "", "NVIDIA's gpu-operator chart (its CRDs) is needed "
+                              f"to rehearse operator mode: set {nvidia_chart.CHART_ENV} to its folder"))
     out = Output(cluster, "operator", crds=nfd_crds())
     for f in sorted((Path(chart) / "crds").glob("*.yaml")):
         out.crds += [d for d in yaml.safe_load_all(f.read_text()) if d]
     namespace = _namespace(preview)
-    rendered = nvidia_chart.render(values, Path(chart), namespace=namespace)
-    for o in rendered.objects:
-        # Helm hooks (CRD upgrade / cleanup Jobs) run at install time, not as objects of the release
-        if "helm.sh/hook" in (o.get("metadata", {}).get("annotations") or {}):
-            continue
-        if _namespaced(o):
-            o.setdefault("metadata", {}).setdefault("namespace", namespace)
-        out.objects.append(o)
-        out.source[id(o)] = f"{chart} (values {values_file})"
+    if olm.is_dir():            # OLM installs the operator (its Subscription): gpuop's objects as written
+        for part in ("operator", "policy"):
+            for o, src in _manifests(olm / part):
+                out.objects.append(o)
+                out.source[id(o)] = src
+    else:
+        values = yaml.safe_load(values_file.read_text()) or {}
+        for o in nvidia_chart.render(values, Path(chart), namespace=namespace).objects:
+            # Helm hooks (CRD upgrade / cleanup Jobs) run at install time, not as objects of the release
+            if "helm.sh/hook" in (o.get("metadata", {}).get("annotations") or {}):
+                continue
+            if _namespaced(o):
+                o.setdefault("metadata", {}).setdefault("namespace", namespace)
+            out.objects.append(o)
+            out.source[id(o)] = f"{chart} (values {values_file})"
+    made = {o["metadata"]["name"] for o in out.objects if o.get("kind") == "Namespace"}
     for o, src in _manifests(preview):
-        if o["kind"] in ("Namespace",) and any(x.get("kind") == "Namespace" and x["metadata"]["name"] ==
-                                              o["metadata"]["name"] for x in out.objects):
+        if o["kind"] == "Namespace" and o["metadata"]["name"] in made:
             continue
         out.objects.append(o)
         out.source[id(o)] = src
