@@ -154,3 +154,13 @@ def test_a_cluster_without_compiled_output_is_bad_input_located(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr == (f"{tmp_path}/dist/prod-east/manifests: not found: compile the cluster first (gpuop synth)\n"
                            "gpuop: 1 error; nothing written\n")
+
+
+def test_the_operand_table_names_the_component_registrys_daemonsets_for_every_example_and_corpus_profile(plans):
+    from gpuop.stack.registry import component_props
+
+    corpus, _ = plan_all([REPO / "tests" / "data" / "semantic-corpus", REPO / "tests" / "data" / "operator-corpus"])
+    for plan in [*plans.values(), *corpus]:
+        registry = tuple(sorted((c.deploy_label, c.mig_capable_only) for c, _ in component_props(plan)
+                                if c.deploy_label))
+        assert tuple(sorted(expect.components(plan))) == registry, plan.name

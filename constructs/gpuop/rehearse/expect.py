@@ -17,13 +17,13 @@ output cannot move the expectation with it):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpuop.catalog import dra as dra_catalog
 from gpuop.catalog import load as load_catalog
 from gpuop.plan.model import StackPlan
 from gpuop.rehearse.fleet import Fleet, Pairs, covers
-from gpuop.stack.registry import component_props
 
 DEPLOY = "nvidia.com/gpu.deploy."
 MPS_CAPABLE = "nvidia.com/mps.capable"        # GFD's label on MPS nodes; the MPS control daemon selects it
@@ -63,9 +63,25 @@ class PoolExpect:
     claims: tuple[ClaimProbe, ...] = ()
 
 
+# The DaemonSet components, by deploy label (components/*.py `deploy_label`), whether their label goes on
+# MIG-capable GPUs only, and when the plan turns them on (as stack/derive.py does). A rehearsal sees the plan
+# model, not the components; tests/test_rehearse_units.py checks this table against the component registry.
+OPERANDS: tuple[tuple[str, bool, Callable[[StackPlan], bool]], ...] = (
+    (DRIVER, False, lambda p: bool(p.driver_variants)),
+    ("container-toolkit", False, lambda p: p.toolkit),
+    ("operator-validator", False, lambda p: True),
+    ("device-plugin", False, lambda p: p.device_plugin),
+    ("dcgm", False, lambda p: p.dcgm),
+    ("dcgm-exporter", False, lambda p: p.dcgm_exporter is not None),
+    ("gpu-feature-discovery", False, lambda p: p.gfd),
+    ("mig-manager", True, lambda p: p.pool_configs.mig_manager),
+    ("node-status-exporter", False, lambda p: p.node_status_exporter is not None),
+)
+
+
 def components(plan: StackPlan) -> tuple[tuple[str, bool], ...]:
     """(deploy label name, MIG-capable only) of every DaemonSet component the plan turns on."""
-    return tuple((c.deploy_label, c.mig_capable_only) for c, _ in component_props(plan) if c.deploy_label)
+    return tuple((name, mig_only) for name, mig_only, on in OPERANDS if on(plan))
 
 
 def pool_labels(plan: StackPlan, pool: str, gpu: str) -> Pairs:
