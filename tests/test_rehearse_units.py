@@ -164,3 +164,31 @@ def test_the_operand_table_names_the_component_registrys_daemonsets_for_every_ex
         registry = tuple(sorted((c.deploy_label, c.mig_capable_only) for c, _ in component_props(plan)
                                 if c.deploy_label))
         assert tuple(sorted(expect.components(plan))) == registry, plan.name
+
+
+def test_the_report_locates_each_difference_and_exits_3_only_on_one():
+    import json
+
+    from gpuop.rehearse.report import ClusterResult, Finding, exit_code, render
+
+    good = ClusterResult("a", nodes=2, findings=[
+        Finding("a", "labels", True, "labels as planned", pool="p", kind="Node", name="p-0"),
+        Finding("a", "not-rehearsed", True, "monitoring.coreos.com/v1 ServiceMonitor is served by no CRD installed "
+                "here", kind="ServiceMonitor", namespace="gpu-operator", name="m")])
+    bad = ClusterResult("b", nodes=1, findings=[
+        Finding("b", "operand", False, "runs on 0 of the pool's 1 nodes, the plan says 1", pool="q",
+                kind="DaemonSet", name="device-plugin", expected=1, actual=0)])
+    assert exit_code([good]) == 0
+    assert exit_code([good, bad]) == 3
+    text = render([good, bad], "table")
+    assert "a (stack, 2 fake nodes): 1 checks, as planned\n" in text
+    assert "  not rehearsed (no CRD here): 1 object(s) of ServiceMonitor\n" in text
+    assert ("  b pool q DaemonSet/device-plugin: operand: runs on 0 of the pool's 1 nodes, the plan says 1\n"
+            in text)
+    doc = json.loads(render([good, bad], "json"))
+    assert doc["ok"] is False and doc["clusters"]["a"]["ok"] is True
+    assert doc["clusters"]["b"]["findings"] == [{"check": "operand", "cluster": "b", "ok": False, "pool": "q",
+                                                "kind": "DaemonSet", "name": "device-plugin", "expected": 1,
+                                                "actual": 0, "message": "runs on 0 of the pool's 1 nodes, the "
+                                                "plan says 1"}]
+    assert render([good, bad], "json") == render([good, bad], "json")
