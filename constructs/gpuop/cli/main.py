@@ -79,6 +79,13 @@ def _parser() -> argparse.ArgumentParser:
     cp = sub.add_parser("capacity", help="what each pool advertises (nvidia.com/gpu, MIG, shared), per node and total")
     cp.add_argument("paths", nargs="*", type=Path)
     cp.add_argument("--format", choices=("table", "json"), default="table")
+    rh = sub.add_parser("rehearse", help="apply each cluster's compiled output to a real Kubernetes control plane "
+                        "on loopback with a simulated (kwok) GPU fleet, and check it against the plan")
+    rh.add_argument("clusters", nargs="*", help="cluster names (default: every cluster of the profiles)")
+    rh.add_argument("--profiles", type=Path, action="append", default=None,
+                    help="profile files or folders (repeatable; default: profiles)")
+    rh.add_argument("-o", "--output", type=Path, default=Path("dist"), help="compiled output folder (default: dist)")
+    rh.add_argument("--format", choices=("table", "json"), default="table")
     rp = sub.add_parser("report", help="write a static HTML page of the fleet to report/index.html (outside dist/)")
     rp.add_argument("paths", nargs="*", type=Path)
     rp.add_argument("--against", default=None, help="also show what the next synth changes against this folder or "
@@ -460,6 +467,16 @@ def cmd_capacity(args) -> int:
     return 0
 
 
+def cmd_rehearse(args) -> int:
+    from gpuop.pipeline.run import plan_all
+    from gpuop.rehearse import report, run
+
+    plans, _ = plan_all(args.profiles or [Path("profiles")])
+    results = run.rehearse(run.select(plans, args.clusters), args.output)
+    sys.stdout.write(report.render(results, args.format))
+    return report.exit_code(results)
+
+
 def cmd_report(args) -> int:
     from gpuop.ops.report import run
 
@@ -564,7 +581,7 @@ def cmd_images(args) -> int:
 
 COMMANDS = {"images": cmd_images, "synth": cmd_synth, "validate": cmd_validate, "schema": cmd_schema, "mig": cmd_mig,
             "merge": cmd_merge, "publish": cmd_publish, "diff": cmd_diff, "capacity": cmd_capacity,
-            "report": cmd_report, "import": cmd_import, "init": cmd_init, "check": cmd_check}
+            "rehearse": cmd_rehearse, "report": cmd_report, "import": cmd_import, "init": cmd_init, "check": cmd_check}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,442 @@
+"""`gpuop rehearse`: each cluster's compiled output on a real control plane (rig.py: kube-apiserver, etcd,
+kube-controller-manager, kube-scheduler, kwok, nfd-master on loopback) with its simulated GPU fleet
+(fleet.py), checked against what the plan expects (expect.py); report.py says what differs.
+
+One fresh control plane per cluster: gpuop's outputs share cluster-scoped names (the NodeFeatureRule
+`nvidia-gpu-node-labels`, RuntimeClass `nvidia`, ClusterRoles), so two clusters on one API server would
+overwrite each other's objects.
+
+The steps, in the order a real cluster sees them:
+1. the CRDs (NFD's; NVIDIA's in operator mode), the fake Nodes and their NodeFeatures, nfd-master;
+2. namespaces the output's objects live in but does not create (tenants' claim template namespaces): the
+   user's, created as the user would;
+3. the output, server-side applied (rig.py: Namespaces first, then the given order): every refusal is a finding
+   with the API server's own words;
+4. node labels settle (nfd-master applies the NodeFeatureRules), DaemonSets roll out (controller-manager,
+   scheduler, kwok);
+5. the node agents the fakes lack, simulated where their pods run: the device plugin advertises the pool's
+   resources on its nodes, GFD labels MPS nodes `nvidia.com/mps.capable`, and the DRA kubelet plugin (on
+   nodes with its deploy label) publishes ResourceSlices; then the DaemonSets settle again;
+6. probes: a Pod per advertised resource, a Pod per claim template; the scheduler places them.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from gpuop.errors import Issue, UserError
+from gpuop.plan.model import StackPlan
+from gpuop.rehearse import expect, fleet, objects
+from gpuop.rehearse.report import ClusterResult, Finding
+
+PROBE_NAMESPACE = "gpuop-rehearse"
+NFD_MASTER_NODE = "rehearsal"                # the NODE_NAME rig.py gives nfd-master
+PROBE_IMAGE = "registry.k8s.io/pause:3.10"      # never pulled: kwok runs no container
+FIELD_MANAGER = "gpuop-rehearse"
+POLL = 0.25
+SETTLE_POLLS = 6             # unchanged this many polls in a row: settled
+LABELS_TIMEOUT = 60.0
+ROLLOUT_TIMEOUT = 90.0
+SCHEDULE_TIMEOUT = 30.0
+
+
+def select(plans: list[StackPlan], names: list[str]) -> list[StackPlan]:
+    """The clusters named on the command line (all when none), unknown names being bad input."""
+    if not names:
+        return plans
+    known = {p.name: p for p in plans}
+    missing = [n for n in names if n not in known]
+    if missing:
+        raise UserError([Issue(n, 0, 0, "", "no such cluster in the profiles; known: " + ", ".join(sorted(known)))
+                         for n in missing])
+    return [known[n] for n in dict.fromkeys(names)]
+
+
+def rehearse(plans: list[StackPlan], output: Path, binaries=None, workdir: Path | None = None) -> list[ClusterResult]:
+    loaded = [(p, objects.load(output, p.name, p.operator is not None)) for p in plans]   # bad input first
+    from gpuop.rehearse import rig       # after: a bad input is reported without a control plane
+
+    if binaries is None:
+        try:
+            binaries = rig.binaries(build=False)
+        except rig.RigError as exc:
+            raise UserError(Issue("gpuop rehearse", 0, 0, "", str(exc))) from None
+    results = []
+    with tempfile.TemporaryDirectory(prefix="gpuop-rehearse-", dir=workdir) as tmp:
+        for plan, out in loaded:
+            results.append(rehearse_cluster(rig, plan, out, Path(tmp) / plan.name, binaries))
+    return results
+
+
+def rehearse_cluster(rig, plan: StackPlan, out: objects.Output, workdir: Path, binaries=None) -> ClusterResult:
+    start = time.monotonic()
+    fl = fleet.build(plan)
+    exp = expect.expectations(plan, fl)
+    result = ClusterResult(plan.name, out.mode, len(fl.nodes))
+    workdir.mkdir(parents=True, exist_ok=True)
+    with rig.ControlPlane(workdir, binaries=binaries, kwok=True, nfd_master=False) as cp:
+        Rehearsal(plan, out, fl, exp, Api(cp, rig.ApiError), result).run()
+    result.seconds = time.monotonic() - start
+    return result
+
+
+class Api:
+    """The few calls the rehearsal makes beside applying, on the rig's own API connection."""
+
+    def __init__(self, cp, error: type[Exception]):
+        self.cp, self.error = cp, error
+
+    def create(self, obj: dict) -> dict:
+        m = obj["metadata"]
+        return self.cp.request("POST", self.cp.path_of(obj["apiVersion"], obj["kind"], m.get("namespace")), obj)
+
+    def ensure(self, obj: dict) -> None:
+        """Create, or leave as it is when it exists."""
+        try:
+            self.create(obj)
+        except self.error as exc:
+            if getattr(exc, "code", 0) != 409:
+                raise
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict:
+        return self.cp.read(api_version, kind, name, namespace) or {}
+
+    def list(self, api_version: str, kind: str) -> list[dict]:
+        return self.cp.list_objects(api_version, kind)
+
+    def patch(self, api_version: str, kind: str, name: str, patch: dict, sub: str = "") -> dict:
+        path = self.cp.path_of(api_version, kind, None, name) + (f"/{sub}" if sub else "")
+        return self.cp.request("PATCH", path, patch, content_type="application/merge-patch+json")
+
+    def served(self, api_version: str, kind: str) -> bool:
+        """Whether the API server serves the kind (discovery as of the last CRDs applied)."""
+        return self.cp.resource(api_version, kind, refresh=False) is not None
+
+
+class Rehearsal:
+    def __init__(self, plan, out, fl, exp, api: Api, result: ClusterResult):
+        self.plan, self.out, self.fleet, self.exp = plan, out, fl, exp
+        self.cp, self.client, self.result = api.cp, api, result
+        self.pool_of = {n.name: n.pool for n in fl.nodes}
+
+    def add(self, **kw) -> None:
+        self.result.findings.append(Finding(cluster=self.plan.name, **kw))
+
+    # ---- steps ------------------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        self.install_crds()
+        self.client.ensure(_namespace(fleet.NFD_NAMESPACE))
+        for n in self.fleet.nodes:
+            self.client.create(n.node())
+            self.client.patch("v1", "Node", n.name, {"status": fleet.node_status(n, advertised=False)}, "status")
+            self.client.create(n.node_feature())
+        # nfd-master annotates the node it runs on (NODE_NAME, rig.py) and stops when it does not exist: a
+        # control-plane node, tainted so that nothing of the output or the probes lands on it
+        self.client.ensure(control_plane_node(NFD_MASTER_NODE))
+        self.cp.start_nfd_master()
+        applicable = self.served_objects()
+        for ns in _foreign_namespaces(applicable):
+            self.client.ensure(_namespace(ns))
+        self.refusals(self.cp.apply(applicable, server_side=True, field_manager=FIELD_MANAGER), applicable)
+        self.wait_labels()
+        self.check_labels()
+        self.wait_rollout()
+        self.agents()
+        self.wait_rollout()
+        self.check_operands()
+        self.client.ensure(_namespace(PROBE_NAMESPACE))
+        self.probes()
+        self.claims()
+
+    def install_crds(self) -> None:
+        """The CRDs, each until Established, then discovery learns their kinds."""
+        names = []
+        for crd in self.out.crds:
+            try:
+                self.client.create(crd)
+                names.append(crd["metadata"]["name"])
+            except self.client.error as exc:
+                self.add(check="refused", ok=False, kind="CustomResourceDefinition", name=crd["metadata"]["name"],
+                         message=getattr(exc, "message", str(exc)))
+
+        def established() -> bool:
+            for name in names:
+                crd = self.client.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+                conds = (crd.get("status") or {}).get("conditions") or []    # null until the API server sets it
+                if not any(c.get("type") == "Established" and c.get("status") == "True" for c in conds):
+                    return False
+            return True
+
+        self.cp.wait_for(established, LABELS_TIMEOUT, "the CRDs Established")
+        self.cp.discover()
+
+    def refusals(self, problems, objs: list[dict]) -> None:
+        for p in problems or []:
+            ref = _problem_ref(p, objs)
+            self.add(check="refused", ok=False, kind=ref[0], namespace=ref[1], name=ref[2],
+                     message=_problem_message(p))
+
+    def served_objects(self) -> list[dict]:
+        self.cp.discover()
+        out = []
+        for o in self.out.objects:
+            api = o.get("apiVersion", "")
+            if self.client.served(api, o["kind"]):
+                out.append(o)
+            else:
+                m = o["metadata"]
+                self.add(check="not-rehearsed", ok=True, kind=o["kind"], namespace=m.get("namespace", ""),
+                         name=m.get("name", ""), message=f"{api} {o['kind']} is served by no CRD installed here")
+        return out
+
+    def nodes(self) -> dict[str, dict]:
+        return {n["metadata"]["name"]: n for n in self.client.list("v1", "Node")}
+
+    def wait_labels(self) -> None:
+        """Until every node carries its pool's expected labels, or the labels stop changing."""
+        want = {n: dict(e.labels) for e in self.exp for n in e.nodes}
+        last, same = None, 0
+        deadline = time.monotonic() + LABELS_TIMEOUT
+        while time.monotonic() < deadline:
+            labels = {name: n["metadata"].get("labels", {}) for name, n in self.nodes().items()}
+            if all(all(labels.get(n, {}).get(k) == v for k, v in w.items()) for n, w in want.items()):
+                return
+            same = same + 1 if labels == last else 0
+            if same >= SETTLE_POLLS * 4:     # nfd-master's first pass can lag: give it longer to move
+                return
+            last = labels
+            time.sleep(POLL)
+
+    def check_labels(self) -> None:
+        nodes = self.nodes()
+        for e in self.exp:
+            want = dict(e.labels)
+            for name in e.nodes:
+                have = nodes.get(name, {}).get("metadata", {}).get("labels", {})
+                missing = {k: v for k, v in want.items() if have.get(k) != v}
+                extra = {k: v for k, v in have.items()
+                         if k.startswith("nvidia.com/") and k not in want and k != expect.MPS_CAPABLE}
+                ok = not missing and not extra
+                absent = {k: v for k, v in missing.items() if k not in have}
+                other = [f"{k}={v} (has {have[k]})" for k, v in sorted(missing.items()) if k in have]
+                msg = "labels as planned" if ok else "; ".join(
+                    ([f"missing {_pairs(absent)}"] if absent else []) +
+                    ([f"other value: {', '.join(other)}"] if other else []) +
+                    ([f"not planned for this pool: {_pairs(extra)}"] if extra else []))
+                self.add(check="labels", ok=ok, pool=e.pool, kind="Node", name=name, message=msg,
+                         expected=dict(sorted(missing.items())) or None, actual=dict(sorted(extra.items())) or None)
+
+    def daemonsets(self) -> list[dict]:
+        return [d for d in self.client.list("apps/v1", "DaemonSet")
+                if d["metadata"]["namespace"] not in ("kube-system",)]
+
+    def ds_pods(self) -> dict[str, list[dict]]:
+        """DaemonSet uid -> its pods."""
+        out: dict[str, list[dict]] = {}
+        for p in self.client.list("v1", "Pod"):
+            for ref in p["metadata"].get("ownerReferences", []):
+                if ref.get("kind") == "DaemonSet":
+                    out.setdefault(ref["uid"], []).append(p)
+        return out
+
+    def wait_rollout(self) -> None:
+        """Until every DaemonSet has a bound pod per desired node and nothing changes for a while."""
+        last, same = None, 0
+        deadline = time.monotonic() + ROLLOUT_TIMEOUT
+        while time.monotonic() < deadline:
+            pods = self.ds_pods()
+            state = []
+            for d in self.daemonsets():
+                st = d.get("status", {})
+                bound = sum(1 for p in pods.get(d["metadata"]["uid"], []) if p["spec"].get("nodeName"))
+                state.append((d["metadata"]["name"], st.get("observedGeneration", 0) >= d["metadata"]["generation"],
+                              st.get("desiredNumberScheduled", -1), bound))
+            done = all(obs and desired == bound for _, obs, desired, bound in state)
+            same = same + 1 if state == last else 0
+            if (done and same >= SETTLE_POLLS) or same >= SETTLE_POLLS * 8:
+                return
+            last = state
+            time.sleep(POLL)
+
+    def agents(self) -> None:
+        pods = self.ds_pods()
+        running: dict[str, set[str]] = {}           # component -> nodes its pods are bound to
+        for d in self.daemonsets():
+            comp = component(d)
+            for p in pods.get(d["metadata"]["uid"], []):
+                if p["spec"].get("nodeName"):
+                    running.setdefault(comp or "", set()).add(p["spec"]["nodeName"])
+        mps_pools = {p.name for p in self.plan.pools if p.sharing.startswith("MPS")}
+        nodes = self.nodes()
+        dra_label = expect.dra_deploy_label()
+        for n in self.fleet.nodes:
+            if n.resources and n.name in running.get("device-plugin", set()):
+                self.client.patch("v1", "Node", n.name, {"status": fleet.node_status(n, advertised=True)}, "status")
+            if n.pool in mps_pools and n.name in running.get("gpu-feature-discovery", set()):
+                self.client.patch("v1", "Node", n.name, {"metadata": {"labels": {expect.MPS_CAPABLE: "true"}}})
+            labels = nodes.get(n.name, {}).get("metadata", {}).get("labels", {})
+            if self.plan.dra is not None and labels.get(dra_label) == "true":
+                rs = n.resource_slice(self.plan.dra.driver)
+                if rs is not None:
+                    self.client.create(rs)
+
+    def check_operands(self) -> None:
+        pods = self.ds_pods()
+        per: dict[tuple[str, str], int] = {}            # (component, node) -> pods
+        sets: dict[str, list[str]] = {}                 # component -> "ns/name desired/scheduled"
+        for d in self.daemonsets():
+            comp = component(d)
+            st = d.get("status", {})
+            bound = [p for p in pods.get(d["metadata"]["uid"], []) if p["spec"].get("nodeName")]
+            if comp is None:        # not a GPU operand (e.g. NFD's worker in operator mode): no plan to compare
+                self.add(check="daemonset", ok=True, kind="DaemonSet", namespace=d["metadata"]["namespace"],
+                         name=d["metadata"]["name"], message=f"not a GPU operand: desired "
+                         f"{st.get('desiredNumberScheduled', 0)}, scheduled {len(bound)}")
+                continue
+            sets.setdefault(comp, []).append(f"{d['metadata']['namespace']}/{d['metadata']['name']} "
+                                             f"desired {st.get('desiredNumberScheduled', 0)}, scheduled {len(bound)}")
+            for p in bound:
+                per[(comp, p["spec"]["nodeName"])] = per.get((comp, p["spec"]["nodeName"]), 0) + 1
+        comps = sorted({c for e in self.exp for c, _ in e.operands} | set(sets))
+        for e in self.exp:
+            want = dict(e.operands)
+            for comp in comps:
+                expected = want.get(comp, 0)
+                actual = sum(per.get((comp, n), 0) for n in e.nodes)
+                if comp not in sets and expected == 0:
+                    continue
+                ok = actual == expected
+                where = "; ".join(sets.get(comp, [])) or "no DaemonSet in the output"
+                self.add(check="operand", ok=ok, pool=e.pool, kind="DaemonSet", name=comp,
+                         expected=expected, actual=actual,
+                         message=(f"{actual} of the pool's {len(e.nodes)} nodes run it, as planned" if ok else
+                                  f"runs on {actual} of the pool's {len(e.nodes)} nodes, the plan says {expected} "
+                                  f"({where})"))
+
+    def _schedule(self, pod: dict) -> dict:
+        """Create a pod and wait until the scheduler binds it or says it cannot."""
+        ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        try:
+            self.client.create(pod)
+        except self.client.error as exc:
+            return {"refused": getattr(exc, "message", str(exc))}
+        deadline = time.monotonic() + SCHEDULE_TIMEOUT
+        got = {}
+        while time.monotonic() < deadline:
+            got = self.client.get("v1", "Pod", name, ns)
+            if got["spec"].get("nodeName"):
+                return got
+            # the scheduler's verdict: every resource is advertised before the probes, so it is final
+            if any(c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
+                   for c in got.get("status", {}).get("conditions", []) or []):
+                return got
+            time.sleep(POLL)
+        return got
+
+    def probes(self) -> None:
+        for e in self.exp:
+            for pr in e.probes:
+                pod = probe_pod(pr.name, PROBE_NAMESPACE, dict(pr.pinned), {pr.resource: "1"})
+                self._judge(e, self._schedule(pod), "probe", "Pod", PROBE_NAMESPACE, pr.name,
+                            f"a pod requesting 1 {pr.resource}" + (" (pinned to the pool's nodeSelector)"
+                                                                   if pr.pinned else ""))
+
+    def claims(self) -> None:
+        for e in self.exp:
+            for c in e.claims:
+                pod = probe_pod(c.name, c.namespace, {}, {})
+                pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": c.template}]
+                pod["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
+                got = self._schedule(pod)
+                self._judge(e, got, "claim", "ResourceClaimTemplate", c.namespace, c.template,
+                            f"a pod using claim template {c.template}", claim=True)
+
+    def _judge(self, e, got: dict, check: str, kind: str, ns: str, name: str, what: str, claim: bool = False):
+        if "refused" in got:
+            self.add(check=check, ok=False, pool=e.pool, kind=kind, namespace=ns, name=name,
+                     message=f"{what}: refused by the API server: {got['refused']}")
+            return
+        node = got.get("spec", {}).get("nodeName")
+        if not node:
+            why = next((c.get("message", "") for c in got.get("status", {}).get("conditions", [])
+                        if c.get("type") == "PodScheduled"), "") or "not scheduled"
+            self.add(check=check, ok=False, pool=e.pool, kind=kind, namespace=ns, name=name,
+                     message=f"{what} is not scheduled: {why}")
+            return
+        pool = self.pool_of.get(node, "")
+        ok = pool == e.pool
+        msg = f"{what} is scheduled on {node} (pool {pool})"
+        if ok and claim:
+            allocated = self._allocated(got)
+            ok = allocated is not None and all(self.pool_of.get(n) == e.pool for n in allocated)
+            msg += f", its claim allocated on {', '.join(sorted(allocated))}" if allocated else \
+                ", but its claim is not allocated"
+        self.add(check=check, ok=ok, pool=e.pool, kind=kind, namespace=ns, name=name,
+                 message=msg if ok else msg + f", not on pool {e.pool}" * (pool != e.pool),
+                 expected=e.pool, actual=pool)
+
+    def _allocated(self, pod: dict) -> set[str] | None:
+        ns = pod["metadata"]["namespace"]
+        for st in pod.get("status", {}).get("resourceClaimStatuses", []) or []:
+            if not st.get("resourceClaimName"):
+                continue
+            claim = self.client.get("resource.k8s.io/v1", "ResourceClaim", st["resourceClaimName"], ns)
+            alloc = (claim.get("status") or {}).get("allocation")
+            if not alloc:
+                return None
+            return {r["pool"] for r in alloc.get("devices", {}).get("results", [])}
+        return None
+
+
+def component(ds: dict) -> str | None:
+    """A DaemonSet's component: the deploy label its pods select (the MPS control daemon: mps.capable)."""
+    selector = ds["spec"]["template"]["spec"].get("nodeSelector") or {}
+    if selector.get(expect.MPS_CAPABLE) == "true":
+        return expect.MPS
+    for key in selector:
+        if key.startswith(expect.DEPLOY):
+            return key[len(expect.DEPLOY):]
+    return None
+
+
+def control_plane_node(name: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                                  "node-role.kubernetes.io/control-plane": ""},
+                         "annotations": dict([fleet.KWOK_ANNOTATION])},
+            "spec": {"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]}}
+
+
+def probe_pod(name: str, namespace: str, selector: dict, limits: dict) -> dict:
+    spec = {"containers": [{"name": "probe", "image": PROBE_IMAGE,
+                            **({"resources": {"limits": limits}} if limits else {})}],
+            "tolerations": [{"operator": "Exists"}], "terminationGracePeriodSeconds": 0}
+    if selector:
+        spec["nodeSelector"] = selector
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+def _namespace(name: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def _foreign_namespaces(objs: list[dict]) -> list[str]:
+    """Namespaces objects live in that the output does not create (the user's: tenants' namespaces)."""
+    made = {o["metadata"]["name"] for o in objs if o.get("kind") == "Namespace"}
+    used = {o["metadata"].get("namespace") for o in objs} - {None, "", "default", "kube-system"}
+    return sorted(used - made)
+
+
+def _pairs(d: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(d.items()))
+
+
+def _problem_ref(p, objs: list[dict]) -> tuple[str, str, str]:
+    return p.kind, p.namespace, p.name
+
+
+def _problem_message(p) -> str:
+    return p.message

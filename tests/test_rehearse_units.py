@@ -1,0 +1,207 @@
+"""The rehearsal's simulated fleet and its expectations, from the plan alone (no control plane): what each
+fake node carries and advertises, what nfd-worker would report for it, what the DRA kubelet plugin would
+publish, and what the rehearsal must see per pool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import celpy
+import pytest
+
+from conftest import REPO, run_gpuop
+from gpuop.pipeline.run import plan_all
+from gpuop.rehearse import expect, fleet
+
+pytestmark = pytest.mark.fast
+
+EXAMPLES = sorted(p for p in (REPO / "profiles").glob("*.yaml") if not p.name.startswith("_"))
+
+
+def plan_of(name: str):
+    plans, _ = plan_all([REPO / "profiles" / f"{name}.yaml"])
+    return plans[0]
+
+
+@pytest.fixture(scope="module")
+def plans():
+    found, _ = plan_all([REPO / "profiles"])
+    return {p.name: p for p in found}
+
+
+def test_every_pool_gets_its_node_count_or_its_max_or_the_default(plans):
+    for plan in plans.values():
+        fl = fleet.build(plan)
+        for cap in plan.capacity.pools:
+            want = fleet.DEFAULT_NODES if cap.nodes is None else max(1, min(fleet.MAX_NODES, cap.nodes[1]))
+            assert len(fl.of_pool(cap.pool)) == want, (plan.name, cap.pool)
+
+
+def test_fake_nodes_carry_the_pool_selector_and_kwok_annotation_and_advertise_nothing_at_first(plans):
+    for plan in plans.values():
+        for n in fleet.build(plan).nodes:
+            obj = n.node()
+            cap = next(c for c in plan.capacity.pools if c.pool == n.pool)
+            assert set(cap.node_selector) <= set(obj["metadata"]["labels"].items())
+            assert obj["metadata"]["labels"][fleet.POOL_LABEL] == n.pool
+            assert obj["metadata"]["annotations"] == {"kwok.x-k8s.io/node": "fake"}
+            assert not any(k.startswith("nvidia.com/") for k in obj["status"]["allocatable"])
+
+
+def test_advertised_resources_are_the_plans_per_node_capacity():
+    plan = plan_of("mig-sharing")
+    for cap in plan.capacity.pools:
+        for n in fleet.build(plan).of_pool(cap.pool):
+            status = fleet.node_status(n, advertised=True)["allocatable"]
+            assert {k: int(v) for k, v in status.items() if k.startswith("nvidia.com/")} == dict(cap.per_node)
+
+
+def test_node_feature_reports_one_pci_device_per_gpu_with_the_catalogs_device_id_the_pool_rule_matches():
+    plan = plan_of("prod-east")
+    rule = next(r for r in plan.pool_configs.nfd_rules if r.gpu == "H100-SXM5-80GB")
+    for n in fleet.build(plan).nodes:
+        nf = n.node_feature()
+        assert nf["metadata"]["labels"] == {fleet.NFD_NODE_LABEL: n.name}
+        devices = nf["spec"]["features"]["instances"]["pci.device"]["elements"]
+        assert len(devices) == 8                      # p5.48xlarge: 8 GPUs
+        assert {d["attributes"]["device"] for d in devices} <= set(rule.device_ids)
+        assert {d["attributes"]["vendor"] for d in devices} == {plan.pci_vendor}
+        assert {d["attributes"]["class"] for d in devices} <= set(plan.pci_classes)
+
+
+def test_openshift_nodes_are_dealt_the_rhcos_builds_the_driver_variants_select():
+    plan = plan_of("openshift")
+    key = "feature.node.kubernetes.io/system-os_release.OSTREE_VERSION"
+    builds = {dict(v.node_selector)[key] for v in plan.driver_variants}
+    for pool in ("train", "infer"):
+        seen = {dict(n.worker_labels)[key] for n in fleet.build(plan).of_pool(pool)}
+        assert seen == builds, pool
+
+
+def _evaluate(expression: str, dev: dict) -> bool:
+    env = celpy.Environment()
+    return bool(env.program(env.compile(expression)).evaluate({"device": celpy.json_to_cel(dev)}))
+
+
+def _cel_device(driver: str, d: dict) -> dict:
+    return {"driver": driver, "attributes": {driver: {k: next(iter(v.values())) for k, v in d["attributes"].items()}},
+            "capacity": {}}
+
+
+def test_resource_slices_offer_what_each_device_class_selects_on_its_pool_only():
+    plan = plan_of("dra")
+    fl = fleet.build(plan)
+    slices = {n.pool: n.resource_slice(plan.dra.driver) for n in fl.nodes}
+    assert slices["batch"] is None                     # device-plugin pool: no DRA devices
+    for c in plan.dra.device_classes:
+        devices = slices[c.pool]["spec"]["devices"]
+        matched = [d for d in devices if _evaluate(c.expression, _cel_device(plan.dra.driver, d))]
+        assert len(matched) == c.per_node, c.name
+        assert len({d["name"] for d in devices}) == len(devices)
+
+
+def test_expected_labels_keep_the_device_plugin_off_dra_pools_and_the_dra_driver_on():
+    plan = plan_of("dra")
+    exp = {e.pool: e for e in expect.expectations(plan, fleet.build(plan))}
+    assert dict(exp["infer"].labels)["nvidia.com/gpu.deploy.device-plugin"] == "false"
+    assert dict(exp["infer"].labels)["nvidia.com/gpu.deploy.dra-driver"] == "true"
+    assert dict(exp["infer"].operands)["device-plugin"] == 0
+    assert dict(exp["batch"].operands)["device-plugin"] == 10
+    assert [c.template for c in exp["infer"].claims] == ["h100-3g", "h100-small"]
+    assert not exp["infer"].probes                    # DRA: claimed, not advertised
+
+
+def test_mps_control_daemon_is_expected_on_mps_pools_only_and_mig_manager_on_mig_capable_gpus():
+    plan = plan_of("mig-sharing")
+    exp = {e.pool: dict(e.operands) for e in expect.expectations(plan, fleet.build(plan))}
+    assert exp["batch"][expect.MPS] == 4
+    assert exp["train"][expect.MPS] == exp["infer"][expect.MPS] == 0
+    assert exp["infer"]["mig-manager"] == 0           # L40S: not MIG-capable
+    assert exp["train"]["mig-manager"] == 6
+
+
+def test_probes_are_pinned_only_where_another_pool_advertises_the_same_resource():
+    plan = plan_of("mig-sharing")
+    probes = {(p.pool, p.resource): p.pinned for e in expect.expectations(plan, fleet.build(plan)) for p in e.probes}
+    assert probes[("train", "nvidia.com/mig-3g.40gb")] == ()
+    assert probes[("infer", "nvidia.com/gpu")] == (("node.kubernetes.io/instance-type", "g6e.12xlarge"),)
+    names = [p.name for e in expect.expectations(plan, fleet.build(plan)) for p in e.probes]
+    assert len(names) == len(set(names))
+
+
+def test_preinstalled_driver_pools_expect_no_driver_pods():
+    plan = plan_of("eks-al2023")
+    for e in expect.expectations(plan, fleet.build(plan)):
+        assert dict(e.operands).get("driver", 0) == 0
+
+
+def test_fleet_and_expectations_are_deterministic(plans):
+    for plan in plans.values():
+        assert fleet.build(plan) == fleet.build(plan)
+        assert expect.expectations(plan, fleet.build(plan)) == expect.expectations(plan, fleet.build(plan))
+
+
+def test_an_unknown_cluster_is_bad_input_located_before_any_control_plane(tmp_path):
+    proc = run_gpuop("rehearse", "nope", "--profiles", str(REPO / "profiles"), "-o", str(tmp_path), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("nope: no such cluster in the profiles; known: dra, edge-k3s,")
+    assert proc.stderr.endswith("gpuop: 1 error; nothing written\n")
+
+
+def test_a_cluster_without_compiled_output_is_bad_input_located(tmp_path):
+    proc = run_gpuop("rehearse", "prod-east", "--profiles", str(REPO / "profiles"), "-o", str(tmp_path / "dist"),
+                     cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"{tmp_path}/dist/prod-east/manifests: not found: compile the cluster first (gpuop synth)\n"
+                           "gpuop: 1 error; nothing written\n")
+
+
+def test_the_operand_table_names_the_component_registrys_daemonsets_for_every_example_and_corpus_profile(plans):
+    from gpuop.stack.registry import component_props
+
+    corpus, _ = plan_all([REPO / "tests" / "data" / "semantic-corpus", REPO / "tests" / "data" / "operator-corpus"])
+    for plan in [*plans.values(), *corpus]:
+        registry = tuple(sorted((c.deploy_label, c.mig_capable_only) for c, _ in component_props(plan)
+                                if c.deploy_label))
+        assert tuple(sorted(expect.components(plan))) == registry, plan.name
+
+
+def test_the_report_locates_each_difference_and_exits_3_only_on_one():
+    import json
+
+    from gpuop.rehearse.report import ClusterResult, Finding, exit_code, render
+
+    good = ClusterResult("a", nodes=2, findings=[
+        Finding("a", "labels", True, "labels as planned", pool="p", kind="Node", name="p-0"),
+        Finding("a", "not-rehearsed", True, "monitoring.coreos.com/v1 ServiceMonitor is served by no CRD installed "
+                "here", kind="ServiceMonitor", namespace="gpu-operator", name="m")])
+    bad = ClusterResult("b", nodes=1, findings=[
+        Finding("b", "operand", False, "runs on 0 of the pool's 1 nodes, the plan says 1", pool="q",
+                kind="DaemonSet", name="device-plugin", expected=1, actual=0)])
+    assert exit_code([good]) == 0
+    assert exit_code([good, bad]) == 3
+    text = render([good, bad], "table")
+    assert "a (stack, 2 fake nodes): 1 checks, as planned\n" in text
+    assert "  not rehearsed (no CRD here): 1 object(s) of ServiceMonitor\n" in text
+    assert ("  b pool q DaemonSet/device-plugin: operand: runs on 0 of the pool's 1 nodes, the plan says 1\n"
+            in text)
+    doc = json.loads(render([good, bad], "json"))
+    assert doc["ok"] is False and doc["clusters"]["a"]["ok"] is True
+    assert doc["clusters"]["b"]["findings"] == [{"check": "operand", "cluster": "b", "ok": False, "pool": "q",
+                                                "kind": "DaemonSet", "name": "device-plugin", "expected": 1,
+                                                "actual": 0, "message": "runs on 0 of the pool's 1 nodes, the "
+                                                "plan says 1"}]
+    assert render([good, bad], "json") == render([good, bad], "json")
+
+
+def test_nodes_carry_labels_satisfying_the_profiles_daemonset_placement():
+    plan = plan_of_file(REPO / "tests" / "data" / "semantic-corpus" / "everything.yaml")
+    labels = dict(fleet.build(plan).nodes[0].labels)
+    assert labels["example.com/gpu"] == "y" and labels["example.com/zone"] == "y"
+    assert int(labels["example.com/rank"]) > 3
+    assert "node.example.com/gpu-maintenance" not in labels
+
+
+def plan_of_file(path: Path):
+    plans, _ = plan_all([path])
+    return plans[0]
