@@ -429,8 +429,8 @@ END = "<!-- end of the generated architecture -->"
 ARCHITECTURE: dict[str, tuple[str, set[str]]] = {
     "cli": ("argparse and the one error boundary (`main.py`), `gpuop mig` (`mig.py`), the `cdk8s synth` app "
             "(`cdk8s_app.py`); nothing imports it",
-            {"catalog", "components", "errors", "kube", "mig", "ops", "outputs", "pipeline", "profile", "stack",
-             "verify"}),
+            {"catalog", "components", "errors", "kube", "mig", "ops", "outputs", "pipeline", "profile", "rehearse",
+             "stack", "verify"}),
     "pipeline": ("sequencing (`run.py`), shards (`shards.py`), the build cache and its keys (`cache.py`, `keys.py`), "
                  "the no-op path (`noop.py`), the review gate (`gate.py`), the output transaction (`write.py`, "
                  "`journal.py`)",
@@ -459,6 +459,10 @@ ARCHITECTURE: dict[str, tuple[str, set[str]]] = {
             "impact; `init` (the starter project, its files in `ops/scaffold/`)",
             {"catalog", "errors", "kube", "mig", "outputs", "pipeline", "plan", "profile", "stack", "validate",
              "verify"}),
+    "rehearse": ("the rehearsal: the control plane built from the Go module proxy (`rig.py`, reaching no other stage), "
+                 "the simulated GPU fleet (`fleet.py`), the plan's expectations (`expect.py`), what is applied "
+                 "(`objects.py`), the steps (`run.py`) and the report (`report.py`); never profile, validate, "
+                 "components", {"catalog", "errors", "plan", "verify"}),
     "kube": ("Kubernetes-shaped values and conventions: value slots, kind order and waves, YAML io, label/quantity "
              "types, the component table (`components.py`)", set()),
     "catalog": ("all catalogs as data with their sources (`data/`: releases, GPUs, drivers, MIG, known issues); the "
