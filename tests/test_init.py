@@ -13,6 +13,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from conftest import run_gpuop
+from test_concurrency import tiny_fs  # noqa: F401 (fixture: a real tmpfs of 1200 KB)
 
 from gpuop.ops import init
 
@@ -90,26 +91,15 @@ def test_init_refuses_a_name_too_long_for_the_file_system_and_creates_nothing(tm
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.fixture
-def tiny_fs(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=100k", "tmpfs", str(mnt)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount tmpfs: {done.stderr.decode().strip()}")
-    yield mnt
-    subprocess.run(["umount", "-l", str(mnt)], check=False)
-
-
 def test_a_full_disk_during_init_removes_what_it_wrote(tiny_fs):
-    """The starter project (~250 KB) does not fit in 100 KB: the write that fails is exit 2, and the files and
-    folders init made before it are removed, so "nothing written" is true."""
+    """The starter project (~250 KB) does not fit in the 100 KB left: the write that fails is exit 2, and the files
+    and folders init made before it are removed, so "nothing written" is true."""
+    free = os.statvfs(tiny_fs).f_bavail * os.statvfs(tiny_fs).f_frsize
+    (tiny_fs / "ballast").write_bytes(b"\0" * (free - 100 * 1024))
     proc = run_gpuop("init", "clusters", cwd=tiny_fs)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr == "clusters: cannot be written: No space left on device\ngpuop: 1 error; nothing written\n"
-    assert list(tiny_fs.iterdir()) == []
+    assert [p.name for p in tiny_fs.iterdir()] == ["ballast"]
 
 
 def _install_step(project: Path) -> str:
