@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -202,6 +203,27 @@ def test_a_committed_journal_whose_staging_folder_is_not_here_is_dropped_and_syn
     del before["w/dist/.gpuop-journal"]
     after = snapshot(root)      # the build cache records the run (its no-op record): not part of the question
     assert {k: v for k, v in after.items() if "/cache/" not in k} == {k: v for k, v in before.items() if "/cache/" not in k}
+
+
+def test_the_review_gate_refuses_a_committed_journal(root):
+    """A journal in git is never a legitimate state: `check --against` refuses it before compiling, a journal
+    of gpuop's form and a hostile one alike, and says to remove it from git."""
+    w = root / "w"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "fleet"], ["checkout", "-qb", "pr"]):
+        subprocess.run(["git", *args], cwd=w, env=env, check=True, capture_output=True)
+    for doc, expect in ((journal_doc([["remove", "c00", 0]]), "dist holds an unfinished commit"),
+                        (journal_doc([["remove", "../profiles", 0]]), "ops[0]: Invalid value: remove names")):
+        plant(w, doc)
+        subprocess.run(["git", "add", "-f", "dist/.gpuop-journal"], cwd=w, env=env, check=True)
+        subprocess.run(["git", "commit", "-qm", "journal"], cwd=w, env=env, check=True)
+        before = snapshot(root)
+        proc = run_gpuop("check", "--against", "main", cwd=w)
+        assert proc.returncode == 2, proc.stderr
+        first = proc.stderr.splitlines()[0]
+        assert first.startswith(f"dist/.gpuop-journal: {expect}") and "git rm" in first, first
+        assert snapshot(root) == before
 
 
 def test_a_journal_written_through_a_planted_temporary_name_never_leaves_the_output(root):
