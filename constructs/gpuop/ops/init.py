@@ -13,8 +13,10 @@ It writes what the source checkout has and an installed gpuop cannot reach other
   requirements-gpuop.txt names: the one running init, when CI can install it from where it came from —
   a package index, a git or https URL —, else a line the user writes; ci_requirement).
 
-It never overwrites and never writes through a link: when any of these files exists, or a folder on the way
-under the target is a symbolic link or a file, nothing is written and each one is reported.
+Everything is checked before anything is written: when any of these files exists, a folder on the way under
+the target is a symbolic link or a file, or a name is too long for the file system, nothing is written and each
+problem is reported (exit 2). It never writes through a link (folder descriptors opened with O_NOFOLLOW, files
+created with O_EXCL), and a write that fails anyway (a full disk) removes what this run wrote.
 """
 
 from __future__ import annotations
