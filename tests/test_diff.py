@@ -278,3 +278,48 @@ def test_a_component_template_names_the_objects_changed_added_and_deleted_inside
     lines = render(diff_trees(old, new)).splitlines()
     i = lines.index("  ~ chart/templates/03-driver.yaml")
     assert lines[i + 1:i + 4] == ["      ~ ConfigMap ns/b", "      + DaemonSet ns/d", "      - Role ns/gone"]
+
+
+def test_diff_against_a_folder_outside_the_project(project, tmp_path):
+    """A CI job compares with the output of another job (an artifact downloaded beside the checkout): a folder
+    anywhere is read, by an absolute or a relative path."""
+    artifact = tmp_path / "artifact" / "dist"
+    shutil.copytree(project / "dist", artifact)
+    edit(project / "profiles" / "lab-west.yaml", "value: gpu, effect: NoSchedule}", "value: gpu-new, effect: NoSchedule}")
+    run_gpuop("synth", "-o", "dist", cwd=project, check=True)      # dist/ now holds the change; the artifact not
+    for against in (str(artifact), "../artifact/dist"):
+        proc = run_gpuop("diff", "--against", against, "--exit-code", cwd=project)
+        assert proc.returncode == 3, proc.stderr
+        assert section(proc.stdout, "lab-west")[0] == "chart 0.1.0 -> 0.1.1"
+        assert "cluster prod-east: unchanged (chart 0.1.0)" in proc.stdout
+
+
+def test_against_refuses_a_folder_that_is_not_gpuop_output_wherever_it_is(project, tmp_path):
+    other = tmp_path / "site"                       # another tool's folder, with an index.json of its own
+    other.mkdir()
+    (other / "index.json").write_text('{"kind": "SearchIndex", "pages": []}\n')
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for folder, why in ((other, "expected kind: Index"), (empty, "cannot read: No such file or directory")):
+        proc = run_gpuop("diff", "--against", str(folder), cwd=project)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.splitlines() == [
+            f"{folder}: not a gpuop output folder (its index.json: {why}); --against takes a folder gpuop synth "
+            "wrote, or a git revision", "gpuop: 1 error; nothing written"]
+
+
+def test_against_never_follows_a_link_in_the_folder(project, tmp_path):
+    """An artifact is untrusted: a link in it to a file elsewhere is refused, and the file is never read."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("token: do-not-print\n")
+    artifact = tmp_path / "artifact"
+    shutil.copytree(project / "dist", artifact)
+    images = next(artifact.glob("*/images.txt"))
+    images.unlink()
+    images.symlink_to(secret)
+    proc = run_gpuop("diff", "--against", str(artifact), cwd=project)
+    assert proc.returncode == 2, proc.stderr
+    rel = images.relative_to(artifact)
+    assert proc.stderr.splitlines()[0] == (f"{artifact}/{rel}: is a symlink, not a file of a gpuop output folder; "
+                                           "links are not followed")
+    assert "do-not-print" not in proc.stdout + proc.stderr

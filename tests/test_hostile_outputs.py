@@ -192,10 +192,10 @@ def test_diff_against_a_revision_runs_no_smudge_filter(project):
 
 
 @pytest.mark.parametrize("against, message", [
-    ("/etc", "--against: '/etc' is neither a folder nor a git revision: a revision is a branch, tag, commit or "
-             "HEAD~N, without spaces, '..' or control characters"),
-    (".", "--against: '.' is neither a folder nor a git revision: a revision is a branch, tag, commit or HEAD~N, "
-          "without spaces, '..' or control characters"),
+    ("/etc", "/etc: not a gpuop output folder (its index.json: cannot read: No such file or directory); --against "
+             "takes a folder gpuop synth wrote, or a git revision"),
+    (".", ".: not a gpuop output folder (its index.json: cannot read: No such file or directory); --against "
+          "takes a folder gpuop synth wrote, or a git revision"),
     ("a" * 300, "--against: '" + "a" * 80 + "...' is neither a folder nor a git revision: a revision is at most "
                 "255 characters, got 300"),
 ])

@@ -184,3 +184,50 @@ def test_installed_gpuop_init_npm_ci_synth_in_an_empty_folder(installed, tmp_pat
     assert (project / "cdk8s.out" / "example.k8s.yaml").is_file()
     for noise in ("http error", "404", "new version", "b'"):                   # the upgrade check is off
         assert noise not in cdk8s.stdout + cdk8s.stderr, cdk8s.stdout + cdk8s.stderr
+
+
+def _dev_dependencies(where: Path) -> Path:
+    """The dev venv's site-packages (gpuop's dependencies, never its editable gpuop, whose .pth is not processed
+    there) on the path of the venv `where`, after its own packages, as `installed` does."""
+    py = where / "bin" / "python"
+    site = Path(subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    (site / "_dev_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return where
+
+
+def test_a_gpuop_from_a_package_index_pins_itself_and_the_workflow_installs_it(wheel, tmp_path):
+    """gpuop installed by name from a package index (here a folder of wheels, `--find-links`: pip records no
+    direct URL, as for PyPI) writes `gpuop==<its version>` into requirements-gpuop.txt, and the install step of
+    the workflow it wrote, run by bash against the same index, installs that gpuop into a fresh venv (the
+    step's pip part: `npm ci` is test_installed_gpuop_init_npm_ci_synth_in_an_empty_folder's)."""
+    index = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheel.parent), "PIP_NO_DEPS": "1"}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("PIP_")}
+    user = tmp_path / "user"
+    venv.EnvBuilder(with_pip=False).create(user)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(user / "bin" / "python"), "install", "-q",
+                    "--disable-pip-version-check", "gpuop"], env={**env, **index}, check=True, capture_output=True,
+                   timeout=300)
+    _dev_dependencies(user)                                                    # to run it
+    project = tmp_path / "clusters"
+    init = subprocess.run([str(user / "bin" / "gpuop"), "init", str(project)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert init.returncode == 0, init.stderr
+    assert "names no gpuop yet" not in init.stderr
+    requirements = (project / "requirements-gpuop.txt").read_text().splitlines()
+    assert requirements[-1] == "gpuop==0.1.0" and requirements[-2].endswith("from a package index.")
+
+    from ruamel.yaml import YAML
+
+    steps = YAML(typ="safe").load((project / ".github" / "workflows" / "gpuop.yml").read_text())["jobs"]["gate"]["steps"]
+    step = next(s for s in steps if s.get("id") == "install")["run"]
+    pip_part = step.split("npm ci", 1)[0]
+    ci = tmp_path / "ci"                                   # the runner's python: its own pip, no gpuop
+    venv.EnvBuilder(with_pip=True).create(ci)
+    run = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", pip_part], cwd=project,
+                         env={**env, **index, "PATH": f"{ci / 'bin'}{os.pathsep}{env['PATH']}"},
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    where = subprocess.run([str(ci / "bin" / "python"), "-c", "import gpuop; print(gpuop.__file__, gpuop.__version__)"],
+                           env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert Path(where[0]).is_relative_to(ci) and where[1] == "0.1.0", where

@@ -320,8 +320,10 @@ def _settle_journal(out: Path, strict: bool) -> None:
     if not journal.pending(out):
         return
     if strict:
+        journal.load(out)           # a journal no gpuop run wrote (a committed one) says so: exit 2, nothing moved
         raise UserError(Issue(str(out / journal.JOURNAL), 0, 0, "", f"{out} holds an unfinished commit (a gpuop synth "
-                              "was stopped or is running); run gpuop synth to complete it, then check again"))
+                              "was stopped or is running); run gpuop synth to complete it, then check again (a journal is never "
+                              "committed: if git tracks it, git rm it)"))
     with output_lock(out):          # recover() completes it
         pass
 

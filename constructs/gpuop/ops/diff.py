@@ -17,8 +17,10 @@ What it shows:
   (everything of that kind or in it goes with it). Unlike `git diff`, these are named, because a
   reviewer reading 40 changed files misses the one deletion that takes a fleet's GPUs down.
 
-`--against` is an output folder inside the project or a git revision of the project's repository (a
-folder outside it, `.` or a symlink is checked as a revision, and refused). A revision is checked before
+`--against` is an output folder, wherever it is (a CI artifact, another checkout's dist/), or a git
+revision of the project's repository. A folder is compared only when it is gpuop output (an index.json of
+kind Index: another tool's folder, or /etc, is refused with that reason), and read without following a link
+anywhere in it (profile/bounded.walk), so nothing in it can point the read elsewhere. A revision is checked before
 git sees it (at most 255 characters, never starting with `-`, and every git call separates options from
 arguments with `--end-of-options` / `--`), so `--against=--output=x` cannot become a git option. git
 runs with no command the repository configures (GIT_SAFE, GIT_ENV below). A project whose output is not in git yet (no
@@ -85,9 +87,28 @@ ClusterDiff = SectionDiff
 # --- reading the two trees ------------------------------------------------------------------------
 
 def tree_from_dir(folder: Path) -> Tree:
+    """Every regular file of an output folder, read without following a link anywhere in it (a symlink is
+    refused, profile/bounded.walk): nothing a folder holds can point the read at a file elsewhere."""
+    from gpuop.profile.bounded import read_tree
+
     if not folder.is_dir():
         return {}
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return read_tree(folder)
+
+
+def against_tree(folder: Path) -> Tree:
+    """`--against DIR`: a folder anywhere (a CI artifact downloaded beside the checkout, another checkout's
+    dist/), read only when it is gpuop output (an index.json of kind Index), so a folder of another tool, or
+    /etc, is refused with that reason instead of being compared file by file."""
+    from gpuop.pipeline.write import read_index
+
+    try:
+        read_index(folder)
+    except UserError as exc:
+        why = exc.issues[0].message.split(";")[0]
+        raise UserError(Issue(str(folder), 0, 0, "", f"not a gpuop output folder (its index.json: {why}); --against "
+                              "takes a folder gpuop synth wrote, or a git revision")) from None
+    return tree_from_dir(folder)
 
 
 # Every git call runs without the commands a repository or its config can name: no filters (smudge,
@@ -133,19 +154,11 @@ def check_revision(ref: str) -> None:
 
 
 def against_folder(against: str) -> bool:
-    """`--against` names an output folder of this project (compared as it is on disk); anything else is
-    a revision. A folder outside the working directory (/etc), the working directory itself (.) or a
-    symlink is never read as an output folder: it is then checked as a revision, and refused."""
+    """`--against` names a folder when one exists at that path, wherever it is (against_tree then refuses one
+    that is not gpuop output); anything else is a revision."""
     import os
 
-    try:
-        if not Path(against).is_dir() or os.path.islink(against):
-            return False
-        here = Path.cwd().resolve()
-        real = Path(against).resolve()
-    except OSError:                      # a name too long for the file system is no folder
-        return False
-    return real != here and real.is_relative_to(here)
+    return os.path.isdir(against)           # False for a name too long for the file system, or with a NUL
 
 
 def _batch_read(entries: list[tuple[str, str]]) -> dict[str, bytes]:
@@ -210,9 +223,10 @@ def tree_from_git(ref: str, folder: str) -> Tree | None:
 
 def old_tree(against: str | None, output: Path) -> tuple[Tree, str]:
     """The last compiled output and a note saying what it is when that is not what was asked."""
-    if against is None or against_folder(against):
-        folder = Path(against) if against is not None else output
-        return tree_from_dir(folder), ("" if folder.is_dir() else f"gpuop: {folder} does not exist yet: everything is new")
+    if against is not None and against_folder(against):
+        return against_tree(Path(against)), ""
+    if against is None:
+        return tree_from_dir(output), ("" if output.is_dir() else f"gpuop: {output} does not exist yet: everything is new")
     folder = output.as_posix().rstrip("/")
     tree = tree_from_git(against, folder)
     if tree is not None:

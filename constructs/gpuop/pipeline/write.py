@@ -554,14 +554,15 @@ def recover(out: Path) -> list[str]:
     olds = sorted(parent.glob(f".{out.name}.old-*"))
     if not out.exists():
         for old in olds:
-            if (old / "tree").is_dir():
+            # real folders only: a planted `.<OUT>.old-X/tree` symlink must not become OUT
+            if not old.is_symlink() and (old / "tree").is_dir() and not (old / "tree").is_symlink():
                 os.rename(old / "tree", out)      # killed between the two renames: the previous tree is whole
                 done.append(f"restored {out} from {old.name}")
                 break
     from gpuop.pipeline import journal
 
     if out.is_dir():
-        note = journal.recover(out, step, _exchange)      # before the leftovers: its staging folder is one
+        note = journal.recover(out, step, _exchange_at)   # before the leftovers: its staging folder is one
         if note:
             done.append(note)
     for leftover in olds + sorted(parent.glob(f".{out.name}.new-*")):
@@ -712,7 +713,7 @@ def _write_tree(staging: Staging, files, reuse, marker: str, source: Path) -> No
     ops = journal.plan(staging.tmp, staging.out, keep, keep_charts)
     journal.write(staging.out, staging.tmp, ops, step)
     staging.journaled = True          # from here the commit is completed, never discarded
-    journal.apply(staging.out, step, _exchange)
+    journal.apply(staging.out, step, _exchange_at)
     _COMMITTED.append(staging.out)
     step("cleanup")                   # the staging folder now holds the old trees of the changed clusters
     shutil.rmtree(staging.tmp, ignore_errors=True)
@@ -773,10 +774,17 @@ AT_FDCWD = -100
 
 def _exchange(a: Path, b: Path) -> bool:
     """renameat2(a, b, RENAME_EXCHANGE): both names swap in one step. False when unsupported."""
+    return _exchange_at(AT_FDCWD, a, AT_FDCWD, b)
+
+
+def _exchange_at(fd_a: int, a, fd_b: int, b) -> bool:
+    """renameat2 of the entry `a` of the folder open as `fd_a` and `b` of `fd_b` (AT_FDCWD: paths from the
+    working folder), RENAME_EXCHANGE. False when unsupported. The journal passes folder descriptors opened
+    without following a link, so no name can reach outside them (pipeline/journal.py)."""
     libc = _libc()
     if libc is None or not hasattr(libc, "renameat2") or _HOOKS[0].no_exchange:
         return False              # the test hook exercises the two-rename fallback
-    rc = libc.renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE)
+    rc = libc.renameat2(fd_a, os.fsencode(a), fd_b, os.fsencode(b), RENAME_EXCHANGE)
     if rc == 0:
         return True
     err = ctypes.get_errno()
