@@ -589,7 +589,8 @@ def test_driver_config_digest_changes_with_the_install_config_only():
     assert digest_of(spec_with(images={"registry": "mirror.example.com/nvcr"})) != base   # another image
     # what it does not: placement, priority, tolerations, resources (a restart must not reinstall)
     assert digest_of(spec_with(daemonsets={"priorityClassName": "gpu-critical",
-                                           "tolerations": [{"key": "x", "operator": "Exists"}]})) == base
+                                           "tolerations": [{"key": "x", "operator": "Exists"}]},
+                               clusterOwned={"priorityClasses": ["gpu-critical"]})) == base
     assert digest_of(spec_with(driver={"resources": {"limits": {"cpu": "2"}}})) == base
     assert digest_of(spec_with()) == base                           # stable across compiles
 
