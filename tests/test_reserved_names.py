@@ -171,3 +171,29 @@ def test_a_pool_sharing_config_name_is_refused_exactly_when_reserved(tmp_path_fa
     tmp = tmp_path_factory.mktemp("p")
     found = issues(tmp, BASE + f"      sharing: {{timeSlicing: {{replicas: 2}}, configName: '{name}'}}\n")
     assert bool(found) == (name in reserved.RESERVED[reserved.PLUGIN_CONFIG].names), found
+
+
+TWO_POOLS = BASE + "      sharing: {timeSlicing: {replicas: 4}}\n" + """\
+    - name: b
+      gpu: L40S
+      nodeSelector: {pool: b}
+"""
+
+
+@pytest.mark.fast
+def test_a_sharing_config_named_like_another_pools_derived_config_is_refused(tmp_path):
+    import yaml
+
+    from gpuop import catalog
+    from gpuop.profile.models import ClusterProfile
+
+    taken = reserved.derived_plugin_configs(ClusterProfile.model_validate(yaml.safe_load(TWO_POOLS)).spec,
+                                            catalog.load())[0]
+    assert taken.startswith("time-slicing-4-")
+    clash = TWO_POOLS + f"      sharing: {{timeSlicing: {{replicas: 2}}, configName: {taken}}}\n"
+    assert issues(tmp_path, clash) == [
+        f'p.yaml:16:45: spec.nodePools[1].sharing.configName: Invalid value: "{taken}": is the device-plugin config '
+        "gpuop writes for pool 'a' (other sharing or MIG settings); one name is one config: choose a name gpuop "
+        "does not derive"]
+    same = TWO_POOLS + f"      sharing: {{timeSlicing: {{replicas: 4}}, configName: {taken}}}\n"   # the same config
+    assert issues(tmp_path, same) == []

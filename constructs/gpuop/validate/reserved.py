@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from gpuop.components import dcgm_exporter, device_plugin, driver, mig_manager, plugin_config, toolkit
 from gpuop.kube.validation import duplicate, invalid
 from gpuop.plan import chartmap
-from gpuop.plan.pools import ALL_DISABLED, DEFAULT_PLUGIN_CONFIG, _layout_from_name, layout_of, mig_config_name
+from gpuop.plan.pools import (ALL_DISABLED, DEFAULT_PLUGIN_CONFIG, PLUGIN_CONFIG_LABEL, _layout_from_name, build,
+                              layout_of, mig_config_name)
 from gpuop.profile.models import ConfigMapFiles
 from gpuop.validate.rules import Context, of_type, rule
 
@@ -56,6 +57,15 @@ RESERVED: dict[str, Reserved] = {
 }
 
 
+def derived_plugin_configs(spec, cat) -> dict[int, str]:
+    """Each pool's device-plugin config name as gpuop derives it from the config's content (the profile's
+    sharing.configName left out): the names gpuop writes for pools that name none, by pool index."""
+    pools = [p.model_copy(update={"sharing": p.sharing.model_copy(update={"configName": None})})
+             if p.sharing is not None and p.sharing.configName else p for p in spec.nodePools]
+    built = build(spec.model_copy(update={"nodePools": pools}), cat)
+    return {pl.index: name for pl in built.pools if (name := dict(pl.nfd + pl.manual).get(PLUGIN_CONFIG_LABEL))}
+
+
 def reserved_problem(kind: str, name: str) -> str | None:
     """The message for a user-given `name` of `kind` that gpuop writes itself; None when the name is free."""
     entry = RESERVED[kind]
@@ -78,9 +88,18 @@ def check_reserved_names(ctx: Context) -> list:
     mig.configName that reads as gpuop's name of another layout is refused too (it would name that layout's config)."""
     out = []
     spec = ctx.spec
+    named = [i for i, p in enumerate(spec.nodePools) if p.sharing is not None and p.sharing.configName]
+    derived = derived_plugin_configs(spec, ctx.cat) if named else {}
     for i, p in enumerate(spec.nodePools):
         if p.sharing is not None and p.sharing.configName:
-            problem = reserved_problem(PLUGIN_CONFIG, p.sharing.configName)
+            name = p.sharing.configName
+            problem = reserved_problem(PLUGIN_CONFIG, name)
+            # another pool's derived name: one key of the ConfigMap, the later config silently replaces the other
+            other = next((j for j, n in sorted(derived.items()) if n == name and j != i), None)
+            if problem is None and other is not None and derived.get(i) != name:
+                problem = invalid(name, f"is the device-plugin config gpuop writes for pool "
+                                        f"{spec.nodePools[other].name!r} (other sharing or MIG settings); one name "
+                                        "is one config: choose a name gpuop does not derive")
             if problem:
                 out.append(ctx.at(("spec", "nodePools", i, "sharing", "configName"), problem))
         if p.mig is not None and p.mig.configName:
