@@ -234,3 +234,16 @@ def test_each_reported_hostile_value_is_refused_located_with_exit_2(tmp_path, ca
     proc = run_gpuop("validate", cwd=tmp_path)
     assert proc.returncode == 2, (case, proc.stderr)
     assert proc.stderr.startswith(line), (case, proc.stderr)
+
+
+def test_a_credentialed_nfd_chart_repository_is_refused_naming_the_reference_fields(tmp_path):
+    """The NFD chart URL with USER:PASSWORD@ never reaches dist/: refused, the password not echoed, the message
+    naming where credentials go instead (spec.delivery.credentials)."""
+    from gpuop.profile.grammar import DeliveryChartUrl
+    from pydantic import TypeAdapter, ValidationError
+
+    with pytest.raises(ValidationError) as err:
+        TypeAdapter(DeliveryChartUrl).validate_python("https://user:Hunter2Secret@charts.example.com/nfd")
+    text = str(err.value)
+    assert "Hunter2Secret" not in text
+    assert "spec.delivery.credentials.<nfd|operator|dra>" in text

@@ -114,6 +114,9 @@ def Url(*schemes: str, secret: str = SECRET_HINT):   # noqa: N802 - a type, name
 
 ProxyUrl = Url("http", "https")
 ChartRepositoryUrl = Url("https", "oci")
+# a chart repository of a cluster's delivery: its credentials have reference fields of their own
+DeliveryChartUrl = Url("https", "oci", secret=SECRET_HINT + " (spec.delivery.credentials.<nfd|operator|dra>: "
+                       "flux for Flux's secretRef, argocd for Argo CD's repository Secret)")
 
 # docker/distribution reference/regexp.go: domain (components joined by '.', optional port), then path components
 _DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"

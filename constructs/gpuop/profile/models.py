@@ -15,7 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, Wr
 
 from gpuop.kube import components
 from gpuop.kube import validation as kv
-from gpuop.profile.grammar import (Arg, ChartRepositoryUrl, EnvValue, HostPath, ImageRepository, NodeGroupName,
+from gpuop.profile.grammar import (Arg, DeliveryChartUrl, EnvValue, HostPath, ImageRepository, NodeGroupName,
                                    NoProxyEntry, ProxyUrl)
 from gpuop.kube.types import Quantity, ResourceList, Resources, Toleration  # noqa: F401
 from gpuop.kube.types import INT32_MAX, INT64_MAX  # noqa: F401
@@ -344,7 +344,7 @@ class Nfd(Model):
         "Emit the NodeFeatureRule that labels GPU nodes (nvidia.com/gpu.present and the deploy labels of the "
         "enabled components). False: you label the nodes yourself, e.g. in the node group template. "
         "Omitted: true."))
-    chartRepository: ChartRepositoryUrl | None = Field(None, description=(
+    chartRepository: DeliveryChartUrl | None = Field(None, description=(
         "Where NFD's chart is pulled from (deploy mode): an https:// chart repository or an oci:// registry "
         "path holding the chart `node-feature-discovery` (`helm pull` it from NFD's repository, `helm push` "
         "it there). NFD's image comes from spec.images.registry when that is set "
