@@ -296,7 +296,8 @@ def test_validate_reports_what_the_api_server_would_reject_in_an_output(dist, tm
     proc = run_main("validate", str(out), cwd=tmp_path)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
-    assert lines[-1] == "gpuop: 3 errors; nothing written"
+    assert lines[-1] == "gpuop: 5 errors; nothing written"   # 3 objects, and 2 folders edited by hand (treeDigest)
+    assert sum("does not hold the files index.json records for it (treeDigest" in l for l in lines) == 2, lines
     assert any(f"values.yaml: NVIDIADriver/{driver}: spec: default NVIDIADriver must not use nodeSelector"
                in l for l in lines), lines
     assert any("helmrelease.yaml: HelmRelease/gpuop-prod-east: spec: either chart or chartRef must be set" in l

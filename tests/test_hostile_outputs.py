@@ -156,11 +156,11 @@ def test_a_symlinked_index_json_in_a_shard_is_refused(project, capsys):
 def test_report_never_writes_through_a_symlinked_report_folder(project, capsys):
     outside = project.parent / "outside"
     outside.mkdir()
-    (project / "dist" / "report").symlink_to(outside)
+    (project / "report").symlink_to(outside)            # the page's folder, beside the output
     before = tree(project / "dist")
     code = main(["report"])
     err = capsys.readouterr().err.splitlines()
-    _refused(project, before, code, err, "dist/report: is a symlink; the report is never written through a link "
+    _refused(project, before, code, err, "report: is a symlink; the report is never written through a link "
              "(remove it, gpuop creates the folder)")
     assert list(outside.iterdir()) == []
 

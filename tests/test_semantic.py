@@ -1144,10 +1144,12 @@ def test_validate_dist_finds_the_mps_defect_put_back_by_hand(dist, tmp_path) -> 
     f.write_text(re.sub(r"^( +)hostPID: true$", r"\1hostPID: true\n\1shareProcessNamespace: true", text, count=1,
                         flags=re.MULTILINE))
     proc = run_main("validate", "dist", cwd=tmp_path)
-    assert (proc.returncode, proc.stderr) == (2, (
+    assert (proc.returncode, proc.stderr) == (2, (     # the hand edit itself too: the folder's recorded digest
+        "dist/mig-sharing: does not hold the files index.json records for it (treeDigest: a file added, removed or "
+        "edited by hand); run gpuop synth and commit the output\n"
         f"dist/mig-sharing/manifests/{MPS_FILE}: DaemonSet/{MPS} spec.template.spec.shareProcessNamespace: "
         f"{MPS_MESSAGE}\n"
-        "gpuop: 1 error; nothing written\n"))
+        "gpuop: 2 errors; nothing written\n"))
 
 
 def _project(tmp_path: Path) -> Path:
