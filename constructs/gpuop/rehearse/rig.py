@@ -344,15 +344,19 @@ class ControlPlane:
             _kubeconfig(self.workdir / f"{ident.name}.kubeconfig", self.server, self.pki / "ca.crt", ident)
         self.kubeconfig = self.workdir / "admin.kubeconfig"
 
+        deadline = time.monotonic() + self.start_timeout
         self._start_etcd()
         self._start_apiserver()
+        # the others read the API server's authentication ConfigMap as they start and exit when it is not
+        # there yet: they start once it answers /readyz
+        self._wait_apiserver(max(0.1, deadline - time.monotonic()))
         if self.want["kube-controller-manager"]:
             self._start_controller_manager()
         if self.want["kube-scheduler"]:
             self._start_scheduler()
         if self.want["kwok"]:
             self._start_kwok()
-        self.wait_ready(self.start_timeout)
+        self.wait_ready(max(0.1, deadline - time.monotonic()))
         if self.want["nfd-master"]:
             self.start_nfd_master()
 
@@ -510,12 +514,17 @@ class ControlPlane:
                 raise RigError(f"timed out after {timeout:.0f} s waiting for {what}")
             time.sleep(0.1)
 
+    def _wait_apiserver(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        self._wait(lambda: self._http_ok(f"http://127.0.0.1:{self._ports['etcd']}/health"), timeout, "etcd")
+        self._wait(lambda: self._status("GET", "/readyz") == 200, max(0.1, deadline - time.monotonic()),
+                   "kube-apiserver /readyz")
+
     def wait_ready(self, timeout: float = START_TIMEOUT) -> None:
         """Every started component healthy, and the `default` ServiceAccount made (pods can be created)."""
         deadline = time.monotonic() + timeout
         left = lambda: max(0.1, deadline - time.monotonic())                      # noqa: E731
-        self._wait(lambda: self._http_ok(f"http://127.0.0.1:{self._ports['etcd']}/health"), left(), "etcd")
-        self._wait(lambda: self._status("GET", "/readyz") == 200, left(), "kube-apiserver /readyz")
+        self._wait_apiserver(left())
         for name in ("kube-controller-manager", "kube-scheduler"):
             if name in self._procs:
                 self._wait(lambda: self._http_ok(f"https://127.0.0.1:{self._ports[name]}/healthz"), left(),
@@ -640,11 +649,12 @@ class ControlPlane:
 
     def apply(self, objects_or_paths: Iterable[Any] | Any, *, server_side: bool = True,
               field_manager: str = "gpuop-rehearse", force: bool = True, dry_run: bool = False,
-              wait_crds: float = 30.0) -> list[Problem]:
+              subresource: str = "", wait_crds: float = 30.0) -> list[Problem]:
         """Apply objects (dicts) and YAML/JSON files or folders of them: Namespaces first, then CRDs (waited
         for until Established, so the objects of their kinds that follow apply), then the rest in the order
         given. Server-side apply (`force`: this field manager takes over conflicting fields, as
         `kubectl apply --server-side --force-conflicts`); `server_side=False` creates or replaces instead.
+        `subresource="status"` applies to the objects' status (a fake node's capacity, say), server-side only.
         Returns one Problem per object refused, with the API server's message; an empty list when all applied."""
         items = [objects_or_paths] if isinstance(objects_or_paths, (dict, str, Path)) else list(objects_or_paths)
         docs = [d for item in items for d in _documents(item)]
@@ -657,7 +667,7 @@ class ControlPlane:
                 self.discover()
                 crds = []
             problem = self._apply_one(obj, source, server_side=server_side, field_manager=field_manager,
-                                      force=force, dry_run=dry_run)
+                                      force=force, dry_run=dry_run, subresource=subresource)
             if problem is not None:
                 problems.append(problem)
             elif obj.get("kind") == "CustomResourceDefinition":
@@ -668,7 +678,7 @@ class ControlPlane:
         return problems
 
     def _apply_one(self, obj: dict, source: str, *, server_side: bool, field_manager: str, force: bool,
-                   dry_run: bool) -> Problem | None:
+                   dry_run: bool, subresource: str) -> Problem | None:
         api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         name, namespace = str(meta.get("name", "")), str(meta.get("namespace") or "")
@@ -694,10 +704,11 @@ class ControlPlane:
         if res.namespaced:
             body["metadata"] = {**meta, "namespace": namespace}
         try:
-            if server_side:
+            if server_side or subresource:
                 if force:
                     query["force"] = "true"
-                self.request("PATCH", self.path_of(api_version, kind, namespace, name) + "?" + urlencode(query),
+                path = self.path_of(api_version, kind, namespace, name) + (f"/{subresource}" if subresource else "")
+                self.request("PATCH", path + "?" + urlencode(query),
                              json.dumps(body).encode(), content_type="application/apply-patch+yaml")
             else:
                 self._create_or_replace(api_version, kind, namespace, name, body, query)
