@@ -194,9 +194,12 @@ class Rehearsal:
                 extra = {k: v for k, v in have.items()
                          if k.startswith("nvidia.com/") and k not in want and k != expect.MPS_CAPABLE}
                 ok = not missing and not extra
+                absent = {k: v for k, v in missing.items() if k not in have}
+                other = [f"{k}={v} (has {have[k]})" for k, v in sorted(missing.items()) if k in have]
                 msg = "labels as planned" if ok else "; ".join(
-                    ([f"expected {_pairs(missing)}, has {_pairs({k: have.get(k) for k in missing})}"] if missing
-                     else []) + ([f"not planned for this pool: {_pairs(extra)}"] if extra else []))
+                    ([f"missing {_pairs(absent)}"] if absent else []) +
+                    ([f"other value: {', '.join(other)}"] if other else []) +
+                    ([f"not planned for this pool: {_pairs(extra)}"] if extra else []))
                 self.add(check="labels", ok=ok, pool=e.pool, kind="Node", name=name, message=msg,
                          expected=dict(sorted(missing.items())) or None, actual=dict(sorted(extra.items())) or None)
 
@@ -299,6 +302,10 @@ class Rehearsal:
         while time.monotonic() < deadline:
             got = self.client.get("v1", "Pod", name, ns)
             if got["spec"].get("nodeName"):
+                return got
+            # the scheduler's verdict: every resource is advertised before the probes, so it is final
+            if any(c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
+                   for c in got.get("status", {}).get("conditions", []) or []):
                 return got
             time.sleep(POLL)
         return got
