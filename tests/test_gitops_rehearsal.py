@@ -8,7 +8,10 @@ unset; under CI a missing binary fails."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import time
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +21,7 @@ import yaml
 
 from gpuop.cli.main import main
 from gpuop.rehearse import fleet, rig
-from gpuop.rehearse.gitops import FLUX_NAMESPACE, Flux, Loopback, flux_dir
+from gpuop.rehearse.gitops import FLUX_NAMESPACE, HELM_LANE, Flux, Loopback, flux_dir
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +51,7 @@ def bins() -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def flux_bin() -> Path:
     try:
-        return flux_dir(build=True)
+        return flux_dir(build=True, controllers=HELM_LANE)
     except rig.RigError as e:
         _missing("Flux's controllers are", e)
 
@@ -59,6 +62,18 @@ def _nfd_module_dir() -> Path:
                           env={**os.environ, "GOFLAGS": "-mod=readonly"})
     assert done.returncode == 0, done.stderr
     return Path(done.stdout.strip())
+
+
+# what a cluster running prometheus-operator serves: the ServiceMonitor and PrometheusRule kinds gpuop's charts
+# write when monitoring is on (Helm refuses a chart whose kinds the API server does not serve)
+PROMETHEUS_OPERATOR = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
+PROMETHEUS_CRDS = ("servicemonitors", "prometheusrules")
+
+
+def _module_dir(module: str, cwd: Path = ROOT) -> Path:
+    done = subprocess.run(["go", "mod", "download", "-json", module], cwd=cwd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return Path(json.loads(done.stdout)["Dir"])
 
 
 def _profiles_for(src: Path, dst: Path, nfd_repo: str) -> None:
@@ -105,7 +120,9 @@ def _plans(root: Path):
 def _fleet_on(cp: rig.ControlPlane, plan) -> fleet.Fleet:
     """The cluster's fake GPU nodes with what nfd-worker would report, and nfd-master labelling them."""
     fl = fleet.build(plan)
-    problems = cp.apply([rig.nfd_crds(next(iter(cp._bins.values())).parent)])
+    prom = _module_dir(PROMETHEUS_OPERATOR) / "example" / "prometheus-operator-crd"
+    problems = cp.apply([rig.nfd_crds(next(iter(cp._bins.values())).parent),
+                         *(prom / f"monitoring.coreos.com_{k}.yaml" for k in PROMETHEUS_CRDS)])
     assert not problems, problems
     cp.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                               "metadata": {"name": fleet.NFD_NAMESPACE}})
@@ -115,6 +132,11 @@ def _fleet_on(cp: rig.ControlPlane, plan) -> fleet.Fleet:
                    content_type="application/merge-patch+json")
         obj = n.node_feature()
         cp.request("POST", cp.path_of(obj["apiVersion"], obj["kind"], obj["metadata"]["namespace"]), obj)
+    # nfd-master annotates the node it runs on (NODE_NAME, the rig's "rehearsal") and exits when there is
+    # none: the control-plane node a real nfd-master pod runs on, without GPUs
+    cp.request("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": "rehearsal", "annotations": {rig.KWOK_NODE_ANNOTATION: "fake"},
+        "labels": {"kubernetes.io/hostname": "rehearsal", "kubernetes.io/os": "linux"}}})
     cp.start_nfd_master()
     return fl
 
@@ -133,7 +155,7 @@ def deliver(delivered, plan, bins, flux_bin, workdir: Path) -> dict:
     with rig.ControlPlane(workdir / "cp", binaries=bins) as cp:
         fl = _fleet_on(cp, plan)
         seen["nodes"] = len(fl.nodes)
-        with Flux(cp, workdir / "flux", folder=flux_bin, ca=delivered["lo"].ca) as flux:
+        with Flux(cp, workdir / "flux", folder=flux_bin, ca=delivered["lo"].ca, controllers=HELM_LANE) as flux:
             seen["refused"] = [str(p) for p in flux.apply([folder])]
             for o in objs:
                 api, kind, name = o["apiVersion"], o["kind"], o["metadata"]["name"]
@@ -166,3 +188,65 @@ def test_flux_delivers_the_cluster_from_git_and_its_operands_run_on_the_fleet(de
     assert seen["daemonsets"], "no DaemonSet of the GPU stack"
     assert {n: d for n, d in seen["daemonsets"].items() if d[0] != d[1]} == {}
     assert sum(d[0] for d in seen["daemonsets"].values()) > 0
+
+
+def _generations(cp: rig.ControlPlane, namespace: str) -> dict[str, int]:
+    return {d["metadata"]["name"]: d["metadata"]["generation"] for d in cp.list_objects("apps/v1", "DaemonSet")
+            if d["metadata"]["namespace"] == namespace}
+
+
+def test_a_committed_driver_bump_rolls_exactly_the_daemonsets_gpuop_diff_impact_names(bins, flux_bin, tmp_path,
+                                                                                     capsys):
+    """Commit one compile, let Flux deliver it; commit the next with a new driver; the DaemonSets whose pod
+    template changed are the ones `gpuop diff --impact` said the change reaches."""
+    cluster, old, new = "prod-east", "580.173.02", "595.91.07"
+    with Loopback(tmp_path / "srv") as lo:
+        repo = lo.git_repository("gpu-clusters")
+        src = tmp_path / "src"
+        src.mkdir()
+        _profiles_for(ROOT / "profiles", tmp_path / "all", f"{lo.base}/files/nfd")
+        (src / "profiles").mkdir()
+        for name in ("_base.yaml", f"{cluster}.yaml"):
+            shutil.copy(tmp_path / "all" / name, src / "profiles" / name)
+        settings = src / "gpuop.yaml"
+        settings.write_text(yaml.safe_dump({"apiVersion": "gpuop/v1alpha1", "kind": "Settings",
+                                            "gitops": {"repoURL": repo.url, "revision": "main", "path": "dist"}}))
+        synth = ["synth", str(src / "profiles"), "-o", str(src / "dist"), "--settings", str(settings)]
+        assert main(synth) == 0
+        first = repo.commit({"dist": src / "dist"}, "first")
+        release = yaml.safe_load((src / "dist" / cluster / "flux" / "nfd-helmrelease.yaml").read_text())
+        lo.chart_repository("nfd", [(_nfd_module_dir() / NFD_CHART, release["spec"]["chart"]["spec"]["version"])])
+        plan = _plans(src)[cluster]
+        with rig.ControlPlane(tmp_path / "cp", binaries=bins) as cp:
+            _fleet_on(cp, plan)
+            with Flux(cp, tmp_path / "flux", folder=flux_bin, ca=lo.ca, controllers=HELM_LANE) as flux:
+                assert flux.apply([src / "dist" / cluster / "flux"]) == []
+                name = f"gpuop-{cluster}"
+                assert flux.wait_ready(HR, "HelmRelease", name).get("status") == "True", flux.condition(HR, "HelmRelease", name)
+                before = _generations(cp, plan.namespace)
+                v1 = (cp.read(HR, "HelmRelease", name, FLUX_NAMESPACE) or {})["status"]["history"][0]["chartVersion"]
+
+                base = src / "profiles" / "_base.yaml"
+                base.write_text(base.read_text().replace(old, new))
+                shutil.copytree(src / "dist", tmp_path / "dist-first")
+                capsys.readouterr()
+                assert main(["diff", str(src / "profiles"), "--impact", "--format", "json", "--against",
+                             str(tmp_path / "dist-first"), "-o", str(src / "dist"), "--settings", str(settings)]) == 0
+                impact = json.loads(capsys.readouterr().out)
+                said = {o.split("/", 1)[1] for e in impact["effects"] if e["cluster"] == cluster
+                        for o in e["objects"] if o.startswith(f"DaemonSet {plan.namespace}/")}
+                assert main(synth) == 0
+                second = repo.commit({"dist": src / "dist"}, "driver bump")
+                assert second != first
+                flux.reconcile_now(GIT, "GitRepository", "gpuop")
+                deadline = time.monotonic() + 180
+                v2 = v1
+                while time.monotonic() < deadline and v2 == v1:
+                    hist = (cp.read(HR, "HelmRelease", name, FLUX_NAMESPACE) or {}).get("status", {}).get("history", [])
+                    v2 = hist[0]["chartVersion"] if hist and hist[0].get("status") == "deployed" else v1
+                    time.sleep(1)
+                after = _generations(cp, plan.namespace)
+    rolled = {d for d in after if after[d] != before.get(d)}
+    print({"cluster": cluster, "chart": (v1, v2), "rolled": sorted(rolled), "impact": sorted(said)})
+    assert v2 != v1
+    assert rolled == said == {"nvidia-driver-daemonset"}

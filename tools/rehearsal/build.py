@@ -196,13 +196,14 @@ def build_module(out: Path, m: Module, go: str) -> float:
     return time.monotonic() - started
 
 
-def build(out: Path | None = None, *, quiet: bool = False, group: str = "rig") -> dict[str, float]:
-    """Build every module of the group without a stamp; return the seconds each build took."""
+def build(out: Path | None = None, *, quiet: bool = False, group: str = "rig",
+          modules: tuple[Module, ...] | None = None) -> dict[str, float]:
+    """Build every module of the group (or these) without a stamp; return the seconds each build took."""
     go = go_version()
     out = out or rig_dir(go, group)
     out.mkdir(parents=True, exist_ok=True)
     took: dict[str, float] = {}
-    for m in GROUPS[group][1]:
+    for m in modules if modules is not None else GROUPS[group][1]:
         if built(out, m, go):
             continue
         if not quiet:
@@ -219,17 +220,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--print-dir", action="store_true", help="print the binaries' folder, build nothing")
     ap.add_argument("--check", action="store_true", help="exit 0 when every binary is built, 1 when not")
     ap.add_argument("--flux", action="store_true", help="Flux's controllers instead of the rig")
+    ap.add_argument("--only", default="", help="with --flux: these controllers only (comma-separated binary names)")
     args = ap.parse_args(argv)
     group = "flux" if args.flux else "rig"
+    only = {n for n in args.only.split(",") if n}
+    unknown = only - set(BINARIES if group == "rig" else FLUX_BINARIES)
+    if unknown:
+        print(f"rig: --only: no such binary: {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
     try:
         go = go_version()
         out = rig_dir(go, group)
         if args.print_dir:
             print(out)
             return 0
+        modules = tuple(m for m in GROUPS[group][1] if not only or only & {n for _, n in m.commands})
         if args.check:
-            return 0 if all(built(out, m, go) for m in GROUPS[group][1]) else 1
-        build(out, group=group)
+            return 0 if all(built(out, m, go) for m in modules) else 1
+        build(out, group=group, modules=modules)
     except BuildError as e:
         print(f"rig: {e}", file=sys.stderr)
         return 2

@@ -41,7 +41,10 @@ import yaml
 from gpuop.rehearse import rig
 
 FLUX_NAMES = ("source-controller", "kustomize-controller", "helm-controller")
-FLUX_CRD_FILES = ("flux-source-crds.yaml", "flux-kustomize-crds.yaml", "flux-helm-crds.yaml")
+# each controller's CRDs (tools/rehearsal/build.py writes them beside its binary)
+FLUX_CRD_FILES = {"source-controller": "flux-source-crds.yaml", "kustomize-controller": "flux-kustomize-crds.yaml",
+                  "helm-controller": "flux-helm-crds.yaml"}
+HELM_LANE = ("source-controller", "helm-controller")       # what HelmReleases need
 FLUX_NAMESPACE = "flux-system"
 READY_TIMEOUT = 180.0
 
@@ -52,14 +55,15 @@ class GitOpsError(Exception):
 
 # ---- the binaries ----------------------------------------------------------------------------------------
 
-def flux_dir(build: bool = False) -> Path:
+def flux_dir(build: bool = False, controllers: tuple[str, ...] = FLUX_NAMES) -> Path:
     """The folder with Flux's controllers and CRDs (GPUOP_FLUX_DIR or ~/.cache/gpuop/flux/<digest>/bin),
-    built first when `build` and not built yet."""
-    if rig._build_script("--flux", "--check").returncode != 0:
+    these controllers built first when `build` and not built yet."""
+    only = "--only=" + ",".join(controllers)
+    if rig._build_script("--flux", only, "--check").returncode != 0:
         if not build:
             raise rig.RigError("Flux's controllers are not built: `python3 tools/rehearsal/build.py --flux` builds "
                                "them (Go >= 1.26 and the Go module proxy)")
-        done = rig._build_script("--flux", capture=False)
+        done = rig._build_script("--flux", only, capture=False)
         if done.returncode != 0:
             raise rig.RigError(f"building Flux's controllers failed (tools/rehearsal/build.py --flux exit {done.returncode})")
     where = rig._build_script("--flux", "--print-dir")
@@ -256,9 +260,10 @@ def package_chart(src: Path, version: str) -> tuple[dict, bytes]:
 class Flux:
     """Flux's three controllers against the rig's API server, with their CRDs installed first."""
 
-    def __init__(self, cp: rig.ControlPlane, workdir: Path, folder: Path | None = None, ca: Path | None = None):
+    def __init__(self, cp: rig.ControlPlane, workdir: Path, folder: Path | None = None, ca: Path | None = None,
+                 controllers: tuple[str, ...] = FLUX_NAMES):
         self.cp, self.workdir = cp, Path(workdir)
-        self.folder, self.ca = folder, ca
+        self.folder, self.ca, self.controllers = folder, ca, controllers
         self._procs: dict[str, subprocess.Popen] = {}
         self.storage_port = 0
 
@@ -278,12 +283,13 @@ class Flux:
 
     def start(self) -> None:
         folder = self.folder or flux_dir()
-        missing = [n for n in (*FLUX_NAMES, *FLUX_CRD_FILES) if not (folder / n).is_file()]
+        files = [*self.controllers, *(FLUX_CRD_FILES[n] for n in self.controllers)]
+        missing = [n for n in files if not (folder / n).is_file()]
         if missing:
             raise rig.RigError(f"{folder}: no {', '.join(missing)} (tools/rehearsal/build.py --flux builds them)")
         (self.workdir / "logs").mkdir(parents=True, exist_ok=True)
         (self.workdir / "storage").mkdir(exist_ok=True)
-        crds = [folder / f for f in FLUX_CRD_FILES]
+        crds = [folder / FLUX_CRD_FILES[n] for n in self.controllers]
         problems = self.cp.apply(crds, server_side=True, field_manager="gpuop-rehearsal-flux", force=True)
         if problems:
             raise GitOpsError("Flux's CRDs were refused: " + "; ".join(map(str, problems)))
@@ -297,9 +303,9 @@ class Flux:
         rig._load_libc()
         env = {**os.environ, "KUBECONFIG": str(self.cp.kubeconfig), "RUNTIME_NAMESPACE": FLUX_NAMESPACE,
                "HOME": str(self.workdir), **({"SSL_CERT_FILE": str(self.ca)} if self.ca else {})}
-        common = ["--enable-leader-election=false", "--log-encoding=console", "--events-addr=",
-                  f"--kubeconfig={self.cp.kubeconfig}"]
-        for name in FLUX_NAMES:
+        # the API server from KUBECONFIG (controller-runtime's loader; Flux's controllers take no --kubeconfig)
+        common = ["--enable-leader-election=false", "--log-encoding=console", "--events-addr="]
+        for name in self.controllers:
             args = [str(folder / name), *common, f"--metrics-addr=127.0.0.1:{rig.free_port()}",
                     f"--health-addr=127.0.0.1:{rig.free_port()}"]
             if name == "source-controller":
