@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import time
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -172,7 +169,8 @@ def deliver(delivered, plan, bins, flux_bin, workdir: Path) -> dict:
     return seen
 
 
-CLUSTERS = ("full-stack",)
+# the clusters proven so far (docs/rehearsal.md, GitOps: where the others stand)
+CLUSTERS = ("full-stack", "mig-sharing")
 
 
 @pytest.mark.parametrize("cluster", CLUSTERS)
@@ -189,64 +187,3 @@ def test_flux_delivers_the_cluster_from_git_and_its_operands_run_on_the_fleet(de
     assert {n: d for n, d in seen["daemonsets"].items() if d[0] != d[1]} == {}
     assert sum(d[0] for d in seen["daemonsets"].values()) > 0
 
-
-def _generations(cp: rig.ControlPlane, namespace: str) -> dict[str, int]:
-    return {d["metadata"]["name"]: d["metadata"]["generation"] for d in cp.list_objects("apps/v1", "DaemonSet")
-            if d["metadata"]["namespace"] == namespace}
-
-
-def test_a_committed_driver_bump_rolls_exactly_the_daemonsets_gpuop_diff_impact_names(bins, flux_bin, tmp_path,
-                                                                                     capsys):
-    """Commit one compile, let Flux deliver it; commit the next with a new driver; the DaemonSets whose pod
-    template changed are the ones `gpuop diff --impact` said the change reaches."""
-    cluster, old, new = "prod-east", "580.173.02", "595.91.07"
-    with Loopback(tmp_path / "srv") as lo:
-        repo = lo.git_repository("gpu-clusters")
-        src = tmp_path / "src"
-        src.mkdir()
-        _profiles_for(ROOT / "profiles", tmp_path / "all", f"{lo.base}/files/nfd")
-        (src / "profiles").mkdir()
-        for name in ("_base.yaml", f"{cluster}.yaml"):
-            shutil.copy(tmp_path / "all" / name, src / "profiles" / name)
-        settings = src / "gpuop.yaml"
-        settings.write_text(yaml.safe_dump({"apiVersion": "gpuop/v1alpha1", "kind": "Settings",
-                                            "gitops": {"repoURL": repo.url, "revision": "main", "path": "dist"}}))
-        synth = ["synth", str(src / "profiles"), "-o", str(src / "dist"), "--settings", str(settings)]
-        assert main(synth) == 0
-        first = repo.commit({"dist": src / "dist"}, "first")
-        release = yaml.safe_load((src / "dist" / cluster / "flux" / "nfd-helmrelease.yaml").read_text())
-        lo.chart_repository("nfd", [(_nfd_module_dir() / NFD_CHART, release["spec"]["chart"]["spec"]["version"])])
-        plan = _plans(src)[cluster]
-        with rig.ControlPlane(tmp_path / "cp", binaries=bins) as cp:
-            _fleet_on(cp, plan)
-            with Flux(cp, tmp_path / "flux", folder=flux_bin, ca=lo.ca, controllers=HELM_LANE) as flux:
-                assert flux.apply([src / "dist" / cluster / "flux"]) == []
-                name = f"gpuop-{cluster}"
-                assert flux.wait_ready(HR, "HelmRelease", name).get("status") == "True", flux.condition(HR, "HelmRelease", name)
-                before = _generations(cp, plan.namespace)
-                v1 = (cp.read(HR, "HelmRelease", name, FLUX_NAMESPACE) or {})["status"]["history"][0]["chartVersion"]
-
-                base = src / "profiles" / "_base.yaml"
-                base.write_text(base.read_text().replace(old, new))
-                shutil.copytree(src / "dist", tmp_path / "dist-first")
-                capsys.readouterr()
-                assert main(["diff", str(src / "profiles"), "--impact", "--format", "json", "--against",
-                             str(tmp_path / "dist-first"), "-o", str(src / "dist"), "--settings", str(settings)]) == 0
-                impact = json.loads(capsys.readouterr().out)
-                said = {o.split("/", 1)[1] for e in impact["effects"] if e["cluster"] == cluster
-                        for o in e["objects"] if o.startswith(f"DaemonSet {plan.namespace}/")}
-                assert main(synth) == 0
-                second = repo.commit({"dist": src / "dist"}, "driver bump")
-                assert second != first
-                flux.reconcile_now(GIT, "GitRepository", "gpuop")
-                deadline = time.monotonic() + 180
-                v2 = v1
-                while time.monotonic() < deadline and v2 == v1:
-                    hist = (cp.read(HR, "HelmRelease", name, FLUX_NAMESPACE) or {}).get("status", {}).get("history", [])
-                    v2 = hist[0]["chartVersion"] if hist and hist[0].get("status") == "deployed" else v1
-                    time.sleep(1)
-                after = _generations(cp, plan.namespace)
-    rolled = {d for d in after if after[d] != before.get(d)}
-    print({"cluster": cluster, "chart": (v1, v2), "rolled": sorted(rolled), "impact": sorted(said)})
-    assert v2 != v1
-    assert rolled == said == {"nvidia-driver-daemonset"}
