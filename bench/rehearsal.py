@@ -13,7 +13,7 @@ Measured:
 - `up_and_crds_s`: the two together, the target: <= 15 s once the rig is built. The median of --runs.
 - `stop_s`: leaving the block (every process killed, the workdir removed).
 - `noop_build_s`: `tools/rehearsal/build.py` when everything is built (the stamp check `make test` pays).
-- `warm_build_s`: every binary rebuilt into an empty folder with the Go build cache warm (a new pin of one
+- with --warm, `warm_build_s`: every binary rebuilt into an empty folder with the Go build cache warm (a new pin of one
   module costs at most this; in practice only that module's share).
 - with --cold, `cold_build_s`: the same with an empty Go build cache and module cache (throwaway
   GOCACHE and GOMODCACHE): what a fresh machine's first `make test` pays, module downloads included.
@@ -93,6 +93,7 @@ def rehearse_example(bins: dict[str, Path], cluster: str = "prod-east") -> dict[
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--warm", action="store_true", help="also rebuild every binary with the Go caches as they are")
     ap.add_argument("--cold", action="store_true", help="also build with empty Go caches (tens of minutes)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "rehearsal.json")
     args = ap.parse_args()
@@ -116,8 +117,9 @@ def main() -> int:
         out["rehearse_cluster"] = "prod-east"
         out["target_rehearse_cluster_s"] = 20
 
-    with tempfile.TemporaryDirectory(prefix="gpuop-rig-warm-") as tmp:
-        out["warm_build_s"] = round(time_build({**os.environ, "GPUOP_RIG_DIR": str(Path(tmp) / "bin")}), 1)
+    if args.warm:
+        with tempfile.TemporaryDirectory(prefix="gpuop-rig-warm-") as tmp:
+            out["warm_build_s"] = round(time_build({**os.environ, "GPUOP_RIG_DIR": str(Path(tmp) / "bin")}), 1)
     if args.cold:
         with tempfile.TemporaryDirectory(prefix="gpuop-rig-cold-") as tmp:
             env = {**os.environ, "GPUOP_RIG_DIR": str(Path(tmp) / "bin"), "GOCACHE": str(Path(tmp) / "gocache"),

@@ -284,6 +284,17 @@ def _rank(obj: dict) -> int:
     return _FIRST.get((str(obj.get("apiVersion", "")), str(obj.get("kind", ""))), _REST)
 
 
+CONTROL_PLANE_NODE = "rehearsal-control-plane"
+
+
+def control_plane_node() -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": CONTROL_PLANE_NODE, "annotations": {KWOK_NODE_ANNOTATION: "fake"},
+                         "labels": {"kubernetes.io/hostname": CONTROL_PLANE_NODE, "kubernetes.io/os": "linux",
+                                    "node-role.kubernetes.io/control-plane": ""}},
+            "spec": {"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]}}
+
+
 # ---- the control plane -----------------------------------------------------------------------------------
 
 class ControlPlane:
@@ -359,7 +370,10 @@ class ControlPlane:
         if self.want["kwok"]:
             self._start_kwok()
         self.wait_ready(max(0.1, deadline - time.monotonic()))
-        if self.want["nfd-master"]:
+        if self.want["nfd-master"]:         # started with the rest: NFD's own CRDs, from the pinned module
+            problems = self.apply([nfd_crds(Path(self._bins["nfd-master"]).parent)])
+            if problems:
+                raise RigError(f"NFD's CRDs: {problems[0]}")
             self.start_nfd_master()
 
     def stop(self) -> None:
@@ -476,16 +490,22 @@ class ControlPlane:
 
     def start_nfd_master(self) -> None:
         """nfd-master, out of cluster: it reads NodeFeature and NodeFeatureRule objects and labels the nodes.
-        Its CRDs must be installed first (`nfd_crds()`, or a chart's)."""
+        Its CRDs must be installed first (`nfd_crds()`, or a chart's). Adds the fake node it runs on,
+        CONTROL_PLANE_NODE (labelled and tainted as a kubeadm control-plane node)."""
         if "nfd-master" in self._procs:
             return
         if "nfd-master" not in self._bins:
             raise RigError("no nfd-master among the rig binaries")
+        # nfd-master annotates the node it runs on (NODE_NAME) as it starts and exits when there is none: the
+        # control-plane node a real cluster runs it on, kwok-managed (Ready) and tainted as kubeadm taints one
+        problems = self.apply([control_plane_node()])
+        if problems:
+            raise RigError(f"the control-plane node for nfd-master: {problems[0]}")
         conf = self.workdir / "nfd-master.conf"
         conf.write_text("{}\n")
         self._spawn("nfd-master", [f"-kubeconfig={self.kubeconfig}", f"-config={conf}",
                                    f"-port={self._ports['nfd-master']}", "-enable-leader-election=false"],
-                    env={"KUBERNETES_NAMESPACE": "default", "NODE_NAME": "rehearsal"})
+                    env={"KUBERNETES_NAMESPACE": "default", "NODE_NAME": CONTROL_PLANE_NODE})
         self._wait(lambda: self._http_ok(f"http://127.0.0.1:{self._ports['nfd-master']}/healthz"),
                    self.start_timeout, "nfd-master healthz")
 
