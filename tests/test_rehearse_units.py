@@ -192,3 +192,16 @@ def test_the_report_locates_each_difference_and_exits_3_only_on_one():
                                                 "actual": 0, "message": "runs on 0 of the pool's 1 nodes, the "
                                                 "plan says 1"}]
     assert render([good, bad], "json") == render([good, bad], "json")
+
+
+def test_nodes_carry_labels_satisfying_the_profiles_daemonset_placement():
+    plan = plan_of_file(REPO / "tests" / "data" / "semantic-corpus" / "everything.yaml")
+    labels = dict(fleet.build(plan).nodes[0].labels)
+    assert labels["example.com/gpu"] == "y" and labels["example.com/zone"] == "y"
+    assert int(labels["example.com/rank"]) > 3
+    assert "node.example.com/gpu-maintenance" not in labels
+
+
+def plan_of_file(path: Path):
+    plans, _ = plan_all([path])
+    return plans[0]

@@ -4,7 +4,8 @@ would publish for them, and (DRA pools) the ResourceSlices NVIDIA's DRA kubelet 
 Per pool, `nodes` (its max when autoscaled; DEFAULT_NODES when the profile does not say, at most MAX_NODES)
 fake Nodes named `<pool>-<i>`, annotated `kwok.x-k8s.io/node: fake` so kwok runs them, each carrying what the
 cloud or node group gives a node: the pool's nodeSelector, the labels no NodeFeatureRule can set (the plan's
-`manual` labels: they come from the node group), `kubernetes.io/{hostname,os,arch}` (the kubelet's), and
+`manual` labels: they come from the node group), the labels spec.daemonsets places GPU operands by
+(`scheduling_labels`), `kubernetes.io/{hostname,os,arch}` (the kubelet's), and
 POOL_LABEL (the rehearsal's own, to find a pool's nodes). Taints: GPU_TAINT on every node when the plan's
 DaemonSets tolerate it (the profile declares its GPU nodes tainted so); none otherwise.
 
@@ -187,6 +188,21 @@ def tainted(plan: StackPlan) -> bool:
     return False
 
 
+def scheduling_labels(plan: StackPlan) -> dict[str, str]:
+    """Labels the profile says its GPU nodes carry (spec.daemonsets nodeSelector and nodeAffinity, where every
+    GPU DaemonSet is placed): a value that satisfies each term (In: its first value, Exists: "true", Gt / Lt: one
+    past the bound); NotIn and DoesNotExist ask for nothing."""
+    out = dict(plan.scheduling.node_selector)
+    for key, op, values in plan.scheduling.node_affinity:
+        if op == "In" and values:
+            out[key] = values[0]
+        elif op == "Exists":
+            out[key] = "true"
+        elif op in ("Gt", "Lt") and values:
+            out[key] = str(int(values[0]) + (1 if op == "Gt" else -1))
+    return out
+
+
 def build(plan: StackPlan) -> Fleet:
     """The fake fleet of a plan: deterministic, a pure function of the plan and the catalogs."""
     cat = load_catalog()
@@ -212,7 +228,8 @@ def build(plan: StackPlan) -> Fleet:
         product = dra.products.get(cap.gpu)
         for i in range(node_count(cap.nodes)):
             name = f"{cap.pool}-{i}"
-            node_labels = {**selector, **manual, "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+            node_labels = {**scheduling_labels(plan), **selector, **manual, "kubernetes.io/hostname": name,
+                           "kubernetes.io/os": "linux",
                            "kubernetes.io/arch": "amd64", POOL_LABEL: cap.pool}
             wl = dict(worker)
             wl[f"feature.node.kubernetes.io/pci-{GPU_CLASS}_{cat.pci.vendor}.present"] = "true"

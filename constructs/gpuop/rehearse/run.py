@@ -32,6 +32,7 @@ from gpuop.rehearse import expect, fleet, objects
 from gpuop.rehearse.report import ClusterResult, Finding
 
 PROBE_NAMESPACE = "gpuop-rehearse"
+NFD_MASTER_NODE = "rehearsal"                # the NODE_NAME rig.py gives nfd-master
 PROBE_IMAGE = "registry.k8s.io/pause:3.10"      # never pulled: kwok runs no container
 FIELD_MANAGER = "gpuop-rehearse"
 POLL = 0.25
@@ -126,12 +127,15 @@ class Rehearsal:
     # ---- steps ------------------------------------------------------------------------------------------
 
     def run(self) -> None:
-        self.refusals(self.cp.apply(self.out.crds, server_side=True, field_manager=FIELD_MANAGER), self.out.crds)
+        self.install_crds()
         self.client.ensure(_namespace(fleet.NFD_NAMESPACE))
         for n in self.fleet.nodes:
             self.client.create(n.node())
             self.client.patch("v1", "Node", n.name, {"status": fleet.node_status(n, advertised=False)}, "status")
             self.client.create(n.node_feature())
+        # nfd-master annotates the node it runs on (NODE_NAME, rig.py) and stops when it does not exist: a
+        # control-plane node, tainted so that nothing of the output or the probes lands on it
+        self.client.ensure(control_plane_node(NFD_MASTER_NODE))
         self.cp.start_nfd_master()
         applicable = self.served_objects()
         for ns in _foreign_namespaces(applicable):
@@ -146,6 +150,28 @@ class Rehearsal:
         self.client.ensure(_namespace(PROBE_NAMESPACE))
         self.probes()
         self.claims()
+
+    def install_crds(self) -> None:
+        """The CRDs, each until Established, then discovery learns their kinds."""
+        names = []
+        for crd in self.out.crds:
+            try:
+                self.client.create(crd)
+                names.append(crd["metadata"]["name"])
+            except self.client.error as exc:
+                self.add(check="refused", ok=False, kind="CustomResourceDefinition", name=crd["metadata"]["name"],
+                         message=getattr(exc, "message", str(exc)))
+
+        def established() -> bool:
+            for name in names:
+                crd = self.client.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+                conds = (crd.get("status") or {}).get("conditions") or []    # null until the API server sets it
+                if not any(c.get("type") == "Established" and c.get("status") == "True" for c in conds):
+                    return False
+            return True
+
+        self.cp.wait_for(established, LABELS_TIMEOUT, "the CRDs Established")
+        self.cp.discover()
 
     def refusals(self, problems, objs: list[dict]) -> None:
         for p in problems or []:
@@ -374,6 +400,14 @@ def component(ds: dict) -> str | None:
         if key.startswith(expect.DEPLOY):
             return key[len(expect.DEPLOY):]
     return None
+
+
+def control_plane_node(name: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                                  "node-role.kubernetes.io/control-plane": ""},
+                         "annotations": dict([fleet.KWOK_ANNOTATION])},
+            "spec": {"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]}}
 
 
 def probe_pod(name: str, namespace: str, selector: dict, limits: dict) -> dict:
