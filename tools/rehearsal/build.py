@@ -14,6 +14,12 @@ first module without a stamp. Standard library only: `make rig` runs it before t
     python3 tools/rehearsal/build.py              build what is missing, print the folder
     python3 tools/rehearsal/build.py --print-dir  print the folder only (nothing built)
     python3 tools/rehearsal/build.py --check      exit 0 when every binary is built, 1 when not
+    python3 tools/rehearsal/build.py --flux ...   the same for Flux's controllers (the GitOps rehearsal)
+
+Flux's source-, kustomize- and helm-controller (one Flux release, FLUX_RELEASE) are a group of their own:
+flux-source/, flux-kustomize/, flux-helm/ build into ~/.cache/gpuop/flux/<digest>/bin ($GPUOP_FLUX_DIR when
+set), so the rig's folder and digest do not change with them. Flux builds on k8s.io v0.36, newer than the
+rig's Kubernetes 1.35: each controller is a wrapper module of its own.
 """
 
 from __future__ import annotations
@@ -61,6 +67,15 @@ MODULES = (
 )
 BINARIES = tuple(name for m in MODULES for _, name in m.commands)
 
+# Flux v2.9.5's controllers (the flux2 v2.9.5 module requires exactly these api versions)
+FLUX_RELEASE = "v2.9.5"
+FLUX_MODULES = (
+    Module("flux-source", (("github.com/fluxcd/source-controller", "source-controller"),)),
+    Module("flux-kustomize", (("github.com/fluxcd/kustomize-controller", "kustomize-controller"),)),
+    Module("flux-helm", (("github.com/fluxcd/helm-controller", "helm-controller"),)),
+)
+FLUX_BINARIES = tuple(name for m in FLUX_MODULES for _, name in m.commands)
+
 # -trimpath: no build folder in the binaries; -s -w: no symbol or DWARF tables (a shorter link);
 # CGO_ENABLED=0: static binaries, no C compiler needed (etcd's bbolt and the rest are pure Go).
 BUILD_FLAGS = ("-trimpath",)
@@ -88,13 +103,14 @@ def module_digest(m: Module, go: str) -> str:
     return h.hexdigest()
 
 
-def rig_dir(go: str | None = None) -> Path:
-    if os.environ.get("GPUOP_RIG_DIR"):
-        return Path(os.environ["GPUOP_RIG_DIR"]).expanduser()
+def rig_dir(go: str | None = None, group: str = "rig") -> Path:
+    env, modules = GROUPS[group]
+    if os.environ.get(env):
+        return Path(os.environ[env]).expanduser()
     go = go or go_version()
-    h = hashlib.sha256("".join(module_digest(m, go) for m in MODULES).encode()).hexdigest()[:16]
+    h = hashlib.sha256("".join(module_digest(m, go) for m in modules).encode()).hexdigest()[:16]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "gpuop" / "rig" / h / "bin"
+    return cache / "gpuop" / group / h / "bin"
 
 
 def stamp(out: Path, m: Module, go: str) -> Path:
@@ -129,7 +145,19 @@ EXTRAS = {
               "kustomize/stage/pod/fast/pod-delete.yaml"),
              KWOK_STAGES_FILE),
     "nfd": ("sigs.k8s.io/node-feature-discovery", ("deployment/base/nfd-crds/nfd-api-crds.yaml",), NFD_CRDS_FILE),
+    # Flux's CRDs from the controller modules themselves (config/crd/bases), so they match the binaries
+    "flux-source": ("github.com/fluxcd/source-controller",
+                    tuple(f"config/crd/bases/source.toolkit.fluxcd.io_{k}.yaml" for k in
+                          ("buckets", "externalartifacts", "gitrepositories", "helmcharts", "helmrepositories",
+                           "ocirepositories")),
+                    "flux-source-crds.yaml"),
+    "flux-kustomize": ("github.com/fluxcd/kustomize-controller",
+                       ("config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml",), "flux-kustomize-crds.yaml"),
+    "flux-helm": ("github.com/fluxcd/helm-controller",
+                  ("config/crd/bases/helm.toolkit.fluxcd.io_helmreleases.yaml",), "flux-helm-crds.yaml"),
 }
+# group -> (the environment variable naming its folder, its modules)
+GROUPS = {"rig": ("GPUOP_RIG_DIR", MODULES), "flux": ("GPUOP_FLUX_DIR", FLUX_MODULES)}
 
 
 def write_extras(out: Path, m: Module, env: dict[str, str]) -> None:
@@ -168,13 +196,14 @@ def build_module(out: Path, m: Module, go: str) -> float:
     return time.monotonic() - started
 
 
-def build(out: Path | None = None, *, quiet: bool = False) -> dict[str, float]:
-    """Build every module without a stamp; return the seconds each build took."""
+def build(out: Path | None = None, *, quiet: bool = False, group: str = "rig",
+          modules: tuple[Module, ...] | None = None) -> dict[str, float]:
+    """Build every module of the group (or these) without a stamp; return the seconds each build took."""
     go = go_version()
-    out = out or rig_dir(go)
+    out = out or rig_dir(go, group)
     out.mkdir(parents=True, exist_ok=True)
     took: dict[str, float] = {}
-    for m in MODULES:
+    for m in modules if modules is not None else GROUPS[group][1]:
         if built(out, m, go):
             continue
         if not quiet:
@@ -190,16 +219,25 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--print-dir", action="store_true", help="print the binaries' folder, build nothing")
     ap.add_argument("--check", action="store_true", help="exit 0 when every binary is built, 1 when not")
+    ap.add_argument("--flux", action="store_true", help="Flux's controllers instead of the rig")
+    ap.add_argument("--only", default="", help="with --flux: these controllers only (comma-separated binary names)")
     args = ap.parse_args(argv)
+    group = "flux" if args.flux else "rig"
+    only = {n for n in args.only.split(",") if n}
+    unknown = only - set(BINARIES if group == "rig" else FLUX_BINARIES)
+    if unknown:
+        print(f"rig: --only: no such binary: {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
     try:
         go = go_version()
-        out = rig_dir(go)
+        out = rig_dir(go, group)
         if args.print_dir:
             print(out)
             return 0
+        modules = tuple(m for m in GROUPS[group][1] if not only or only & {n for _, n in m.commands})
         if args.check:
-            return 0 if all(built(out, m, go) for m in MODULES) else 1
-        build(out)
+            return 0 if all(built(out, m, go) for m in modules) else 1
+        build(out, group=group, modules=modules)
     except BuildError as e:
         print(f"rig: {e}", file=sys.stderr)
         return 2
