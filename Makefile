@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 # when offline); its yargs options read CDK8S_* variables, so this turns the check off (--no-check-upgrade).
 export CDK8S_CHECK_UPGRADE := false
 
-.PHONY: setup refs rig bench-rehearsal run test test-fast test-quick test-crash fuzz bench bench-10k bench-floors bench-gate bench-profile schema clean checkov-venv
+.PHONY: setup refs rig test-gitops bench-rehearsal run test test-fast test-quick test-crash fuzz bench bench-10k bench-floors bench-gate bench-profile schema clean checkov-venv
 
 setup: $(STAMP)
 
@@ -77,6 +77,12 @@ bench-floors: setup
 
 bench-gate: setup
 	$(PY) bench/gate.py
+
+# The GitOps lane: Flux's source-, kustomize- and helm-controller built from the Go module proxy (the first build
+# takes about half an hour on two cores, so the default suite runs the lane only once they are built) reconcile
+# gpuop's committed output on the rehearsal rig (docs/rehearsal.md).
+test-gitops: setup rig
+	GPUOP_GITOPS=1 $(PY) -m pytest -q tests/test_gitops_rehearsal.py
 
 bench-rehearsal: setup rig
 	$(PY) bench/rehearsal.py

@@ -3,8 +3,10 @@ reconcile what gpuop writes, on the rehearsal rig's control plane with each clus
 
 What a user does, step by step: `gpuop synth` with settings naming the git repository; commit dist/; apply
 the cluster's dist/<cluster>/flux objects exactly as written. The git repository and NFD's chart repository
-are served on loopback over HTTPS. Skipped only when the rig or Flux's controllers cannot be built and CI is
-unset; under CI a missing binary fails."""
+are served on loopback over HTTPS. The lane is opt-in: Flux's first build takes about half an hour on two
+cores, which CI's budget does not hold beside the rig's, so `make test-gitops` builds Flux and runs this file
+(GPUOP_GITOPS=1, where a missing binary fails); the default suite runs it once Flux is built and skips it (saying
+how to run it) before. The rig itself: skipped only when it cannot be built and CI is unset."""
 
 from __future__ import annotations
 
@@ -47,10 +49,13 @@ def bins() -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def flux_bin() -> Path:
+    wanted = bool(os.environ.get("GPUOP_GITOPS"))          # `make test-gitops`: build Flux, a missing one fails
     try:
-        return flux_dir(build=True, controllers=HELM_LANE)
+        return flux_dir(build=wanted, controllers=HELM_LANE)
     except rig.RigError as e:
-        _missing("Flux's controllers are", e)
+        if wanted:
+            pytest.fail(f"Flux's controllers are missing: {e}")
+        pytest.skip(f"{e}; `make test-gitops` builds them and runs this lane")
 
 
 def _nfd_module_dir() -> Path:
