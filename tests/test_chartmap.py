@@ -336,7 +336,7 @@ def test_compiled_values_read_back_as_the_profiles_settings(path):
     assert lost == []
     rel = cm.release_images()
     for r in PROFILE_ROWS:
-        want = cm.get_path(settings, r.profile)
+        want = cm.omit_nulls(cm.get_path(settings, r.profile))      # unset optional fields are left out
         if r.profile.endswith(".version") and want == rel.tag(r.profile.split(".")[0]):
             want = None
         if r.profile == "delivery.operator.nvidiaDriverCRD":

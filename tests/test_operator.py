@@ -638,7 +638,7 @@ def _values_of(tmp_path, body: str) -> dict:
     return operator_out.chart_values(plans[0])
 
 
-def test_pools_with_different_mig_strategies_leave_the_cluster_strategy_out(tmp_path):
+def test_pools_with_different_mig_strategies_get_the_plans_mixed_strategy_and_their_own_configs(tmp_path):
     values = _values_of(tmp_path, """\
       delivery: {mode: operator}
       dcgmExporter: {podLabels: true, podLabelAllowlist: ["^app$"]}
@@ -646,9 +646,10 @@ def test_pools_with_different_mig_strategies_leave_the_cluster_strategy_out(tmp_
         - {name: a, gpu: H100-SXM5-80GB, nodeSelector: {p: a}, mig: {strategy: mixed, layout: {"3g.40gb": 2}}}
         - {name: b, gpu: A100-SXM4-40GB, nodeSelector: {p: b}, mig: {strategy: none}}
     """)
-    assert values["mig"] == {"strategy": ""}               # left out, the chart's default would be single
+    # an empty strategy renders `mig:` (null), which the CRD refuses; omitted, the chart's default is single
+    assert values["mig"] == {"strategy": "mixed"}
     spec = one(render_nvidia(values), "ClusterPolicy")["spec"]
-    assert spec["mig"] is None                              # no MIG_STRATEGY env: the pools' configs decide
+    assert spec["mig"] == {"strategy": "mixed"}
     configs = {k: load(v)["flags"]["migStrategy"] for k, v in values["devicePlugin"]["config"]["data"].items()}
     assert configs["default"] == "none" and "mixed" in configs.values()
     assert spec["dcgmExporter"]["podLabelAllowlistRegex"] == ["^app$"]

@@ -71,6 +71,12 @@ ALLOWED = (
             lambda a, b, c: a is None and b == "0",
             "the operator's typed resources write the unset half of a limit/request pair as a zero quantity "
             "(\"0\"); the renderer shows it before the API server, which drops a zero limit the same way as none"),
+    Allowed("per-pool-mig-strategy", r".*", r".*\.env\.MIG_STRATEGY$",
+            lambda a, b, c: a in (None, "") and b == "mixed" and c.plan.pool_configs.per_pool_strategy,
+            "pools with different MIG strategies: gpuop's stack leaves MIG_STRATEGY out (each pool's config carries "
+            "flags.migStrategy); the ClusterPolicy always carries a strategy, the plan's mixed (NVIDIA's chart "
+            "renders an empty one as a null spec.mig, which the API server refuses), and the operator sets it on "
+            "its operands"),
     Allowed("dtk-image", r"driver\[", r"containers\.openshift-driver-toolkit-ctr\.image$", lambda a, b, c: True,
             "the Driver Toolkit image: gpuop's stack names the ImageStream tag of the RHCOS build (OpenShift's "
             "image lookup resolves it), the operator the image that ImageStream points at (the facts' dtkImages)"),

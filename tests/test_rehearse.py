@@ -64,14 +64,7 @@ def test_every_example_cluster_rehearses_as_planned(cluster, binaries, plans, di
 # ---- a corpus of our own: every platform, distribution, MIG and sharing mode, DRA, operator mode (helm, OLM) --
 
 CORPUS_DIRS = (REPO / "tests" / "data" / "semantic-corpus", REPO / "tests" / "data" / "operator-corpus")
-# Differences the rehearsal found and that are not fixed yet: the API server refuses the ClusterPolicy NVIDIA's
-# chart renders from these clusters' values (server-side apply): null where the CRD wants an object, a string
-# or an integer (spec.mig; daemonsets.tolerations[].value / tolerationSeconds; *.resources.limits.memory).
-# strict: once the output is fixed, the test passes and this list must shrink.
-REFUSED_NULLS = {"mig-per-pool": "spec.mig: null", "mig-single-time-slicing": "tolerations[].value: null",
-                 "mirror-everything": "resources.limits.memory: null"}
-CORPUS = [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="ClusterPolicy refused: " + REFUSED_NULLS[name]))
-          if name in REFUSED_NULLS else name for name in sorted(p.name for p in plan_all(list(CORPUS_DIRS))[0])]
+CORPUS = sorted(p.name for p in plan_all(list(CORPUS_DIRS))[0])
 
 
 @pytest.fixture(scope="module")

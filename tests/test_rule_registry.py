@@ -20,7 +20,7 @@ from gpuop.profile.load import load_profile
 from gpuop.validate import runner
 from gpuop.validate.runner import REGISTRY, validate
 
-from conftest import REPO
+from conftest import REFS, REPO
 from test_semantic import NS, _fixture, by_kind, ctr, ds, pod
 
 DOC = REPO / "docs" / "rules.md"
@@ -305,7 +305,7 @@ HELM_RELEASE_WITHOUT_CHART = {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind":
 
 def test_every_output_rule_has_a_triggering_input():
     from gpuop.verify.output import REGISTRY as VERIFY
-    assert sorted({*SEMANTIC_CASES, "kubectl-decode", "kube-schema", "crd-cel"}) == sorted(VERIFY)
+    assert sorted({*SEMANTIC_CASES, "kubectl-decode", "kube-schema", "crd-cel", "operator-cr-schema"}) == sorted(VERIFY)
 
 
 @pytest.mark.parametrize("rule_id", sorted(SEMANTIC_CASES))
@@ -330,6 +330,10 @@ def test_the_file_and_object_checks_fire_and_tag_their_issues(tmp_path):
     assert output.check_crd_cel(HELM_RELEASE_WITHOUT_CHART)
     assert output.check_crd_cel({**HELM_RELEASE_WITHOUT_CHART, "spec": {
         "interval": "10m", "chart": {"spec": {"chart": "c", "sourceRef": {"kind": "HelmRepository", "name": "r"}}}}}) == []
+    chart = REFS / "gpu-operator" / "chart"
+    assert [(o["kind"], p) for o, p, _ in output.check_operator_crs({"mig": {"strategy": ""}}, chart)] == [
+        ("ClusterPolicy", ("spec", "mig"))]
+    assert output.check_operator_crs({}, chart) == []
 
 
 # ----------------------------------------------------------------------------------- docs/rules.md

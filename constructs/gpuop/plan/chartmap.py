@@ -117,6 +117,18 @@ def leaves(tree, prefix: str = ""):
         yield prefix, tree
 
 
+def omit_nulls(tree):
+    """`tree` without the mapping keys whose value is None, at any depth: a profile's unset optional field
+    (a toleration's value, a resource limit) is left out, never written as null. NVIDIA's templates copy such
+    values into the ClusterPolicy as they are, where the CRD refuses a null (no field of it is nullable), and
+    Helm's coalescing drops a null only where the chart's own values have the key."""
+    if isinstance(tree, dict):
+        return {k: omit_nulls(v) for k, v in tree.items() if v is not None}
+    if isinstance(tree, list):
+        return [omit_nulls(v) for v in tree]
+    return tree
+
+
 def _merge(base: dict, over: dict) -> dict:
     out = dict(base)
     for k, v in over.items():
@@ -974,6 +986,9 @@ def profile_to_values(settings: dict, images: ReleaseImages) -> dict:
             continue
         value = _profile_get(settings, r.profile, r.default) if r.profile else None
         for path, v in zip(r.values, r.to_values(value, images)):
+            # rows that render to the ClusterPolicy; a passthrough row's (NFD's, the operator Deployment's) values
+            # are kept as written: a null there is Helm's way to remove a chart default
+            v = omit_nulls(v) if r.policy else v
             if v is not None and r.merge:
                 mine = {e["name"] for e in v}
                 v = [e for e in get_path(out, path) or [] if e["name"] not in mine] + v

@@ -107,9 +107,11 @@ def chart_values(spec, plan: StackPlan, cat, groups: list[DriverGroup]) -> dict:
     pc = plan.pool_configs
     # derived rows
     v.setdefault("nfd", {})["enabled"] = plan.nfd.mode == "deploy"     # beside the table's nodefeaturerules
-    # pools that disagree: an empty strategy (the chart then leaves it out; omitted, the chart's default is
-    # single), and each pool's device-plugin config carries its own flags.migStrategy
-    v["mig"] = {"strategy": "" if pc.per_pool_strategy else plan.mig_strategy}
+    # always a strategy: for an empty one NVIDIA's template still writes `mig:`, a null spec.mig the CRD refuses
+    # (and omitted, the chart's default is single). Pools that disagree: the plan's mixed, which on the GPUs of
+    # `none` pools (MIG disabled) exposes whole GPUs as nvidia.com/gpu as none does; each pool's device-plugin
+    # config carries its own flags.migStrategy as well
+    v["mig"] = {"strategy": plan.mig_strategy}
     crd = uses_driver_crd(spec, groups)
     d = v["driver"]
     d["enabled"] = bool(groups)

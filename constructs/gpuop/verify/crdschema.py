@@ -115,6 +115,13 @@ def _compile(schema: dict) -> tuple[Any, bool]:
         return jsonschema.Draft202012Validator(schema), False
 
 
+def _unexpected(err) -> list[str] | None:
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        known = set(err.schema.get("properties", {}))
+        return [k for k in err.instance if k not in known]
+    return None
+
+
 def _py_errors(validator: Any, obj: Any) -> list[str]:
     out: list[str] = []
     for err in validator.iter_errors(obj):
@@ -169,6 +176,24 @@ class CrdValidator:
 
     def has_schema(self, api_version: str, kind: str) -> bool:
         return (api_version, kind) in self._validators
+
+    def located(self, obj: dict) -> list[tuple[tuple, str]]:
+        """(instance path, message) of every problem in `obj`, the path of an unknown field naming the field.
+        Raises SchemaNotFound."""
+        key = (obj.get("apiVersion"), obj.get("kind"))
+        if key not in self._validators:
+            raise SchemaNotFound(key[1], key[0], "the loaded CRDs")
+        validator, is_rust = self._validators[key]
+        out: list[tuple[tuple, str]] = []
+        found = ([(tuple(e.instance_path), e.message, getattr(e.kind, "unexpected", None)
+                   if e.kind.name == "additionalProperties" else None) for e in validator.iter_errors(obj)]
+                 if is_rust else [(tuple(e.absolute_path), e.message, _unexpected(e)) for e in validator.iter_errors(obj)])
+        for path, message, unexpected in found:
+            for name, msg in zip(unexpected or [None], format_error(list(path), message, unexpected)):
+                item = ((*path, name) if name is not None else path, msg)
+                if item not in out:
+                    out.append(item)
+        return out
 
     def errors(self, obj: dict) -> list[str]:
         """Human messages for every problem in `obj`; [] means valid. Raises SchemaNotFound."""

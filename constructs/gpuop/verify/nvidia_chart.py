@@ -3,8 +3,9 @@
 `render(values, chart, namespace) -> Rendered`: Helm 4's own engine (helm-python-sdk) renders NVIDIA's chart
 (a folder: the chart's source tree, e.g. `helm pull nvidia/gpu-operator --version v26.7.0 --untar`), then
 every ClusterPolicy / NVIDIADriver gets the structural defaults of its CRD (the chart's own `crds/`): the
-`default:` of every absent property of the openAPIV3Schema, recursively through objects and array items, as
-the API server applies them on create. What `gpuop import --check` and the operator-mode tests compare.
+`default:` of every absent (or, not nullable, null) property of the openAPIV3Schema, recursively through
+objects and array items, as the API server applies them on create. A null the defaults do not replace stays:
+`cr_schema_errors` (the CRD's schema, strict, as the API server validates) reports it. What `gpuop import --check` and the operator-mode tests compare.
 
 `crd_defaults(obj, schema)` is the defaulting alone (for CRs from elsewhere, e.g. a live export).
 """
@@ -19,6 +20,8 @@ from functools import lru_cache
 from pathlib import Path
 
 import yaml
+
+from gpuop.errors import field_path
 
 CHART_ENV = "GPUOP_NVIDIA_CHART"
 KINDS = {"ClusterPolicy": "nvidia.com_clusterpolicies.yaml", "NVIDIADriver": "nvidia.com_nvidiadrivers.yaml",
@@ -90,7 +93,9 @@ def crd_defaults(obj, schema: dict):
 def _fill(obj, schema: dict) -> None:
     if isinstance(obj, dict):
         for key, sub in (schema.get("properties") or {}).items():
-            if key not in obj and "default" in sub:
+            # the API server defaults a null as an absent field unless the field is nullable; a null left
+            # (no default) is then refused by validation (k8s structuraldefaulting)
+            if "default" in sub and (key not in obj or (obj[key] is None and not sub.get("nullable"))):
                 obj[key] = copy.deepcopy(sub["default"])
             if key in obj:
                 _fill(obj[key], sub)
@@ -129,3 +134,68 @@ def render(values: dict, chart: Path | None = None, namespace: str = "gpu-operat
                 o = crd_defaults(o, _schema(crds, o["kind"]))
             objs.append(o)
     return Rendered(objs)
+
+
+# ------------------------------------------------------------------------------------------ the CRs as refused
+
+def schema_of(chart: Path, kind: str) -> dict | None:
+    """The openAPIV3Schema of `kind` in the chart's own crds/, None when the chart has no CRD for it."""
+    crds = Path(chart) / "crds"
+    return _schema(str(crds), kind) if kind in KINDS and (crds / KINDS[kind]).is_file() else None
+
+
+def _null_type(schema: dict) -> str:
+    if schema.get("x-kubernetes-int-or-string"):
+        return "integer,string"
+    return schema.get("type") or "object"
+
+
+def null_errors(obj, schema: dict, path: tuple = ()) -> list[tuple[tuple, str]]:
+    """(field path, "path: message") of every null `obj` holds where `schema` does not say `nullable: true`, in the API
+    server's words (k8s.io/kube-openapi validate: InvalidType). Run on a defaulted object: a null the API
+    server replaces by the field's default is gone by then (crd_defaults)."""
+    if obj is None:
+        if schema.get("nullable") or not (schema.get("type") or schema.get("x-kubernetes-int-or-string")):
+            return []
+        shown = field_path(path) or "<root>"
+        return [(path, f'{shown}: Invalid value: "null": {shown} in body must be of type {_null_type(schema)}: '
+                       '"null"')]
+    out: list[tuple[tuple, str]] = []
+    if isinstance(obj, dict):
+        props = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for key, value in obj.items():
+            sub = props.get(key) or (extra if isinstance(extra, dict) else None)
+            if sub is not None:
+                out += null_errors(value, sub, (*path, key))
+    elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(obj):
+            out += null_errors(item, schema["items"], (*path, i))
+    return out
+
+
+def cr_problems(obj: dict, chart: Path, validator) -> list[tuple[tuple, str]]:
+    """(field path, "path: message") of what the API server refuses in a ClusterPolicy / NVIDIADriver / GPUCluster `obj`
+    (already defaulted): its nulls (null_errors) and the rest of the CRD's schema, strict (`validator`: a
+    verify.crdschema.CrdValidator of the chart's crds/, whose null messages null_errors words instead)."""
+    schema = schema_of(chart, obj.get("kind"))
+    if schema is None:
+        return []
+    out = null_errors(obj, schema)
+    nulls = {p for p, _ in out}
+    for path, message in validator.located(obj):
+        if tuple(path) not in nulls and _at(obj, path) is not None:
+            out.append((tuple(path), message))
+    return out
+
+
+def _at(obj, path):
+    for part in path:
+        try:
+            obj = obj[part]
+        except (KeyError, IndexError, TypeError):
+            return _MISSING
+    return obj
+
+
+_MISSING = object()

@@ -15,7 +15,7 @@ import json
 import os
 from pathlib import Path
 
-from gpuop.errors import Issue, Rule, registry, rule
+from gpuop.errors import Issue, Rule, field_path, registry, rule
 from gpuop.kube.yamlio import load_all
 from gpuop.verify import cel
 from gpuop.verify.kubeschema import KubeValidator, SchemaNotFound
@@ -40,9 +40,36 @@ def check_crd_cel(obj: dict) -> list[str]:
     return cel.errors(obj)
 
 
+@rule("operator-cr-schema", stage="verify", source="NVIDIA's gpu-operator chart (templates/clusterpolicy.yaml, "
+      "nvidiadriver.yaml; its crds/ openAPIV3Schema) rendered with Helm's engine, defaulted and validated as the "
+      "API server does (k8s.io/apiextensions-apiserver structural defaulting: a null is defaulted only where the "
+      "field has a default, refused where it is not nullable)")
+def check_operator_crs(values: dict, chart: Path) -> list[tuple[dict, tuple, str]]:
+    """A ClusterPolicy or NVIDIADriver that NVIDIA's chart renders from the operator values and that the API server
+    refuses: a null in a field that is not nullable (a value the templates copy as it is, an empty value a
+    template still writes the key for), or anything else the CRD's schema refuses."""
+    from gpuop.verify import nvidia_chart
+
+    rendered = nvidia_chart.render(values, chart)
+    crds = _chart_crds(str(chart))
+    return [(o, path, message) for o in rendered.objects if o.get("kind") in nvidia_chart.KINDS
+            for path, message in nvidia_chart.cr_problems(o, chart, crds)]
+
+
+def _chart_crds(chart: str):
+    from gpuop.verify.crdschema import CrdValidator
+
+    if chart not in _CRDS:
+        _CRDS[chart] = CrdValidator.from_files([Path(chart) / "crds"])
+    return _CRDS[chart]
+
+
+_CRDS: dict = {}
+
+
 OBJECT_CHECKS = (check_kube_schema, check_crd_cel)
-# Every rule `gpuop validate DIST` runs: the schema and CEL checks here and the semantic rules.
-REGISTRY: dict[str, Rule] = {**registry(OBJECT_CHECKS), **semantic.REGISTRY}
+# Every rule `gpuop validate DIST` runs: the schema and CEL checks here, the operator CRs and the semantic rules.
+REGISTRY: dict[str, Rule] = {**registry((*OBJECT_CHECKS, check_operator_crs)), **semantic.REGISTRY}
 
 
 def is_output(path: Path) -> bool:
@@ -187,8 +214,81 @@ def _operator_files(dist: Path, c: dict) -> list[tuple[Path, str]]:
         return []
     base = dist / op["path"]
     if op.get("install") == "olm":
-        return [(f, "objects") for f in sorted((base / "olm").rglob("*.yaml")) if f.name != "kustomization.yaml"]
+        return [(f, "olm") for f in sorted((base / "olm").rglob("*.yaml")) if f.name != "kustomization.yaml"]
     return [(base / "values.yaml", "extraObjects")] if (base / "values.yaml").is_file() else []
+
+
+def _operator_cr_issues(values_file: Path, values: dict) -> list[Issue]:
+    """check_operator_crs on a cluster's operator values, each problem at the value that renders to it: the
+    NVIDIADriver of extraObjects[i] at that entry, the ClusterPolicy's spec.x at the value x (the chart's values
+    and the ClusterPolicy spec share their paths), the file itself when no value is found."""
+    from gpuop.verify import nvidia_chart
+
+    chart = nvidia_chart.default_chart()
+    if chart is None or not (Path(chart) / "crds").is_dir():
+        return []                 # the chart is not here ($GPUOP_NVIDIA_CHART): nothing to render it with
+    shown = str(values_file)
+    try:
+        found = check_operator_crs(values, Path(chart))
+    except nvidia_chart.RenderError as exc:
+        return [Issue(shown, 0, 0, "", f"NVIDIA's chart does not render with these values: {exc}",
+                      rule=check_operator_crs.rule.id)]
+    extra = values.get("extraObjects") if isinstance(values.get("extraObjects"), list) else []
+    out = []
+    for obj, path, message in found:
+        name = (obj.get("metadata") or {}).get("name")
+        index = next((i for i, e in enumerate(extra) if isinstance(e, dict) and e.get("kind") == obj["kind"]
+                      and (e.get("metadata") or {}).get("name") == name), None)
+        at = ("extraObjects", index, *path) if index is not None else tuple(path[1:]) if path[:1] == ("spec",) else ()
+        line, col = _position(values_file.read_text(), at)
+        out.append(Issue(shown, line, col, field_path(at), f"{obj['kind']}/{name} as NVIDIA's chart renders it: "
+                         f"{message}", rule=check_operator_crs.rule.id))
+    return out
+
+
+def _olm_cr_issues(file: Path, docs: list) -> list[Issue]:
+    """The ClusterPolicy / NVIDIADriver gpuop writes for OLM, defaulted and checked as check_operator_crs does
+    the chart's, each problem at its field in the file."""
+    from gpuop.verify import nvidia_chart
+
+    chart = nvidia_chart.default_chart()
+    if chart is None or not (Path(chart) / "crds").is_dir():
+        return []
+    out = []
+    for i, obj in enumerate(docs):
+        schema = nvidia_chart.schema_of(Path(chart), obj.get("kind")) if isinstance(obj, dict) else None
+        if schema is None:
+            continue
+        for path, message in nvidia_chart.cr_problems(nvidia_chart.crd_defaults(obj, schema), Path(chart),
+                                                      _chart_crds(str(chart))):
+            line, col = _position(file.read_text(), tuple(path), i)
+            out.append(Issue(str(file), line, col, "", f"{obj['kind']}/{(obj.get('metadata') or {}).get('name')}: "
+                             f"{message}", rule=check_operator_crs.rule.id))
+    return out
+
+
+def _position(text: str, path: tuple, doc: int = 0) -> tuple[int, int]:
+    """1-based line and column of the deepest node of `path` the `doc`th YAML document holds; (0, 0): none."""
+    import yaml
+
+    try:
+        nodes = [n for n in yaml.compose_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+                 if n is not None]
+    except yaml.YAMLError:
+        return 0, 0
+    node = nodes[doc] if doc < len(nodes) else None
+    where = (0, 0)
+    for part in path:
+        if isinstance(node, yaml.MappingNode):
+            node = next((v for k, v in node.value if getattr(k, "value", None) == str(part)), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+        else:
+            node = None
+        if node is None:
+            break
+        where = (node.start_mark.line + 1, node.start_mark.column + 1)
+    return where
 
 
 def validate_output(dist: Path, only: frozenset | None = None) -> list[Issue]:
@@ -210,7 +310,11 @@ def validate_output(dist: Path, only: frozenset | None = None) -> list[Issue]:
                 issues.append(Issue(shown, 0, 0, "", f"not valid YAML: {' '.join(str(exc).split())}"))
                 continue
             if what == "extraObjects":
-                docs = (docs[0].get("extraObjects") or []) if docs and isinstance(docs[0], dict) else []
+                values = docs[0] if docs and isinstance(docs[0], dict) else {}
+                issues += _operator_cr_issues(f, values)
+                docs = values.get("extraObjects") or []
+            elif what == "olm":
+                issues += _olm_cr_issues(f, docs)
             for obj in docs:
                 issues += _object_issues(obj, shown, kube)
         issues += manifest_issues(dist / c["manifests"], c, str(dist / "index.json"))
