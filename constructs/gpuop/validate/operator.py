@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from gpuop.catalog import distributions as dist_catalog
 from gpuop.catalog import operator as operator_catalog
+from gpuop.kube.validation import invalid
 from gpuop.plan import pools as plan_pools
 from gpuop.plan.drivers import pools_overlap
 from gpuop.plan.operator import (DEFAULT_INSTALL, RUNTIME_ENV_DISTRIBUTIONS, driver_groups, operator_sidecars,
@@ -308,6 +309,25 @@ def check_cluster_policy_with_gpu_cluster(ctx: Context) -> list:
     return []
 
 
+@rule("operator-mig-strategy", source="NVIDIA/gpu-operator nvidia.com_clusterpolicies.yaml spec.mig.strategy (one "
+      "per cluster, set as MIG_STRATEGY on the device plugin and GFD); NVIDIA/k8s-device-plugin (an env variable "
+      "overrides the config file's flags.migStrategy)")
+def check_one_mig_strategy(ctx: Context) -> list:
+    """A `single` pool beside pools of other MIG strategies: the ClusterPolicy's one strategy is then mixed, set
+    as MIG_STRATEGY over each pool's config, so the pool's MIG devices would be advertised per profile
+    (nvidia.com/mig-<profile>) and not as nvidia.com/gpu as its plan and `gpuop capacity` say."""
+    pools = [p for p in ctx.spec.nodePools if not plan_pools.dra_rules.is_dra(p)]
+    if plan_pools.cluster_strategy(pools) is not None:
+        return []
+    return [ctx.at(("spec", "nodePools", i, "mig", "strategy"), invalid("single", (
+                "NVIDIA's operator has one MIG strategy for the cluster (ClusterPolicy spec.mig.strategy, set as "
+                "MIG_STRATEGY on the device plugin and GFD over each pool's config); beside pools of other "
+                "strategies it is mixed, which advertises this pool's MIG devices as nvidia.com/mig-<profile>, not "
+                "nvidia.com/gpu: give every MIG pool strategy mixed, or compile the cluster in stack mode")))
+            for i, p in enumerate(ctx.spec.nodePools)
+            if p in pools and plan_pools.pool_strategy(p) == "single"]
+
+
 @rule("operator-device-plugin-dra", source="NVIDIA DRA driver for GPUs (never beside the device plugin on one "
       "node); NVIDIA/gpu-operator node labeler (nvidia.com/gpu.deploy.device-plugin)")
 def check_device_plugin_and_dra(ctx: Context) -> list:
@@ -440,6 +460,6 @@ def applies(ctx: Context) -> bool:
 RULES = ((check_overlapping_driver_selectors, check_operand_placement, check_distribution_fit,
           check_gpu_pod_deletion_off, check_node_status_exporter_monitor, check_gds_with_precompiled,
           check_gds_without_open_modules, check_pool_sidecars_without_driver, check_pool_sidecars_without_driver_crd,
-          check_digest_with_precompiled, check_cluster_policy_with_gpu_cluster, check_device_plugin_and_dra,
+          check_digest_with_precompiled, check_cluster_policy_with_gpu_cluster, check_one_mig_strategy, check_device_plugin_and_dra,
           check_version_settings, check_version_catalog, check_olm_fit, check_not_carried, check_kubelet_root_dir,
           check_preinstalled_driver_label),)
