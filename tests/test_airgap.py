@@ -242,7 +242,7 @@ def test_refuses_a_proxy_that_is_not_a_url(tmp_path):
         nodePools: [{name: a, gpu: L40S}]
         """)
     (path, line, message), = issues(f)
-    assert (path, line) == ("spec.proxy.httpsProxy", 7) and "^https?://" in message
+    assert (path, line) == ("spec.proxy.httpsProxy", 7) and "allowed: http://HOST/..., https://HOST/..." in message
 
 
 def test_openshift_gets_an_oc_mirror_imageset_without_image_stream_tags():

@@ -315,7 +315,7 @@ def test_wait_budgets_follow_what_rolls(fleet):
 @pytest.fixture(scope="module")
 def report(pull_request) -> str:
     run_gpuop("report", "--against", "HEAD", cwd=pull_request, check=True)
-    return (pull_request / "dist" / "report" / "index.html").read_text()
+    return (pull_request / "report" / "index.html").read_text()
 
 
 def test_report_shows_sharing_and_physical_apart_from_advertised_devices(report):
@@ -358,7 +358,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 def test_report_in_chromium_shows_the_destructive_effects_first(pull_request, report, tmp_path):
     import os
 
-    page = pull_request / "dist" / "report" / "index.html"
+    page = pull_request / "report" / "index.html"
     profile = tmp_path / "chromium"
     dom = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
                          capture_output=True, text=True, timeout=120)
