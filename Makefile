@@ -79,7 +79,7 @@ bench-gate: setup
 	$(PY) bench/gate.py
 
 # The GitOps lane: Flux's source-, kustomize- and helm-controller built from the Go module proxy (the first build
-# takes about half an hour on two cores, so the default suite runs the lane only once they are built) reconcile
+# takes about half an hour on two cores, so the default suite skips the lane) reconcile
 # gpuop's committed output on the rehearsal rig (docs/rehearsal.md).
 test-gitops: setup rig
 	GPUOP_GITOPS=1 $(PY) -m pytest -q tests/test_gitops_rehearsal.py
