@@ -53,7 +53,7 @@ test: setup checkov-venv rig
 
 # The tests that start no process (tests/conftest.py marks them fast; nobody marks one by hand).
 test-fast: setup
-	$(PY) -m pytest -m fast
+	$(PY) -m pytest -n 2 -m fast
 
 # The suite without the tests marked slow (wheel build, cdk8s CLI, fleets, publish, kill -9 trials, ...).
 test-quick: setup
