@@ -24,7 +24,7 @@ import yaml
 from gpuop.errors import UserError
 from gpuop.mig.geometry import attributes, family_of
 from gpuop.ops import impact
-from gpuop.pipeline.run import compile_profiles
+from gpuop.pipeline.run import CompileOptions, compile_profiles
 from gpuop.profile.settings import load_settings
 from gpuop.verify.crdschema import CrdValidator
 
@@ -145,7 +145,7 @@ def compiled(project: Path, doc: dict) -> dict:
     os.chdir(project)            # profiles resolve `extends` inside the profiles tree of the working directory
     try:
         result = compile_profiles([path.relative_to(project)], load_settings(Path("gpuop.yaml")), None,
-                                  cache_dir=None, progress=False, reuse=False)
+                                  CompileOptions(reuse=False))
     finally:
         os.chdir(cwd)
     return {k: (v.encode() if isinstance(v, str) else v) for k, v in result.files.items()}

@@ -576,14 +576,14 @@ def changed(diffs: list[SectionDiff]) -> bool:
 def compile_trees(paths: list[Path], against: str | None, output: Path, settings_path: Path):
     """(the last output, what the next synth would leave, the settings): the two trees every comparison
     of a change reads (diff, impact, report). A note on what the last output is goes to stderr."""
-    from gpuop.pipeline.run import compile_profiles
+    from gpuop.pipeline.run import CompileOptions, compile_profiles
     from gpuop.pipeline.write import read_previous
     from gpuop.profile.settings import load_settings
 
     settings = load_settings(settings_path)
     old, note = old_tree(against, output)
-    result = compile_profiles(paths, settings, read_previous(output), cache_dir=Path(".gpuop-cache"),
-                              progress=False, reuse=False)
+    result = compile_profiles(paths, settings, read_previous(output),
+                              CompileOptions(cache_dir=Path(".gpuop-cache"), reuse=False))
     if note:
         print(note, file=sys.stderr)
     return old, new_tree(result.files, result.reuse, output), settings

@@ -52,9 +52,11 @@ class ClusterBuild:
     layout: dict = field(default_factory=dict)   # path -> [size, placeholder count]: checks a reused folder
     packaged: tuple | None = None   # (chart version, archive bytes, index entry) made by the worker, or None
     settled: dict | None = None     # streamed into the new tree already (`settle`): chart version, tree digest
+    chart_version: str | None = None    # decided once from the previous lock (pipeline/decide.py), None: not yet
 
     def head(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k not in ("files", "packaged", "settled")}
+        """What the build cache keeps of it: its content, never what the lock or this run made of it."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("files", "packaged", "settled", "chart_version")}
 
 
 def package(build: ClusterBuild, chart_version: str) -> ClusterBuild:
@@ -177,12 +179,12 @@ def build_cluster(stack, settings) -> ClusterBuild:
     return ClusterBuild(c, files, digest, version.minor_key(plan), entry, files_digest(files), layout)
 
 
-def settle(build: ClusterBuild, lock_entry: dict | None, carried, sink) -> ClusterBuild:
-    """Write a built cluster's files, with the chart version the lock gives it (the same `assemble` gives:
-    a cluster's version depends only on its own lock entry), and its new chart archive into `sink` (a
-    pipeline/write.Staging) now, and keep only what the fleet-level files need: a streaming compile holds
-    the index of the fleet, never its outputs."""
-    chart_version = version.next_version(lock_entry, build.digest, build.minor_key)
+def settle(build: ClusterBuild, carried, sink) -> ClusterBuild:
+    """Write a built cluster's files, with the chart version decided for it (`chart_version`: the one the lock
+    gives it, as `assemble` would: a cluster's version depends only on its own lock entry), and its new chart
+    archive into `sink` (a pipeline/write.Staging) now, and keep only what the fleet-level files need: a
+    streaming compile holds the index of the fleet, never its outputs."""
+    chart_version = build.chart_version
     mine = {p: (t.replace(VERSION_PLACEHOLDER, chart_version) if VERSION_PLACEHOLDER in t else t)
             for p, t in build.files.items()}
     for path, text in mine.items():
@@ -222,7 +224,8 @@ def assemble(builds: list[ClusterBuild], previous, settings=None, keep: tuple = 
     for e in kept:
         reuse.append(e["name"])
     for b in sorted(builds, key=lambda b: b.name):
-        chart_version = version.next_version(lock.get(b.name), b.digest, b.minor_key)
+        # decided by the pipeline (pipeline/decide.py); a build made elsewhere gets the one its lock entry gives
+        chart_version = b.chart_version or version.next_version(lock.get(b.name), b.digest, b.minor_key)
         lock[b.name] = {"version": chart_version, "digest": b.digest, "minorKey": b.minor_key}
         tgz_name = f"{b.name}-{chart_version}.tgz"
         if b.settled is not None:                   # streamed into the new tree by settle()

@@ -405,7 +405,7 @@ def verify(sel: Selection, paths: list[Path], output: Path, settings) -> tuple[l
     """Compile the selected clusters (no build cache: the compile is the evidence) over the output's own
     lock and compare them, their chart archives and the fleet-level files with the bytes on disk. Returns
     what differs and the compile result."""
-    from gpuop.pipeline.run import compile_profiles
+    from gpuop.pipeline.run import CompileOptions, compile_profiles
     from gpuop.pipeline.write import read_previous
 
     stale: list[Stale] = []
@@ -443,8 +443,8 @@ def verify(sel: Selection, paths: list[Path], output: Path, settings) -> tuple[l
     else:
         previous = read_previous(output, repair=True)
     if files:
-        result = compile_profiles(paths if everything else files, settings, previous, cache_dir=None, reuse=False,
-                                  check_kept=False)
+        result = compile_profiles(paths if everything else files, settings, previous,
+                                  CompileOptions(reuse=False, check_kept=False))
         made = result.files
     else:
         # no cluster to compile, but a fleet file differs from the base (an ApplicationSet or index.json edited
@@ -583,7 +583,7 @@ def verify_folders(clusters: dict, source: Path, paths: list[Path], settings, re
     committed output at the default base (same inputs, chart version and tree digest), else compiled.
     `reads`: the catalog read sets the shards' index.json hold (outputs/fleet.reads_table)."""
     from gpuop.outputs.cluster import tree_digest
-    from gpuop.pipeline.run import compile_profiles
+    from gpuop.pipeline.run import CompileOptions, compile_profiles
     from gpuop.pipeline.write import read_previous
 
     # the catalog facts each shard's cluster records are read again here: a record naming fewer facts than its
@@ -610,8 +610,8 @@ def verify_folders(clusters: dict, source: Path, paths: list[Path], settings, re
                 todo.append(name)
     if todo and not issues:
         previous = read_previous(source, repair=True)
-        result = compile_profiles([current[n][0] for n in todo], settings, previous, cache_dir=None, reuse=False,
-                                  check_kept=False)
+        result = compile_profiles([current[n][0] for n in todo], settings, previous,
+                                  CompileOptions(reuse=False, check_kept=False))
         expected = {k: (v.encode() if isinstance(v, str) else v) for k, v in result.files.items()}
         for name in todo:
             mine = {k: v for k, v in expected.items() if k.startswith(name + "/")}

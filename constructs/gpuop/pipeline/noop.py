@@ -235,7 +235,7 @@ def describe(out: Path, before: dict | None = None, kept: frozenset = frozenset(
     their stats (unchanged_folders) and did not write: their shape and digest are taken from it, neither
     listed nor stat'ed again. The writes of this run never touch them (the journaled commit exchanges only
     the changed clusters; the whole-tree exchange links every file, which moves its ctime, so nothing is
-    kept then: see _synth)."""
+    kept then: see pipeline/synth.py)."""
     try:
         base = os.fspath(Path(out).absolute())
         old_shapes = (before or {}).get("shapes") or []

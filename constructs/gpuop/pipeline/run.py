@@ -11,6 +11,7 @@ and a failed compile caches nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import sys
@@ -101,39 +102,50 @@ def _duplicate_names(named: list[tuple[Path, str]]) -> list[Issue]:
 duplicate_names = _duplicate_names
 
 
-def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | None = 1,
-                     cache_dir: Path | None = None, shard: tuple[int, int] | None = None,
-                     progress: bool = False, reuse: bool = True, sink=None,
-                     trusted: frozenset = frozenset(), check_kept: bool = True,
-                     proof: dict | None = None) -> CompileResult:
-    """`previous` (write.Previous) is the last output: versions continue from its lock, and with
-    `reuse` a cluster whose output would be identical is linked from it instead of rewritten.
+@dataclass(frozen=True)
+class CompileOptions:
+    """How `compile_profiles` runs; the defaults compile every profile in this process, no cache, nothing trusted."""
+    jobs: int | None = 1                 # worker processes; 0 or None: auto (auto_jobs)
+    cache_dir: Path | None = None        # the build cache (pipeline/cache.py); None: none read or written
+    shard: tuple[int, int] | None = None     # (k, n): only the clusters whose name hashes to shard k of n
+    progress: bool = False               # a progress bar on a terminal
+    reuse: bool = True                   # an unchanged cluster's folder is linked from `previous`, not rewritten
+    # a pipeline/write.Staging: each cluster's files are streamed into the new tree as it is built, and its
+    # build-cache entry to a pending name; the result's `files` then hold only the fleet-level files (memory stays
+    # flat with the fleet's size: the process holds the index)
+    sink: object = None
+    # cluster folders of `previous` known unchanged since they were written (pipeline/noop.py): their treeDigest
+    # in index.json is taken as it is instead of hashing the folder's bytes
+    trusted: frozenset = frozenset()
+    # a subset compile warns about a kept folder that does not match its treeDigest (reading every kept folder);
+    # the review gate, which proves the kept folders from git, turns it off
+    check_kept: bool = True
+    proof: dict | None = None            # pipeline/noop.proven: the stats proof of the last run (decide.State.PROVEN)
 
-    Naming profile files (not only folders) is a subset compile: every other cluster of `previous`
-    keeps its folder, index entry, lock entry and archives. Only a compile of folders (the profiles
-    tree) removes a previous cluster, when no profile names it any more (`removed`). A shard writes
-    only its own clusters (gpuop merge joins the shards).
 
-    `sink` (a pipeline/write.Staging): stream each cluster's files into the new tree as it is built,
-    instead of returning them, and its build-cache entry to a pending name; the result's `files` then hold
-    only the fleet-level files. Memory stays flat with the fleet's size: the process holds the index.
-    `trusted`: cluster folders of `previous` known unchanged since they were written (pipeline/noop.py):
-    their treeDigest in index.json is taken as it is instead of hashing the folder's bytes.
-    `check_kept`: a subset compile warns about a kept folder that does not match its treeDigest (reading every
-    kept folder); the review gate, which proves the kept folders from git, turns it off.
-    `proof` (pipeline/noop.proven): a cluster whose input files all have the stats the last successful run
-    read them with, under the same salt, whose folder is as that run wrote it (`trusted`) and whose chart
-    archive is there, is taken as it is — index entry, lock entry, folder, warnings — without reading its
-    profile or its cache entry: what a one-profile change costs then does not grow with the fleet."""
-    from gpuop.outputs.cluster import ClusterBuild, assemble, disk_tree_digest, expected_tree, reusable, settle
-    from gpuop.outputs.version import next_version
+def compile_profiles(paths: list[Path], settings, previous=None, options: CompileOptions = CompileOptions()
+                     ) -> CompileResult:
+    """Compile the profiles under `paths` against `previous` (write.Previous, the last output: versions continue
+    from its lock) into the files of the new output: each cluster decided (pipeline/decide.py: proven by stats,
+    unchanged on disk, from the build cache, or built), the ones to build built (in workers with `jobs`), then
+    the fleet-level files assembled (outputs/cluster.py). Every user error of every profile is gathered before
+    stopping; a failed compile writes nothing, the build cache included.
 
+    Naming profile files (not only folders) is a subset compile: every other cluster of `previous` keeps its
+    folder, index entry, lock entry and archives. Only a compile of folders (the profiles tree) removes a
+    previous cluster, when no profile names it any more (`removed`). A shard writes only its own clusters
+    (gpuop merge joins the shards). See CompileOptions for the rest."""
+    from gpuop.outputs.cluster import assemble, disk_tree_digest, expected_tree, settle
+    from gpuop.pipeline.decide import Facts, State, decide
+
+    o = options
+    sink, shard = o.sink, o.shard
     cat = catalog_mod.load()
-    cache = BuildCache(cache_dir)
+    cache = BuildCache(o.cache_dir)
     # the month: the driver lifecycle warning (validate/compat.py) a cached cluster replays may change with it
     salt = "|".join((cat.digest, code_digest(), settings.model_dump_json(), month()))
     shared = fleet_inputs(settings.model_dump_json())
-    builds: dict[str, ClusterBuild] = {}
+    builds: dict = {}
     warnings: list[Issue] = []
     todo: list[tuple[Path, str | None]] = []
     hits = from_disk = 0
@@ -145,60 +157,48 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
     salt_digest = hashlib.sha256(salt.encode()).hexdigest()
     table = dict(previous.catalog_reads) if previous else {}     # the catalog read sets by digest (keys.READS)
     by_warnings: dict[str, list] = {}
-    stable = _stable(previous, proof, salt_digest, shared) if shard is None else {}
+    stable = _stable(previous, o.proof, salt_digest, shared) if shard is None else {}
     proven: list[str] = []
     for f in _files(paths):
         name = stable.get(_posix_rel(f))
-        if name is not None:
-            proven.append(name)
-            named.append((f, name))
-            ws = [w for w in proof["warnings"].get(name, ()) if isinstance(w, dict)]
-            by_warnings[name] = ws
+        q = hit = None
+        if name is None:            # not proven by stats: its bytes are read (a proven profile's never are)
+            walked = walk(f, cache)
+            if walked is not None:
+                inputs[f] = walked[0]
+                before = previous.index.get(walked[1]) if previous is not None else None
+                if before is not None:
+                    records[f] = provenance(walked[0], shared, catalog_now(before.get("provenance"), table))
+            q = quick_key(f, salt, cache, walked) if cache.root else None
+            hit = cache.get(q[0]) if q else None
+        d = decide(Facts(proven=name, hit=hit, cached=cache.root is not None,
+                         stored=(lambda key=q[0] if q else None: cache.get_files(key)), previous=previous,
+                         record=records.get(f), locks=locks, trusted=o.trusted, reuse=o.reuse, shard=shard))
+        if d.state is State.PROVEN:         # index entry, lock entry, folder and warnings as they are
+            proven.append(d.name)
+            named.append((f, d.name))
+            ws = [w for w in o.proof["warnings"].get(d.name, ()) if isinstance(w, dict)]
+            by_warnings[d.name] = ws
             warnings += [Issue(**w) for w in ws]
-            continue
-        walked = walk(f, cache)
-        if walked is not None:
-            inputs[f] = walked[0]
-            before = previous.index.get(walked[1]) if previous is not None else None
-            if before is not None:
-                records[f] = provenance(walked[0], shared, catalog_now(before.get("provenance"), table))
-        q = quick_key(f, salt, cache, walked) if cache.root else None
-        hit = cache.get(q[0]) if q else None
-        if hit:
-            build = ClusterBuild(files=None, **hit["build"])
-            if _in_shard(build.name, shard):
-                lock = locks.get(build.name)
-                chart_version = next_version(lock, build.digest, build.minor_key)
-                # the cache is a hint, never evidence: its entry is used only when an index.json outside the
-                # cache (the previous output's) records the same inputs compiling to the tree the entry claims
-                witness = _witness(previous, build.name, records.get(f), chart_version)
-                if witness is None or (hit.get("trees") or {}).get(chart_version) != witness:
-                    todo.append((f, q[0]))
-                    continue
-                if reuse and reusable(build, previous, chart_version, build.name in trusted):
-                    from_disk += 1
-                else:
-                    stored = cache.get_files(q[0])
-                    if stored is None:              # header without its files: rebuild
-                        todo.append((f, q[0]))
-                        continue
-                    build = ClusterBuild(**{**build.__dict__, "files": stored})
-                    if expected_tree(build, chart_version) != witness:   # the files are not what the header says
-                        todo.append((f, q[0]))
-                        continue
-                    if sink is not None:
-                        build = settle(build, lock, carried, sink)
-                hits += 1
-                builds[build.name] = _recorded(build, records.get(f))
-                warnings += [Issue(**w) for w in hit["warnings"]]
-                by_warnings[build.name] = list(hit["warnings"])
-            named.append((f, q[1]))
-        else:
+        elif d.state is State.BUILD:
             todo.append((f, q[0] if q else None))
+        elif d.state is State.ELSEWHERE:    # another shard's
+            named.append((f, q[1]))
+        else:                               # ON_DISK: linked from the previous output; FROM_CACHE: written again
+            build = d.build
+            if d.state is State.ON_DISK:
+                from_disk += 1
+            elif sink is not None:
+                build = settle(build, carried, sink)
+            hits += 1
+            builds[build.name] = _recorded(build, records.get(f))
+            warnings += [Issue(**w) for w in d.warnings]
+            by_warnings[build.name] = list(d.warnings)
+            named.append((f, q[1]))
     issues: list[Issue] = []
     pending: list = []
     try:
-        for f, key, name, errs, warns, build, read in _build_many(todo, settings, shard, jobs, progress, locks):
+        for f, key, name, errs, warns, build, read in _build_many(todo, settings, shard, o.jobs, o.progress, locks):
             issues += errs
             if name is None:
                 continue
@@ -209,11 +209,10 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
                 files = build.files
                 head = {"build": build.head(), "warnings": [w.__dict__ for w in warns]}
                 if sink is not None and not issues:
-                    build = settle(build, locks.get(name), carried, sink)
+                    build = settle(build, carried, sink)
                     head["trees"] = {build.settled["version"]: build.settled["tree"]}
                 elif key:
-                    chart_version = next_version(locks.get(name), build.digest, build.minor_key)
-                    head["trees"] = {chart_version: expected_tree(build, chart_version)}
+                    head["trees"] = {build.chart_version: expected_tree(build, build.chart_version)}
                 if key:
                     if sink is None:
                         pending.append((key, head, files))
@@ -242,7 +241,7 @@ def compile_profiles(paths: list[Path], settings, previous=None, *, jobs: int | 
             if subset:
                 kept.append(name)
                 entry = previous.index[name]
-                if check_kept and disk_tree_digest(previous.out, name) != entry.get("treeDigest"):
+                if o.check_kept and disk_tree_digest(previous.out, name) != entry.get("treeDigest"):
                     warnings.append(Issue(str(previous.out / name), 0, 0, "", "does not match its digest in index.json "
                                           "(edited by hand?); kept as it is by this subset compile, a compile of the "
                                           "profiles tree (`gpuop synth`) rebuilds it", "warning"))
@@ -295,34 +294,12 @@ def _stable(previous, proof: dict | None, salt_digest: str, shared: dict) -> dic
     return out
 
 
-def _witness(previous, name: str, record: dict | None, chart_version: str) -> str | None:
-    """The tree digest the previous output's index.json records for this cluster, when it records the same
-    inputs (provenance) and the same chart version: what a cache entry must agree with to be used."""
-    entry = previous.index.get(name) if previous is not None and record is not None else None
-    if not entry or entry.get("chartVersion") != chart_version:
-        return None
-    prov = entry.get("provenance")
-    if not isinstance(prov, dict) or prov.get("inputs") != record["inputs"]:
-        return None
-    tree = entry.get("treeDigest")
-    return tree if isinstance(tree, str) else None
-
-
 def _recorded(build, record: dict | None):
     """The build with its provenance in its index entry (never in the cache: the same bytes at another path
     are the same build but another record)."""
-    import dataclasses
-
     if record is None:
         return build
     return dataclasses.replace(build, entry={**build.entry, "provenance": record})
-
-
-def _in_shard(name: str, shard: tuple[int, int] | None) -> bool:
-    if shard is None:
-        return True
-    k, n = shard
-    return int(hashlib.sha256(name.encode()).hexdigest()[:8], 16) % n == k - 1
 
 
 # ---- building: load, validate, plan, synthesize, package — serially or in spawned workers ---------
@@ -370,7 +347,7 @@ def _build_chunk(args) -> list:
     global _worker_synth
     todo, settings, shard = args
     from gpuop.outputs.cluster import build_cluster, package
-    from gpuop.outputs.version import next_version
+    from gpuop.pipeline.decide import chart_version, in_shard
 
     from gpuop.catalog.reads import encode, recording
     from gpuop.stack.synth import Synthesizer   # imported before any record: an import reads for no one cluster
@@ -380,7 +357,7 @@ def _build_chunk(args) -> list:
     for f, key in todo:
         with recording() as read:   # every catalog fact this cluster's output is made from (its provenance)
             plan, errs, warns = _plan_one(f, cat)
-            if plan is None or not _in_shard(plan.name, shard):
+            if plan is None or not in_shard(plan.name, shard):
                 out.append((f, key, plan.name if plan else None, errs, warns, None, None))
                 continue
             if _worker_synth is None:
@@ -390,7 +367,9 @@ def _build_chunk(args) -> list:
             build = None
             if not wrong:
                 build = build_cluster(stack, settings)
-                build = package(build, next_version(_worker_locks.get(plan.name), build.digest, build.minor_key))
+                # its chart version, decided once: the one its own lock entry gives its content
+                version = chart_version(build, _worker_locks)
+                build = dataclasses.replace(package(build, version), chart_version=version)
         out.append((f, key, plan.name, errs + wrong, warns, build, encode(read)))
     return out
 
