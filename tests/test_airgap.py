@@ -249,7 +249,7 @@ def test_openshift_gets_an_oc_mirror_imageset_without_image_stream_tags():
     from gpuop.outputs import images
     objs = compile_objects(REPO / "profiles" / "openshift.yaml")
     refs = images.image_refs(objs)
-    files = images.write(objs, "c", openshift=True)
+    files = images.files(objs, "c", openshift=True)
     assert files["c/images.txt"] == "".join(f"{r}\n" for r in refs)
     doc = yaml.safe_load(files["c/oc-mirror/imageset-config.yaml"])
     assert doc["kind"] == "ImageSetConfiguration" and doc["apiVersion"] == "mirror.openshift.io/v2alpha1"

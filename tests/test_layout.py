@@ -431,7 +431,8 @@ ARCHITECTURE: dict[str, tuple[str, set[str]]] = {
             "(`cdk8s_app.py`); nothing imports it",
             {"catalog", "components", "errors", "kube", "mig", "ops", "outputs", "pipeline", "profile", "rehearse",
              "stack", "verify"}),
-    "pipeline": ("sequencing (`run.py`), shards (`shards.py`), the build cache and its keys (`cache.py`, `keys.py`), "
+    "pipeline": ("the synth command (`synth.py`), sequencing (`run.py`), one named decision per cluster "
+                 "(`decide.py`), shards (`shards.py`), the build cache and its keys (`cache.py`, `keys.py`), "
                  "the no-op path (`noop.py`), the review gate (`gate.py`), the output transaction (`write.py`, "
                  "`journal.py`)",
                  {"catalog", "errors", "kube", "outputs", "plan", "profile", "stack", "validate", "verify"}),
@@ -450,9 +451,10 @@ ARCHITECTURE: dict[str, tuple[str, set[str]]] = {
     "components": ("one module per component (the rows of `kube/components.py`); shared props (`props.py`), object "
                    "builders (`builders.py`), the construct base, OpenShift transforms, the Node runtime; never "
                    "profile, validate, plan", {"catalog", "errors", "kube"}),
-    "outputs": ("one cluster's files and the tree (`cluster.py`), manifests, chart + values contract, kustomize, "
-                "Argo CD, Flux, fleet, chart archives, versions, node-group labels, operator mode; never profile, "
-                "validate, components", {"catalog", "kube", "plan", "stack"}),
+    "outputs": ("one cluster's files and the tree (`cluster.py`), what every writer takes and gives and the "
+                "cluster's folders (`target.py`), manifests, chart + values contract, kustomize, the stack's delivery "
+                "(`delivery.py`: Argo CD, Flux), fleet, chart archives, versions, node-group labels, operator mode; "
+                "never profile, validate, components", {"catalog", "kube", "plan", "stack"}),
     "verify": ("checks of compiled output (`gpuop validate DIST`): strict schemas, CRDs, CEL, the semantic rules "
                "(one registry, same `@rule` shape)", {"errors", "kube"}),
     "ops": ("operations on compiled output: `diff`, `check`, `publish`, `report`, `capacity`, `images`, `import`, "
@@ -464,7 +466,7 @@ ARCHITECTURE: dict[str, tuple[str, set[str]]] = {
                  "(`objects.py`), the steps (`run.py`) and the report (`report.py`); never profile, validate, "
                  "components", {"catalog", "errors", "plan", "verify"}),
     "kube": ("Kubernetes-shaped values and conventions: value slots, kind order and waves, YAML io, label/quantity "
-             "types, the component table (`components.py`)", set()),
+             "types, the component table (`components.py`), the folders an index entry names (`folders.py`)", set()),
     "catalog": ("all catalogs as data with their sources (`data/`: releases, GPUs, drivers, MIG, known issues); the "
                 "one version order (`versions.py`) and \"did you mean\" (`names.py`)", set()),
     "mig": ("the MIG placement search and pictures", {"catalog"}),
@@ -481,9 +483,10 @@ CHANGES = (
      "and, regenerated, the golden files (`tests/golden/`) and `dist/` of the profiles that deploy it; with a profile section "
      "also `profile/models.py`, `plan/model.py` + `plan/build.py` (what the plan says of it), `outputs/values.py` "
      "(its chart values) and its image in `catalog/data/releases.yaml`"),
-    ("Adding an output target", "its writer `outputs/<target>.py`, one call in `outputs/cluster.py` `build_cluster` "
-     "(its files and its index entry), the list of what `gpuop synth` writes in this README (its module list above "
-     "is regenerated) and, regenerated, `dist/`"),
+    ("Adding an output target", "its writer `outputs/<target>.py` (`write(t: Target) -> Written`: its files under "
+     "`t.folders` and its keys of the index entry, outputs/target.py), one line in `outputs/cluster.py` "
+     "`build_cluster`, the list of what `gpuop synth` writes in this README (its module list above is regenerated) "
+     "and, regenerated, `dist/`"),
     ("Adding a pool-level field", "the field in `profile/models.py` (`NodePool`, its description saying what "
      "omitted means), its effective value in `plan/defaults.py` (`PoolDefaults`), the rules and plan builders that "
      "read it (`validate/*.py`, `plan/*.py`) and the regenerated `schemas/profile.schema.json`"),

@@ -468,7 +468,7 @@ def test_existing_nfd_gets_no_nfd_objects():
 
     plan = plan_for({"nfd": {"mode": "existing"}})
     gitops = GitOps(repoURL="https://git.example.com/x.git")
-    assert list(argocd.write(plan, gitops, "c/argocd", "dist/c/chart")) == ["c/argocd/application.yaml"]
+    assert list(argocd.files(plan, gitops, "c/argocd", "dist/c/chart")) == ["c/argocd/application.yaml"]
     objs = flux.objects(plan, gitops, "dist/c/chart")
     assert [o["kind"] for o in objs] == ["GitRepository", "HelmRelease"] and "dependsOn" not in objs[1]["spec"]
     assert ("NodeFeatureRule", "nvidia-gpu-node-labels") in objects({"nfd": {"mode": "existing"}})

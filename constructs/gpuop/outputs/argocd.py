@@ -111,7 +111,7 @@ def index_entry(plan: StackPlan) -> dict:
     return out
 
 
-def write(plan: StackPlan, gitops, base: str, chart_path: str) -> dict[str, str]:
+def files(plan: StackPlan, gitops, base: str, chart_path: str) -> dict[str, str]:
     files = {f"{base}/application.yaml": dump(application(plan, gitops, chart_path))}
     nfd = nfd_application(plan, gitops)
     if nfd is not None:

@@ -28,8 +28,8 @@ from gpuop.outputs import node_labels
 from gpuop.outputs import dra
 from gpuop.outputs import argocd
 from gpuop.outputs import charts
+from gpuop.outputs import delivery
 from gpuop.outputs import fleet
-from gpuop.outputs import flux
 from gpuop.outputs import helm
 from gpuop.outputs import images
 from gpuop.outputs import kustomize
@@ -37,6 +37,7 @@ from gpuop.outputs import manifests
 from gpuop.outputs import operator
 from gpuop.outputs import version
 
+from gpuop.outputs.target import OPERATOR, STACK, Folders, Target
 from gpuop.outputs.version import VERSION_PLACEHOLDER
 
 
@@ -135,48 +136,35 @@ def reusable(build: ClusterBuild, previous, chart_version: str, unchanged: bool 
 
 
 def build_cluster(stack, settings) -> ClusterBuild:
-    gitops = settings.gitops
+    """Every file of dist/<cluster>/ (the chart version a placeholder) and its index.json entry. The delivery is
+    chosen here, up front (outputs/target.py): gpuop's own stack, or NVIDIA's operator; every writer is called
+    here, once, with the same value, and writes its own files where the folders say."""
     plan = stack.plan
-    c = plan.name
-    chart = helm.chart_files(stack, VERSION_PLACEHOLDER)
-    files = {f"{c}/chart/{path}": text for path, text in chart.items()}
-    files.update(manifests.write(stack, f"{c}/manifests"))
-    files.update(kustomize.write(f"{c}/overlay"))
-    chart_path = f"{gitops.path.rstrip('/')}/{c}/chart"
-    files.update(argocd.write(plan, gitops, f"{c}/argocd", chart_path))
-    kinds = sorted({(o.body["apiVersion"].rpartition("/")[0], o.body["kind"], "namespace" in o.body["metadata"])
-                    for o in stack.objects})
-    daemonsets = tuple(o.body["metadata"]["name"] for o in stack.objects if o.body["kind"] == "DaemonSet")
-    files.update(flux.write(plan, gitops, f"{c}/flux", chart_path, frozenset(kinds), daemonsets))
-    digest = version.content_digest(chart)
-    entry = {
-        "name": c, "chart": f"{c}/chart", "digest": digest,
-        "manifests": f"{c}/manifests", "overlay": f"{c}/overlay", "argocd": f"{c}/argocd", "flux": f"{c}/flux",
-        "releaseName": c, "namespace": plan.namespace, "platform": plan.platform,
-        "platformVersion": plan.platform_version, "kubeVersion": plan.kube_version, "stackRelease": plan.release,
-        "labels": dict(plan.labels), "objects": len(stack.objects),
-        "kinds": kinds, "fluxOverlay": f"{c}/flux-overlay",
-        # cluster-scoped objects by name: the AppProject allows exactly these (outputs/fleet.py)
-        "clusterObjects": sorted([o.body["apiVersion"].rpartition("/")[0], o.body["kind"], o.body["metadata"]["name"]]
-                                 for o in stack.objects if "namespace" not in o.body["metadata"]),
-    }
+    mode = OPERATOR if plan.operator is not None else STACK
+    t = Target(stack, settings.gitops, Folders(plan.name, mode))
+    files: dict = {}
+    entry: dict = {**t.identity(), **t.folders.entry()}
     if plan.user_created:            # the ConfigMaps the stack mounts that the user creates (`gpuop validate DIST`)
         entry["userCreated"] = plan.user_created
     entry.update(argocd.index_entry(plan))            # NFD, destination and credential references, for the fleet
-    files[f"{c}/{fleet.PARAMS}"] = fleet.cluster_params(entry, chart_path)   # outside argocd/: not an object
-    files.update(node_labels.write(plan, f"{c}/node-labels.yaml"))
-    entry.update(node_labels.index_entry(plan))
-    entry["capacity"] = plan.capacity.as_dict()         # what each pool advertises (plan/capacity.py)
-    files.update(dra.write(plan, gitops, c))          # the DRA driver's delivery, after the stack
-    entry.update(dra.index_entry(plan))               # DRA driver and capacity per DeviceClass
-    if plan.operator is not None:    # operator mode: NVIDIA's operator deploys the operands (outputs/operator.py)
-        files, entry = operator.apply(files, entry, plan, gitops, c)
-    else:                            # the images of manifests/, for mirroring
-        files.update(images.write(manifests.rendered(stack), c, plan.platform == "openshift",
-                                  extra=images.auxiliary_refs(plan)))
-    entry["hub"] = fleet.hub_kinds(files, c)          # the fleet ApplicationSets that generate this cluster's Applications
-    layout = {p: [len(t.encode()), t.count(VERSION_PLACEHOLDER)] for p, t in files.items()}
-    return ClusterBuild(c, files, digest, version.minor_key(plan), entry, files_digest(files), layout)
+    entry["capacity"] = plan.capacity.as_dict()       # what each pool advertises (plan/capacity.py)
+    for written in (
+        helm.write(t),                # chart/ (preview/chart/ in operator mode)
+        manifests.write(t),           # manifests/ (preview/manifests/)
+        kustomize.write(t),           # overlay/ (preview/overlay/)
+        DELIVERY[mode](t),            # argocd/, flux/, flux-overlay/, params/; operator mode: operator/ too
+        node_labels.write(t),         # node-labels.yaml
+        dra.write(t),                 # the DRA driver's delivery, after the stack
+        images.write(t),              # the images of manifests/, for mirroring (stack mode)
+    ):
+        files.update(written.files)
+        entry.update(written.entry)
+    entry["hub"] = fleet.hub_kinds(files, plan.name)  # the fleet ApplicationSets that generate this cluster's Applications
+    layout = {p: [len(text.encode()), text.count(VERSION_PLACEHOLDER)] for p, text in files.items()}
+    return ClusterBuild(plan.name, files, entry["digest"], version.minor_key(plan), entry, files_digest(files), layout)
+
+
+DELIVERY = {STACK: delivery.write, OPERATOR: operator.write}      # spec.delivery.mode -> its writer
 
 
 def settle(build: ClusterBuild, carried, sink) -> ClusterBuild:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from gpuop.kube.yamlio import dump
 from gpuop.outputs import gitops as gitops_objects
 from gpuop.plan.model import StackPlan
+from gpuop.outputs.target import Target, Written
 
 REPO = "dra-driver-nvidia-gpu"
 
@@ -32,29 +33,35 @@ def argocd_application(plan: StackPlan, gitops) -> dict | None:
 
 
 def flux_objects(plan: StackPlan, gitops) -> list[dict]:
+    """The HelmRepository and the HelmRelease; the release `dependsOn` the GPU stack's HelmRelease, which OLM
+    operator mode has not (Flux then retries until the driver is up)."""
     d, f = plan.dra, gitops.flux
     if d is None:
         return []
     name = gitops_objects.flux_source_name(plan, REPO)
     repo = gitops_objects.helm_repository(name, f.namespace, d.repository, f.interval,
                                           secret=plan.delivery.secret("dra", "flux"))
+    olm = plan.operator is not None and plan.operator.install == "olm"
+    after = {} if olm else {"dependsOn": [{"name": f"gpuop-{plan.name}", "namespace": f.namespace}]}   # the GPU stack
     release = gitops_objects.chart_release(
         plan, gitops, f"gpuop-{plan.name}-dra", repository=name, chart=d.chart, version=d.chart_version,
-        release_name=d.release_name, target_namespace=d.namespace, values=d.values,
-        dependsOn=[{"name": f"gpuop-{plan.name}", "namespace": f.namespace}])   # after the GPU stack
+        release_name=d.release_name, target_namespace=d.namespace, values=d.values, **after)
     return [repo, release]
 
 
-def write(plan: StackPlan, gitops, base: str) -> dict[str, str]:
-    """dist/<cluster>/argocd/dra-application.yaml and flux/dra-helm{repository,release}.yaml."""
-    app = argocd_application(plan, gitops)
+def write(t: Target) -> Written:
+    """Writer (outputs/target.py): dist/<cluster>/argocd/dra-application.yaml, flux/dra-helm{repository,release}.yaml
+    and params/dra.json, in both deliveries (the standalone DRA chart beside NVIDIA's operator too), and the index
+    entry's `dra`."""
+    plan, f = t.plan, t.folders
+    app = argocd_application(plan, t.gitops)
     if app is None:
-        return {}
-    repo, release = flux_objects(plan, gitops)
-    return {f"{base}/params/dra.json": gitops_objects.hub_params(plan, app),   # the fleet's `gpuop-fleet-dra`
-            f"{base}/argocd/dra-application.yaml": dump(app),
-            f"{base}/flux/dra-helmrepository.yaml": dump(repo),
-            f"{base}/flux/dra-helmrelease.yaml": dump(release)}
+        return Written({}, index_entry(plan))
+    repo, release = flux_objects(plan, t.gitops)
+    return Written({f"{f.params}/dra.json": gitops_objects.hub_params(plan, app),   # the fleet's `gpuop-fleet-dra`
+                    f"{f.argocd}/dra-application.yaml": dump(app),
+                    f"{f.flux}/dra-helmrepository.yaml": dump(repo),
+                    f"{f.flux}/dra-helmrelease.yaml": dump(release)}, index_entry(plan))
 
 
 def index_entry(plan: StackPlan) -> dict:

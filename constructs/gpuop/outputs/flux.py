@@ -114,7 +114,7 @@ def overlay_kustomizations(plan: StackPlan, gitops, overlay_path: str, nfd_path:
     return out + [main]
 
 
-def write(plan: StackPlan, gitops, base: str, chart_path: str, kinds: frozenset = frozenset(),
+def files(plan: StackPlan, gitops, base: str, chart_path: str, kinds: frozenset = frozenset(),
           daemonsets: tuple = ()) -> dict[str, str]:
     src, release, *nfd = objects(plan, gitops, chart_path, kinds)
     files = {f"{base}/{src['kind'].lower()}.yaml": dump(src), f"{base}/helmrelease.yaml": dump(release)}

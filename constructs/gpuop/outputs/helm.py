@@ -28,6 +28,7 @@ from gpuop.kube.slots import MARKER, OPEN
 from gpuop.stack.objects import Synthesized
 from gpuop.outputs.values import values_schema
 from gpuop.kube.yamlio import by_content, dump, dump_json, dump_plain
+from gpuop.outputs.target import Target, Written
 
 TOKEN = "GPUOPSLOT{}X"
 ICON = "https://assets.nvidiagrid.net/ngc/logos/GPUoperator.png"     # the GPU Operator chart's own icon
@@ -108,6 +109,17 @@ def _only_if(text: str, item: str, values_key: str) -> str:
         lines[start:end] = [f"{{{{- if .Values.{values_key}.enabled }}}}", *lines[start:end], "{{- end }}"]
         return "\n".join(lines)
     return text
+
+
+def write(t: Target) -> Written:
+    """Writer (outputs/target.py): the cluster's Helm chart under its chart folder, the chart version a
+    placeholder (outputs/version.py: assigned when the tree is assembled), and the content digest it is
+    versioned by."""
+    from gpuop.outputs.version import VERSION_PLACEHOLDER, content_digest
+
+    chart = chart_files(t.stack, VERSION_PLACEHOLDER)
+    return Written({f"{t.folders.chart}/{path}": text for path, text in chart.items()},
+                   {"digest": content_digest(chart)})
 
 
 def chart_files(stack: Synthesized, version: str) -> dict[str, str]:

@@ -13,6 +13,7 @@ ImageStream tag of the OpenShift release payload, mirrored with the platform, no
 from __future__ import annotations
 
 from gpuop.kube.yamlio import dump_plain
+from gpuop.outputs.target import OPERATOR, Target, Written
 
 IMAGESET_API = "mirror.openshift.io/v2alpha1"      # oc-mirror v2 ImageSetConfiguration
 
@@ -65,7 +66,16 @@ def imageset_config(refs: list[str]) -> str:
                           "mirror": {"additionalImages": [{"name": r} for r in refs if has_registry(r)]}}))
 
 
-def write(objects: list[dict], base: str, openshift: bool, extra: list[str] = ()) -> dict[str, str]:
+def write(t: Target) -> Written:
+    """Writer (outputs/target.py): the images of manifests/, for mirroring (stack mode; in operator mode NVIDIA's
+    operator chooses the operands' images, and gpuop writes no list of them)."""
+    from gpuop.outputs.manifests import rendered
+    if t.folders.delivery == OPERATOR:
+        return Written()
+    return Written(files(rendered(t.stack), t.name, t.plan.platform == "openshift", extra=auxiliary_refs(t.plan)))
+
+
+def files(objects: list[dict], base: str, openshift: bool, extra: list[str] = ()) -> dict[str, str]:
     refs = sorted(set(image_refs(objects)) | set(extra))
     files = {f"{base}/images.txt": images_txt(refs)}
     if openshift:

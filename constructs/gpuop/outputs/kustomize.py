@@ -6,9 +6,15 @@ gpuop's output (put them in a sibling overlay that lists this one as a resource,
 from __future__ import annotations
 
 from gpuop.kube.yamlio import dump_plain
+from gpuop.outputs.target import Target, Written
 
 
-def write(base: str) -> dict[str, str]:
+def write(t: Target) -> Written:
+    """Writer (outputs/target.py): the overlay of the rendered manifests."""
+    return Written(files(t.folders.overlay))
+
+
+def files(base: str) -> dict[str, str]:
     return {f"{base}/kustomization.yaml": (
         "# Kustomize overlay of the rendered manifests, built by Flux Kustomizations and `kubectl kustomize`.\n"
         + dump_plain({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",

@@ -13,6 +13,7 @@ from gpuop.kube.order import by_component, file_name
 from gpuop.kube.slots import fill, lookup, slot_paths
 from gpuop.stack.objects import Synthesized
 from gpuop.kube.yamlio import dump_memo, dump_plain
+from gpuop.outputs.target import Target, Written
 
 
 def rendered(stack: Synthesized) -> list[dict]:
@@ -47,7 +48,23 @@ def rendered_text(body: dict, values: dict) -> str:
     return hit[1]
 
 
-def write(stack: Synthesized, base: str) -> dict[str, str]:
+def kinds(stack: Synthesized) -> list[tuple[str, str, bool]]:
+    """(API group, kind, namespaced) of every object kind of the stack, sorted."""
+    return sorted({(o.body["apiVersion"].rpartition("/")[0], o.body["kind"], "namespace" in o.body["metadata"])
+                   for o in stack.objects})
+
+
+def write(t: Target) -> Written:
+    """Writer (outputs/target.py): the rendered manifests, and what index.json says of the stack's objects."""
+    stack = t.stack
+    return Written(files(stack, t.folders.manifests), {
+        "objects": len(stack.objects), "kinds": kinds(stack),
+        # cluster-scoped objects by name: the AppProject allows exactly these (outputs/fleet.py)
+        "clusterObjects": sorted([o.body["apiVersion"].rpartition("/")[0], o.body["kind"], o.body["metadata"]["name"]]
+                                 for o in stack.objects if "namespace" not in o.body["metadata"])})
+
+
+def files(stack: Synthesized, base: str) -> dict[str, str]:
     files: dict[str, str] = {}
     names = []
     values = stack.plan.values

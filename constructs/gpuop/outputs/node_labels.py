@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from gpuop.kube.yamlio import dump_plain
 from gpuop.plan.pools import WHERE
+from gpuop.outputs.target import Target, Written
 
 
 def document(plan) -> dict | None:
@@ -22,7 +23,13 @@ def document(plan) -> dict | None:
                        "nodeSelector": dict(p.node_selector), "labels": dict(p.manual), "why": p.why} for p in manual]}
 
 
-def write(plan, path: str) -> dict[str, str]:
+def write(t: Target) -> Written:
+    """Writer (outputs/target.py): dist/<cluster>/node-labels.yaml (when a pool needs one) and the index entry's
+    `nodeGroupLabels` and `labelSources`."""
+    return Written(files(t.plan, f"{t.name}/node-labels.yaml"), index_entry(t.plan))
+
+
+def files(plan, path: str) -> dict[str, str]:
     """{path: node-labels.yaml} for a writer (e.g. path = '<cluster>/node-labels.yaml'); {} when not needed."""
     doc = document(plan)
     return {path: dump_plain(doc)} if doc else {}

@@ -1,7 +1,7 @@
 """Writer: operator mode (`spec.delivery.mode: operator`) -- the inputs of NVIDIA's GPU Operator instead of
 gpuop's own operands, from the plan's `OperatorPlan` (plan/operator.py).
 
-What dist/<cluster>/ holds in operator mode (`apply`, called by cluster.build_cluster):
+What dist/<cluster>/ holds in operator mode (`write`, called by cluster.build_cluster):
 - `operator/values.yaml` (install: helm): the values for NVIDIA's `gpu-operator` chart of the chosen version.
   Per-pool NVIDIADriver CRs and gpuop's per-pool label NodeFeatureRule go in through the chart's
   `extraObjects`; the device-plugin, mig-parted and DCGM metrics ConfigMaps through the chart's own
@@ -10,7 +10,7 @@ What dist/<cluster>/ holds in operator mode (`apply`, called by cluster.build_cl
   from the operator catalog), then the ClusterPolicy `gpu-cluster-policy` (the CSV's alm-examples one, with the
   profile's settings over it; the release's own images are left to the CSV, which pins them by digest), the
   NVIDIADriver CRs, the ConfigMaps and the NodeFeatureRule, with a kustomization.yaml.
-- `argocd/application.yaml` and `flux/*.yaml` deliver those, replacing the stack's GitOps objects: nothing
+- `argocd/application.yaml` and `flux/*.yaml` deliver those, instead of the stack's GitOps objects: nothing
   deploys gpuop's own chart in operator mode (two controllers for one DaemonSet would fight). The operands
   gpuop would render are written for review only, under `preview/` (`preview/chart/`, `preview/manifests/`,
   `preview/overlay/`), which no Argo CD, Flux or Kustomize object gpuop writes points at, so `kubectl apply -k
@@ -47,9 +47,11 @@ from __future__ import annotations
 import copy
 
 from gpuop.catalog import operator as operator_catalog
-from gpuop.kube.yamlio import dump, load
+from gpuop.kube.yamlio import dump
 from gpuop.outputs import gitops as gitops_objects
 from gpuop.outputs import rollout
+from gpuop.outputs import target
+from gpuop.outputs.target import Target, Written
 from gpuop.plan import chartmap
 from gpuop.plan.model import StackPlan
 
@@ -58,8 +60,7 @@ SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 HELM_CLUSTER_POLICY = "cluster-policy"          # NVIDIA's chart templates/clusterpolicy.yaml
 OLM_CLUSTER_POLICY = "gpu-cluster-policy"       # the CSV's alm-examples
 HOST_PATHS = {"rootFS": "/", "driverInstallDir": "/run/nvidia/driver", "kubeletRootDir": chartmap.KUBELET_ROOT}  # the operator's
-PREVIEW = "preview"                             # dist/<cluster>/preview/: the operands gpuop would render
-PREVIEWED = ("chart", "manifests", "overlay")   # moved there, whole
+PREVIEW = target.PREVIEW                        # dist/<cluster>/preview/: the operands gpuop would render
 DRIFT = (                                       # (group, kind, JSON pointers) the API server defaults
     ("nvidia.com", "ClusterPolicy", ("/spec/cdi/default", "/spec/cdi/nriPluginEnabled")),
 )
@@ -409,47 +410,31 @@ def flux_git_repository(plan: StackPlan, gitops) -> dict:
 
 # ------------------------------------------------------------------------------------ dist/<cluster>/
 
-def apply(files: dict, entry: dict, plan: StackPlan, gitops, c: str) -> tuple[dict, dict]:
-    """Operator mode: replace the stack's delivery objects with the operator's (see the module docstring)."""
+def write(t: Target) -> Written:
+    """Writer (outputs/target.py), operator mode: the operator's inputs and its delivery objects (see the module
+    docstring); the operands gpuop would render are written by their own writers under `preview/`
+    (target.Folders)."""
+    plan, gitops, f = t.plan, t.gitops, t.folders
     op = plan.operator
-    dropped = (f"{c}/argocd/", f"{c}/flux/", f"{c}/flux-overlay/", f"{c}/params/")
-    kept = (f"{c}/argocd/dra-", f"{c}/flux/dra-",     # the standalone DRA chart beside the ClusterPolicy (outputs/dra.py)
-            f"{c}/params/dra.json")
     out = {}
-    for p, t in files.items():
-        if p.startswith(dropped) and not p.startswith(kept):
-            continue
-        for folder in PREVIEWED:       # the operand preview: out of every folder GitOps or Kustomize applies
-            if p.startswith(f"{c}/{folder}/"):
-                p = f"{c}/{PREVIEW}/{p[len(c) + 1:]}"
-                break
-        out[p] = t
-    if op.install == "olm" and f"{c}/flux/dra-helmrelease.yaml" in out:
-        # its dependsOn names the stack's HelmRelease, which OLM mode has not: Flux retries until the driver is up
-        release = load(out[f"{c}/flux/dra-helmrelease.yaml"])
-        release["spec"].pop("dependsOn", None)
-        out[f"{c}/flux/dra-helmrelease.yaml"] = dump(release)
-    base = f"{c}/operator"
+    base = f.operator
     if op.install == "helm":
         out[f"{base}/values.yaml"] = dump(chart_values(plan))
         app = helm_application(plan, gitops)
-        out[f"{c}/argocd/application.yaml"] = dump(app)
+        out[f"{f.argocd}/application.yaml"] = dump(app)
         # the fleet ApplicationSet `gpuop-fleet-operator` delivers the same Application from a hub
-        out[f"{c}/params/operator.json"] = gitops_objects.hub_params(
+        out[f"{f.params}/operator.json"] = gitops_objects.hub_params(
             plan, app, driverCRD="true" if op.values["driver"]["nvidiaDriverCRD"]["enabled"] else "false")
         for name, obj in flux_objects(plan, gitops).items():
-            out[f"{c}/flux/{name}"] = dump(obj)
+            out[f"{f.flux}/{name}"] = dump(obj)
     else:
         out.update(olm_files(plan, f"{base}/olm"))
-        git_path = f"{gitops.path.rstrip('/')}/{base}/olm"
+        git_path = t.repo_path(f"{base}/olm")
         app = olm_application(plan, gitops, git_path)
-        out[f"{c}/argocd/application.yaml"] = dump(app)
-        out[f"{c}/params/operator-olm.json"] = gitops_objects.hub_params(plan, app)   # `gpuop-fleet-operator-olm`
-        out[f"{c}/flux/gitrepository.yaml"] = dump(flux_git_repository(plan, gitops))
+        out[f"{f.argocd}/application.yaml"] = dump(app)
+        out[f"{f.params}/operator-olm.json"] = gitops_objects.hub_params(plan, app)   # `gpuop-fleet-operator-olm`
+        out[f"{f.flux}/gitrepository.yaml"] = dump(flux_git_repository(plan, gitops))
         for name, obj in olm_flux(plan, gitops, git_path).items():
-            out[f"{c}/flux/{name}"] = dump(obj)
-    entry = {k: v for k, v in entry.items() if k != "fluxOverlay"}
-    entry.update({f: f"{c}/{PREVIEW}/{f}" for f in PREVIEWED})
-    entry.update({"delivery": "operator", "operator": {"version": op.version, "install": op.install,
-                                                       "path": base}})
-    return out, entry
+            out[f"{f.flux}/{name}"] = dump(obj)
+    return Written(out, {"delivery": "operator",
+                         "operator": {"version": op.version, "install": op.install, "path": base}})

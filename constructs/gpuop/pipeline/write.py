@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpuop.kube.folders import ENTRY_FOLDERS
 from gpuop.profile.bounded import MAX_JSON_BYTES, parse_json, read_bytes, read_json
 from gpuop.errors import Issue, UserError
 from gpuop.outputs.version import LOCK_FILE
@@ -242,8 +243,7 @@ def _index_problem(doc) -> tuple[str, str] | None:
     for i, c in enumerate(doc["clusters"]):
         if not isinstance(c, dict):
             return f"clusters[{i}]", "expected an object"
-        for key in ("name", "chart", "chartVersion", "package", "manifests", "overlay", "argocd", "flux",
-                    "namespace", "kubeVersion"):
+        for key in ("name", "chart", "chartVersion", "package", *ENTRY_FOLDERS[1:], "namespace", "kubeVersion"):
             if not isinstance(c.get(key), str) or not c[key]:
                 return f"clusters[{i}].{key}", "missing or not a string"
         if "/" in c["name"] or c["name"].startswith("."):
@@ -855,7 +855,7 @@ def output_issues(out: Path, only: frozenset | None = None) -> list[Issue]:
     for i, c in enumerate(doc["clusters"]):
         if only is not None and c["name"] not in only:
             continue
-        for key in ("chart", "manifests", "overlay", "argocd", "flux"):
+        for key in ENTRY_FOLDERS:
             if not (out / c[key]).is_dir():
                 issues.append(Issue(str(out / "index.json"), 0, 0, f"clusters[{i}].{key}",
                                     f"{c[key]} is missing; run gpuop synth to rebuild it"))

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from gpuop.errors import Issue, Rule, field_path, registry, rule
+from gpuop.kube.folders import ENTRY_FOLDERS
 from gpuop.kube.yamlio import load_all
 from gpuop.verify import cel
 from gpuop.verify.kubeschema import KubeValidator, SchemaNotFound
@@ -128,7 +129,7 @@ def walk(output: Path, rel: str) -> list[tuple[str, bool]]:
 
 def cluster_tops(c: dict) -> set[str]:
     """The top-level folders index.json names for one cluster (its folder; operator mode's too)."""
-    paths = [c.get(k) for k in ("chart", "manifests", "overlay", "argocd", "flux")]
+    paths = [c.get(k) for k in ENTRY_FOLDERS]
     paths.append((c.get("operator") or {}).get("path"))
     return {p.split("/", 1)[0] for p in paths if isinstance(p, str) and p}
 
