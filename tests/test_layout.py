@@ -433,10 +433,12 @@ ARCHITECTURE: dict[str, tuple[str, set[str]]] = {
              "stack", "verify"}),
     "pipeline": ("the synth command (`synth.py`), sequencing (`run.py`), one named decision per cluster "
                  "(`decide.py`), shards (`shards.py`), the build cache and its keys (`cache.py`, `keys.py`), "
-                 "the no-op path (`noop.py`), the review gate (`gate.py`), the output transaction (`write.py`, "
-                 "`journal.py`)",
+                 "the no-op path (`noop.py`), the review gate (`gate.py`), the previous output (`previous.py`), what "
+                 "may be replaced (`ownership.py`), the output transaction (`write.py`, `journal.py`), a compiled "
+                 "output's integrity (`integrity.py`)",
                  {"catalog", "errors", "kube", "outputs", "plan", "profile", "stack", "validate", "verify"}),
-    "profile": ("load + `extends` (`load.py`, `fastyaml.py`, `bounded.py`), the contract (`models.py`), settings, "
+    "profile": ("the one bounded reader of input files (`bounded.py`), load + `extends` (`load.py`, `fastyaml.py`), "
+                "the contract (`models.py`), settings, "
                 "the JSON schema, pydantic wording (`messages.py`)", {"catalog", "errors", "kube"}),
     "validate": ("the one runner (`runner.py`) and the rule modules; each rule a small `check_*` function declared "
                  "with `@rule(id, source, severity)`, listed in [docs/rules.md](docs/rules.md); rules read each "

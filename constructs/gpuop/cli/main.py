@@ -236,7 +236,9 @@ def cmd_publish(args) -> int:
 
 def cmd_merge(args) -> int:
     from gpuop.pipeline.shards import merge_shards
-    from gpuop.pipeline.write import check_target, output_lock, read_previous, write_tree
+    from gpuop.pipeline.ownership import check_target
+    from gpuop.pipeline.previous import read_previous
+    from gpuop.pipeline.write import output_lock, write_tree
 
     from gpuop.profile.settings import load_settings
 
@@ -266,7 +268,8 @@ def cmd_validate(args) -> int:
     notes: dict = {}
     for out in outputs:
         from gpuop.outputs.cluster import disk_tree_digest
-        from gpuop.pipeline.write import output_issues, read_index
+        from gpuop.pipeline.integrity import output_issues
+        from gpuop.pipeline.previous import read_index
 
         _settle_journal(out, strict=True)
 

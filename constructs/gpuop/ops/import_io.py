@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.reader import ReaderError
 
 from gpuop.errors import Issue, UserError, field_path
+from gpuop.profile import bounded
 from gpuop.profile import load
 
 WHAT = "an operator input"
@@ -117,7 +119,7 @@ def _parse(shown: str, text: str, first_line: int, budget: list | None = None) -
         issue = load._yaml_problem(shown, exc)
         raise UserError(Issue(issue.file, issue.line + offset, issue.col, issue.path, issue.message)) from None
     except ReaderError as exc:
-        line, col = load._line_col(text, exc.position)
+        line, col = bounded.line_col(text, exc.position)
         raise UserError(Issue(shown, line + offset, col, "", f"character #x{exc.character:04x} is not allowed in "
                               "YAML (control characters other than tab and newline are refused)")) from None
     except YAMLError as exc:
@@ -227,7 +229,8 @@ def write_profile(output: Path, text: str, force: bool = False, project: Path | 
                      "(symlinks are followed before this check)")
     if os.path.lexists(target):
         st = os.lstat(target)
-        kind = load._kind(st.st_mode)
+        # lstat: a symlink is "not a regular file" here, as it always was (bounded.kind would name it)
+        kind = "not a regular file" if stat.S_ISLNK(st.st_mode) else bounded.kind(st.st_mode)
         if kind:
             raise refuse(f"is {kind}, not a profile file")
         if not force:

@@ -301,7 +301,7 @@ def _entries(doc: dict | None) -> dict:
 def select(paths: list[Path], output: Path, settings, against: str | None, everything: bool = False) -> Selection:
     """The clusters to compile and compare against the base `against` (a revision; None or `everything`:
     every cluster)."""
-    from gpuop.pipeline.write import read_index
+    from gpuop.pipeline.previous import read_index
 
     folder = output.as_posix().rstrip("/")
     refuse_links([output, *paths])
@@ -338,7 +338,7 @@ def _profile_folders(paths: list[Path]) -> list[str]:
 
 
 def _select(paths, output: Path, settings, against, everything, folder: str, commit, status, trees) -> Selection:
-    from gpuop.pipeline.write import read_index
+    from gpuop.pipeline.previous import read_index
 
     base_raw = git_blob(commit, f"{folder}/index.json") if commit else None
     base_doc = _document(base_raw)
@@ -406,7 +406,7 @@ def verify(sel: Selection, paths: list[Path], output: Path, settings) -> tuple[l
     lock and compare them, their chart archives and the fleet-level files with the bytes on disk. Returns
     what differs and the compile result."""
     from gpuop.pipeline.run import CompileOptions, compile_profiles
-    from gpuop.pipeline.write import read_previous
+    from gpuop.pipeline.previous import read_previous
 
     stale: list[Stale] = []
     if sel.orphans and not sel.clusters and not sel.fleet:
@@ -584,7 +584,7 @@ def verify_folders(clusters: dict, source: Path, paths: list[Path], settings, re
     `reads`: the catalog read sets the shards' index.json hold (outputs/fleet.reads_table)."""
     from gpuop.outputs.cluster import tree_digest
     from gpuop.pipeline.run import CompileOptions, compile_profiles
-    from gpuop.pipeline.write import read_previous
+    from gpuop.pipeline.previous import read_previous
 
     # the catalog facts each shard's cluster records are read again here: a record naming fewer facts than its
     # compile read has other inputs than the base's, so that cluster is compiled

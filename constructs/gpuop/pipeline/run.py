@@ -249,7 +249,7 @@ def compile_profiles(paths: list[Path], settings, previous=None, options: Compil
                 removed.append(name)
     out = assemble(list(builds.values()), previous, settings, keep=tuple(sorted(kept + proven)), reads=table)
     if shard is not None:
-        from gpuop.pipeline.write import mark_shard
+        from gpuop.pipeline.previous import mark_shard
 
         mark_shard(out.files, shard)
     return CompileResult(tuple(sorted(set(builds) | set(proven))), tuple(sorted(warnings)), out.files, out.reuse,

@@ -24,7 +24,7 @@ from gpuop.errors import Issue, UserError
 from gpuop.outputs import charts
 from gpuop.outputs import fleet
 from gpuop.outputs.cluster import tree_digest
-from gpuop.pipeline.write import SHARD_KEY, read_index
+from gpuop.pipeline.previous import SHARD_KEY, read_index
 from gpuop.outputs.version import LOCK_FILE
 from gpuop.kube.yamlio import dump_json
 

@@ -69,7 +69,9 @@ def _synth(req: Request, say: Callable[[str], None], options: tuple, walks: dict
     from gpuop.errors import UserError
     from gpuop.pipeline import noop
     from gpuop.pipeline.cache import BuildCache
-    from gpuop.pipeline.write import Staging, check_target, locked, output_lock, read_previous, write_tree
+    from gpuop.pipeline.ownership import check_target
+    from gpuop.pipeline.previous import read_previous
+    from gpuop.pipeline.write import Staging, locked, output_lock, write_tree
     from gpuop.profile.settings import load_settings
 
     paths = list(req.paths)

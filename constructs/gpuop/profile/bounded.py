@@ -1,11 +1,11 @@
 """The input boundary for every file gpuop reads that is not a profile: shard folders, previous outputs
 (index.json, the version lock, chart archives), the lock of image digests, git trees, registry answers.
 
-Profiles have their own reader (profile/load.py, YAML with positions, the same rules underneath). What
-this module promises for every other input:
+Profiles and settings are read through it too (profile/load.py `read_bytes`, `decode`: links followed,
+the profile's limit and wording); profile/load.py adds YAML with positions on top. What it promises:
 
 - a file is read only when it is a regular file (lstat: a symlink is refused where the caller says
-  links must not be followed; fstat on the open descriptor: a FIFO or device swapped in later cannot
+  links must not be followed; a followed one must not lead into /proc, /sys or /dev; fstat on the open descriptor: a FIFO or device swapped in later cannot
   block or stream forever) and at most `limit` bytes are ever read, whatever the file claims;
 - a folder is walked without following any symlink, every path stays inside it, and only regular
   files and folders are allowed, within a budget of entries and bytes;
@@ -47,27 +47,67 @@ def _fail(shown: str, message: str, line: int = 0, col: int = 0) -> UserError:
     return UserError(Issue(shown, line, col, "", message))
 
 
-def read_bytes(path: Path, shown: str | None = None, *, limit: int = MAX_FILE_BYTES, what: str = "a file",
-               follow: bool = False) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes. `follow=False` (the default): a symlink is
-    refused, never followed (O_NOFOLLOW), so a link in an untrusted folder cannot point the read at a
-    file elsewhere."""
-    shown = str(path) if shown is None else shown
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow else os.O_NOFOLLOW)
+_PSEUDO = ("/proc", "/sys", "/dev")   # kernel files: "regular" with size 0, content generated on read
+
+
+def followed_problem(path: Path, *, what: str, limit: int) -> str | None:
+    """Why `path`, its links followed, cannot be read as `what` (at most `limit` bytes), from stat only (never
+    opens it, so a FIFO cannot block and /dev/zero is never read); "file not found" when it is missing, None
+    when it is a regular file within the limit."""
     try:
-        st = os.stat(path, follow_symlinks=follow)
-        problem = kind(st.st_mode)
-        if problem:
-            raise _fail(shown, f"is {problem}, not {what}" + ("; links are not followed" if problem == "a symlink" else ""))
-        if st.st_size > limit:
-            raise _fail(shown, f"is {st.st_size} bytes; {what} may hold at most {limit} bytes (limit {limit})")
-        fd = os.open(path, flags)
+        st = os.stat(path)
     except FileNotFoundError:
-        raise _fail(shown, "cannot read: No such file or directory")
+        return "is a symlink to a missing file" if os.path.islink(path) else "file not found"
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise _fail(shown, f"is a symlink, not {what}; links are not followed")
-        raise _fail(shown, f"cannot read: {exc.strerror or exc}")
+            return "is a symlink loop"
+        if exc.errno == errno.ENAMETOOLONG:
+            return "the file name is too long"
+        return f"cannot read: {exc.strerror or exc}"
+    problem = kind(st.st_mode)
+    if problem:
+        return f"is {problem}, not {what}"
+    real = os.path.realpath(path)
+    if any(real == p or real.startswith(p + "/") for p in _PSEUDO):
+        return f"is a kernel file ({real}), not {what}"
+    if st.st_size > limit:
+        return f"is {st.st_size} bytes; {what} may hold at most {limit} bytes (limit {limit})"
+    return None
+
+
+def read_bytes(path: Path, shown: str | None = None, *, limit: int = MAX_FILE_BYTES, what: str = "a file",
+               follow: bool = False, missing: str = "file not found") -> bytes:
+    """The bytes of a regular file of at most `limit` bytes. `follow=False` (the default): a symlink is
+    refused, never followed (O_NOFOLLOW), so a link in an untrusted folder cannot point the read at a
+    file elsewhere. `follow=True` (the files the user names: profiles, their parents, settings): links are
+    followed, and what stat finds wrong is said (`followed_problem`; `missing`: the message for a file that is
+    not there). Either way the open descriptor is checked with fstat, so a file swapped for a FIFO or device
+    after stat looked at it still cannot block or stream forever."""
+    shown = str(path) if shown is None else shown
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow else os.O_NOFOLLOW)
+    if follow:
+        problem = followed_problem(path, what=what, limit=limit)
+        if problem:
+            raise _fail(shown, missing if problem == "file not found" else problem)
+        try:
+            fd = os.open(path, flags)
+        except OSError as exc:
+            raise _fail(shown, f"cannot read: {exc.strerror or exc}")
+    else:
+        try:
+            st = os.stat(path, follow_symlinks=False)
+            problem = kind(st.st_mode)
+            if problem:
+                raise _fail(shown, f"is {problem}, not {what}" + ("; links are not followed" if problem == "a symlink" else ""))
+            if st.st_size > limit:
+                raise _fail(shown, f"is {st.st_size} bytes; {what} may hold at most {limit} bytes (limit {limit})")
+            fd = os.open(path, flags)
+        except FileNotFoundError:
+            raise _fail(shown, "cannot read: No such file or directory")
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _fail(shown, f"is a symlink, not {what}; links are not followed")
+            raise _fail(shown, f"cannot read: {exc.strerror or exc}")
     try:
         problem = kind(os.fstat(fd).st_mode)
         if problem:
@@ -88,18 +128,24 @@ def read_bytes(path: Path, shown: str | None = None, *, limit: int = MAX_FILE_BY
     return b"".join(chunks)
 
 
-def decode(shown: str, raw: bytes) -> str:
-    """UTF-8 text, or UserError located at the first byte that is not UTF-8 (line and column)."""
+def decode(shown: str, raw: bytes, *, advise: bool = False) -> str:
+    """UTF-8 text, or UserError located at the first byte that is not UTF-8 (line and column). `advise` (files
+    the user writes: profiles, settings): the message says how to fix it, and a UTF-16 byte order mark is named."""
+    if advise and raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise _fail(shown, "cannot read: the file is UTF-16 (it starts with a UTF-16 byte order mark); save it as "
+                    "UTF-8", 1, 1)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         before = raw[:exc.start]
         line = before.count(b"\n") + 1
         col = len(before[before.rfind(b"\n") + 1:].decode("utf-8", "replace")) + 1
-        raise _fail(shown, f"cannot read: byte 0x{raw[exc.start]:02x} is not UTF-8 ({exc.reason})", line, col)
+        raise _fail(shown, f"cannot read: byte 0x{raw[exc.start]:02x} is not UTF-8 ({exc.reason})"
+                    + ("; save the file as UTF-8" if advise else ""), line, col)
 
 
-def _line_col(text: str, index: int) -> tuple[int, int]:
+def line_col(text: str, index: int) -> tuple[int, int]:
+    """1-based line and column of a character index."""
     line = text.count("\n", 0, index) + 1
     return line, index - (text.rfind("\n", 0, index) + 1) + 1
 
@@ -143,7 +189,7 @@ def _check_depth(shown: str, text: str, raw: bytes | None = None) -> None:
         elif ch in "[{":
             depth += 1
             if depth > MAX_DEPTH:
-                raise _fail(shown, f"nests deeper than {MAX_DEPTH} levels (limit {MAX_DEPTH})", *_line_col(text, i))
+                raise _fail(shown, f"nests deeper than {MAX_DEPTH} levels (limit {MAX_DEPTH})", *line_col(text, i))
         elif ch in "]}":
             depth -= 1
 

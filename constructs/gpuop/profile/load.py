@@ -25,11 +25,9 @@ opened, and no message ever quotes the content of a file that is not a profile.
 from __future__ import annotations
 
 import datetime
-import errno
 import json
 import os
 import re
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +39,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.reader import ReaderError
 
 from gpuop.errors import Issue, UserError, field_path
+from gpuop.profile import bounded
 from gpuop.profile import fastyaml
 
 Loc = tuple  # a field path: ('spec', 'nodePools', 0, 'name')
@@ -284,12 +283,6 @@ def _yaml_problem(shown: str, exc: MarkedYAMLError) -> Issue:
     return Issue(shown, line, col, "", f"malformed YAML: {text}")
 
 
-def _line_col(text: str, index: int) -> tuple[int, int]:
-    """1-based line and column of a character index."""
-    line = text.count("\n", 0, index) + 1
-    return line, index - (text.rfind("\n", 0, index) + 1) + 1
-
-
 def _unreadable_scalar(text: str) -> tuple[int, int]:
     """1-based position of the first plain scalar ruamel tags as a number that Python cannot convert."""
     try:
@@ -392,7 +385,7 @@ def _ruamel_document(shown: str, text: str, what: str) -> tuple[Any, dict]:
     except MarkedYAMLError as exc:
         raise UserError(_yaml_problem(shown, exc))
     except ReaderError as exc:  # a control character: locate it (the message names only its code point)
-        line, col = _line_col(text, exc.position)
+        line, col = bounded.line_col(text, exc.position)
         raise UserError(Issue(shown, line, col, "", f"character #x{exc.character:04x} is not allowed in YAML "
                               "(control characters other than tab and newline are refused)"))
     except YAMLError as exc:
@@ -426,90 +419,23 @@ def _ruamel_document(shown: str, text: str, what: str) -> tuple[Any, dict]:
     return data, table
 
 
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-_PSEUDO = ("/proc", "/sys", "/dev")   # kernel files: "regular" with size 0, content generated on read
-
-
-def _kind(mode: int) -> str | None:
-    """What a non-regular file is, in words; None for a regular file."""
-    return next((what for test, what in _KINDS if test(mode)), None if stat.S_ISREG(mode) else "not a regular file")
-
-
 def file_problem(path: Path) -> str | None:
-    """Why `path` cannot be a profile file, from lstat/stat only (never opens it, so a FIFO cannot block
-    and /dev/zero is never read); None when it is a regular file."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return "is a symlink to a missing file" if os.path.islink(path) else "file not found"
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return "is a symlink loop"
-        if exc.errno == errno.ENAMETOOLONG:
-            return "the file name is too long"
-        return f"cannot read: {exc.strerror or exc}"
-    what = _kind(st.st_mode)
-    if what == "a folder":
-        return "is a folder, not a profile file"
-    if what:
-        return f"is {what}, not a profile file"
-    real = os.path.realpath(path)
-    if any(real == p or real.startswith(p + "/") for p in _PSEUDO):
-        return f"is a kernel file ({real}), not a profile file"
-    if st.st_size > MAX_FILE_BYTES:
-        return f"is {st.st_size} bytes; a profile file may hold at most {MAX_FILE_BYTES} bytes (limit {MAX_FILE_BYTES})"
-    return None
+    """Why `path` cannot be a profile file, from stat only (profile/bounded.py `followed_problem`); None when it
+    is a regular file within the limit."""
+    return bounded.followed_problem(path, what="a profile file", limit=MAX_FILE_BYTES)
 
 
 def read_bytes(path: Path, shown: str | None = None) -> bytes:
-    """The bytes of a regular file of at most MAX_FILE_BYTES, or UserError naming the file (never its
-    content). Opened non-blocking and checked with fstat on the open descriptor, so a file swapped for
-    a FIFO or device after `file_problem` looked at it still cannot block or stream forever."""
-    shown = display(path) if shown is None else shown
-    problem = file_problem(path)
-    if problem == "file not found":
-        problem = "file not found; name a profile file or a folder of profiles"
-    if problem:
-        raise UserError(Issue(shown, 0, 0, "", problem))
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise UserError(Issue(shown, 0, 0, "", f"cannot read: {exc.strerror or exc}"))
-    try:
-        what = _kind(os.fstat(fd).st_mode)
-        if what:
-            raise UserError(Issue(shown, 0, 0, "", f"is {what}, not a profile file"))
-        chunks, size = [], 0
-        while size <= MAX_FILE_BYTES:   # read at most one byte past the limit, whatever the file claims
-            chunk = os.read(fd, MAX_FILE_BYTES + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise UserError(Issue(shown, 0, 0, "", f"cannot read: {exc.strerror or exc}"))
-    finally:
-        os.close(fd)
-    if size > MAX_FILE_BYTES:
-        raise UserError(Issue(shown, 0, 0, "", f"is more than {MAX_FILE_BYTES} bytes; a profile file may hold at "
-                              f"most {MAX_FILE_BYTES} bytes (limit {MAX_FILE_BYTES})"))
-    return b"".join(chunks)
+    """The bytes of a profile (or settings) file: profile/bounded.py's reader, links followed, at most
+    MAX_FILE_BYTES, or UserError naming the file (never its content)."""
+    return bounded.read_bytes(path, display(path) if shown is None else shown, limit=MAX_FILE_BYTES,
+                              what="a profile file", follow=True,
+                              missing="file not found; name a profile file or a folder of profiles")
 
 
 def decode(shown: str, raw: bytes) -> str:
-    """UTF-8 text, or UserError located at the first byte that is not UTF-8 (line and column)."""
-    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        raise UserError(Issue(shown, 1, 1, "", "cannot read: the file is UTF-16 (it starts with a UTF-16 byte "
-                              "order mark); save it as UTF-8"))
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        before = raw[:exc.start]
-        line = before.count(b"\n") + 1
-        col = len(before[before.rfind(b"\n") + 1:].decode("utf-8", "replace")) + 1
-        raise UserError(Issue(shown, line, col, "", f"cannot read: byte 0x{raw[exc.start]:02x} is not UTF-8 "
-                              f"({exc.reason}); save the file as UTF-8"))
+    """UTF-8 text, or UserError located at the first byte that is not UTF-8, saying how to fix it."""
+    return bounded.decode(shown, raw, advise=True)
 
 
 def _read(path: Path) -> tuple[dict, dict, Callable[[], dict]]:
