@@ -486,8 +486,8 @@ CHANGES = (
      "also `profile/models.py`, `plan/model.py` + `plan/build.py` (what the plan says of it), `outputs/values.py` "
      "(its chart values) and its image in `catalog/data/releases.yaml`"),
     ("Adding an output target", "its writer `outputs/<target>.py` (`write(t: Target) -> Written`: its files under "
-     "`t.folders` and its keys of the index entry, outputs/target.py), one line in `outputs/cluster.py` "
-     "`build_cluster`, the list of what `gpuop synth` writes in this README (its module list above is regenerated) "
+     "`t.folders` and its keys of the index entry, outputs/target.py), its import and one line in "
+     "`outputs/cluster.py` `build_cluster`, the list of what `gpuop synth` writes in this README (its module list above is regenerated) "
      "and, regenerated, `dist/`"),
     ("Adding a pool-level field", "the field in `profile/models.py` (`NodePool`, its description saying what "
      "omitted means), its effective value in `plan/defaults.py` (`PoolDefaults`), the rules and plan builders that "
