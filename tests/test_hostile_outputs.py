@@ -26,7 +26,7 @@ def _profile(name: str) -> str:
     return VALID.replace("\n    ", "\n").lstrip().replace("name: c1", f"name: {name}")
 
 
-def _shard_of(name: str, n: int) -> int:     # pipeline/run.py _in_shard
+def _shard_of(name: str, n: int) -> int:     # pipeline/decide.py in_shard
     return int(hashlib.sha256(name.encode()).hexdigest()[:8], 16) % n + 1
 
 
