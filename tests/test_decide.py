@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpuop.outputs.cluster import ClusterBuild, expected_tree, files_digest, output_digest
 from gpuop.outputs.version import VERSION_PLACEHOLDER
@@ -120,3 +122,25 @@ def test_the_decided_chart_version_is_not_part_of_the_cache_entry():
     import dataclasses
 
     assert dataclasses.replace(BUILD, chart_version="1.2.3").head() == BUILD.head()
+
+
+
+@given(inputs_match=st.booleans(), forged=st.booleans(), version_match=st.booleans(), trusted=st.booleans(),
+       reuse=st.booleans(), charts=st.booleans(), stored=st.sampled_from(["ok", "missing", "other"]))
+def test_a_cache_entry_is_used_only_when_the_previous_index_vouches_for_it(inputs_match, forged, version_match, trusted,
+                                                                            reuse, charts, stored):
+    out = Path("/nonexistent-gpuop-output")        # no folder on disk: only a trusted one is taken as unchanged
+    previous = _previous(out, "0.1.0" if version_match else "0.2.0",
+                         inputs="sha256:inputs" if inputs_match else "sha256:other", charts=charts)
+    files = {"ok": dict(FILES), "missing": None, "other": {**FILES, "c/manifests/a.yaml": "kind: B\n"}}[stored]
+    d = decide(Facts(hit=_hit(tree="sha256:forged" if forged else None), previous=previous, record=RECORD,
+                     trusted=frozenset({"c"}) if trusted else frozenset(), reuse=reuse, stored=lambda: files))
+    vouched = inputs_match and version_match and not forged
+    if not vouched:
+        want = State.BUILD
+    elif reuse and trusted and charts:
+        want = State.ON_DISK
+    else:
+        want = State.FROM_CACHE if stored == "ok" else State.BUILD
+    assert d.state is want, d.reason
+    assert (d.chart_version is not None) == (want in (State.ON_DISK, State.FROM_CACHE))
