@@ -28,6 +28,7 @@ from gpuop.outputs import node_labels
 from gpuop.outputs import dra
 from gpuop.outputs import argocd
 from gpuop.outputs import charts
+from gpuop.outputs import dashboards
 from gpuop.outputs import fleet
 from gpuop.outputs import flux
 from gpuop.outputs import helm
@@ -166,6 +167,10 @@ def build_cluster(stack, settings) -> ClusterBuild:
     entry.update(node_labels.index_entry(plan))
     entry["capacity"] = plan.capacity.as_dict()         # what each pool advertises (plan/capacity.py)
     files.update(dra.write(plan, gitops, c))          # the DRA driver's delivery, after the stack
+    mine = dashboards.write(stack, f"{c}/{dashboards.FOLDER}")   # the dashboards' JSON, in both delivery modes
+    files.update(mine)
+    if mine:
+        entry["dashboards"] = sorted(mine)
     entry.update(dra.index_entry(plan))               # DRA driver and capacity per DeviceClass
     if plan.operator is not None:    # operator mode: NVIDIA's operator deploys the operands (outputs/operator.py)
         files, entry = operator.apply(files, entry, plan, gitops, c)
