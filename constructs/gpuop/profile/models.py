@@ -814,8 +814,8 @@ class Queues(Model):
         "names). Omitted: gpus."))
     namespaces: list[Annotated[str, AfterValidator(_dns_label(63))]] = Field(
         default_factory=list, max_length=MAX_POOLS, description=(
-            "Namespaces (you create them) that get a LocalQueue pointing at the ClusterQueue. Omitted: none "
-            "(only the cluster-scoped objects)."))
+            "Namespaces that get a LocalQueue pointing at the ClusterQueue (they must exist: gpuop does not write "
+            "them). Omitted: none (only the cluster-scoped objects)."))
     quota: Literal["min", "max"] = Field("max", description=(
         "Which end of an autoscaled pool (`nodes: {min, max}`) sets the nominal quota: max admits what the "
         "autoscaler can add nodes for, min only what is always there. Omitted: max."))
