@@ -14,6 +14,7 @@ import pytest
 
 from gpuop.catalog import RuntimeFiles
 from gpuop.components.base import Component
+from gpuop.components.dashboards import Dashboards, DashboardsProps, PoolPanelProps
 from gpuop.components.dcgm import Dcgm, DcgmProps
 from gpuop.components.dcgm_exporter import DcgmExporter, DcgmExporterProps
 from gpuop.components.device_plugin import DevicePlugin, DevicePluginProps
@@ -28,6 +29,7 @@ from gpuop.components.node_labels import NodeLabels, NodeLabelsProps
 from gpuop.components.node_status_exporter import NodeStatusExporter, NodeStatusExporterProps
 from gpuop.components.plugin_config import PluginConfig, PluginConfigProps
 from gpuop.components.props import Placement, ServiceMonitorProps
+from gpuop.components.queues import FlavorProps, KueueQueues, QueuesProps
 from gpuop.components.runtime_class import RuntimeClasses, RuntimeClassProps
 from gpuop.components.toolkit import ContainerToolkit, ToolkitProps
 from gpuop.components.validator import OperatorValidator, ValidatorProps
@@ -66,6 +68,13 @@ PROPS: dict[type[Component], object] = {
         name="a.gpu.gpuop", pool="a", expression="device.driver == 'gpu.nvidia.com'"),), claim_templates=(
         ClaimTemplateProps(name="one-gpu", namespace=NS, pool="a", requests=(
             ClaimRequestProps(name="gpu", device_class="a.gpu.gpuop"),)),)),
+    Dashboards: DashboardsProps(namespace=NS, cluster="c", pools=(
+        PoolPanelProps(name="a", gpu="L40S", node_labels=(("pool", "a"),), per_node=(("nvidia.com/gpu", 4),),
+                       nodes=(2, 2)),
+        PoolPanelProps(name="m", gpu="H100-SXM5-80GB", per_node=(("nvidia.com/mig-1g.10gb", 56),), mig=True))),
+    KueueQueues: QueuesProps(namespace=NS, namespaces=(NS,), groups=(
+        (("nvidia.com/gpu",), (FlavorProps(name="a", node_labels={"pool": "a"}, quota={"nvidia.com/gpu": 8},
+                                           tolerations=(("nvidia.com/gpu", "", "NoSchedule"),)),)),)),
 }
 
 

@@ -158,7 +158,7 @@ def test_disabling_a_component_removes_all_its_objects():
     assert dict(component_props(plan)).get(DevicePlugin) is None
     names = [c.name for c, _ in component_props(plan)]
     assert names == ["namespace", "node-labels", "runtime-class", "toolkit", "operator-validator",
-                     "dcgm-exporter", "gpu-feature-discovery", "mig-manager"]    # all-disabled on the H100 pool
+                     "dcgm-exporter", "gpu-feature-discovery", "mig-manager", "dashboards"]   # all-disabled on the H100 pool
 
 
 @pytest.mark.parametrize("cluster", ["prod-east", "lab-west", "full-stack", "mig-sharing", "openshift"])

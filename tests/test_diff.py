@@ -323,3 +323,16 @@ def test_against_never_follows_a_link_in_the_folder(project, tmp_path):
     assert proc.stderr.splitlines()[0] == (f"{artifact}/{rel}: is a symlink, not a file of a gpuop output folder; "
                                            "links are not followed")
     assert "do-not-print" not in proc.stdout + proc.stderr
+
+
+def test_queue_quota_and_dashboard_changes_are_shown(project):
+    # one more batch node: the ClusterQueue's quota of the batch flavor, the dashboard's planned series
+    edit(project / "profiles" / "mig-sharing.yaml", "    - name: batch\n      nodes: 4\n",
+         "    - name: batch\n      nodes: 5\n")
+    out = run_gpuop("diff", cwd=project, check=True).stdout
+    lines = section(out, "mig-sharing")
+    assert "      ~ ClusterQueue gpus" in lines
+    assert "  ~ dashboards/mig-sharing-gpus.json" in lines
+    assert "      spec.resourceGroups[0].flavors[batch].resources[nvidia.com/gpu].nominalQuota: 64 -> 80" in lines, lines
+    fleet = out.split("\nfleet:\n")[1].splitlines()
+    assert "  ~ fleet/dashboards/fleet-gpus.json" in fleet

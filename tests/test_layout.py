@@ -484,7 +484,9 @@ CHANGES = (
      "`stack/derive.py`, its line in `stack/registry.py`, its example props in `tests/test_component_units.py`, "
      "and, regenerated, the golden files (`tests/golden/`) and `dist/` of the profiles that deploy it; with a profile section "
      "also `profile/models.py`, `plan/model.py` + `plan/build.py` (what the plan says of it), `outputs/values.py` "
-     "(its chart values) and its image in `catalog/data/releases.yaml`"),
+     "(its chart values) and its image in `catalog/data/releases.yaml`; objects of a kind gpuop did not write before "
+     "also need their place in `kube/order.py` (install order) and, when they live in the users' namespaces, "
+     "`verify/semantic/objects.py` `TENANT_KINDS`"),
     ("Adding an output target", "its writer `outputs/<target>.py` (`write(t: Target) -> Written`: its files under "
      "`t.folders` and its keys of the index entry, outputs/target.py), its import and one line in "
      "`outputs/cluster.py` `build_cluster`, the list of what `gpuop synth` writes in this README (its module list above is regenerated) "

@@ -144,6 +144,8 @@ VALIDATE_CASES: dict[str, tuple[dict, ...]] = {
                                 {**POOL_B, "sharing": {"timeSlicing": {"replicas": 4}, "configName": "shared"}}),),
     "known-issue": ({"spec": {"driver": {"rdma": {"enabled": True}}}},),
     "reserved-names": (pools({**POOL_A, "sharing": {"timeSlicing": {"replicas": 2}, "configName": "default"}}),),
+    "pool-taints-tolerated": (pools({**POOL_A, "taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}),),
+    "queues-capacity": ({"spec": {"queues": {"enabled": True}}},),
 }
 
 # Rules that fire together with a case's rule by nature (one mistake, seen by both).
@@ -308,7 +310,8 @@ HELM_RELEASE_WITHOUT_CHART = {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind":
 
 def test_every_output_rule_has_a_triggering_input():
     from gpuop.verify.output import REGISTRY as VERIFY
-    assert sorted({*SEMANTIC_CASES, "kubectl-decode", "kube-schema", "crd-cel", "operator-cr-schema"}) == sorted(VERIFY)
+    assert sorted({*SEMANTIC_CASES, "kubectl-decode", "kube-schema", "crd-cel", "kueue-schema",
+                   "operator-cr-schema"}) == sorted(VERIFY)
 
 
 @pytest.mark.parametrize("rule_id", sorted(SEMANTIC_CASES))
@@ -333,6 +336,10 @@ def test_the_file_and_object_checks_fire_and_tag_their_issues(tmp_path):
     assert output.check_crd_cel(HELM_RELEASE_WITHOUT_CHART)
     assert output.check_crd_cel({**HELM_RELEASE_WITHOUT_CHART, "spec": {
         "interval": "10m", "chart": {"spec": {"chart": "c", "sourceRef": {"kind": "HelmRepository", "name": "r"}}}}}) == []
+    flavor = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "a"},
+              "spec": {"nodeLabels": {"pool": "a"}}}
+    assert output.check_kueue_schema(flavor) == []
+    assert output.check_kueue_schema({**flavor, "spec": {"nodeLabel": {"pool": "a"}}})
     chart = REFS / "gpu-operator" / "chart"
     assert [(o["kind"], p) for o, p, _ in output.check_operator_crs({"mig": {"strategy": ""}}, chart)] == [
         ("ClusterPolicy", ("spec", "mig"))]

@@ -103,8 +103,11 @@ def emit(scope: Construct, body: dict) -> cdk8s.ApiObject:
     """One plain-dict object -> one cdk8s ApiObject (metadata in the constructor, the rest as one patch).
     stack/apiobject.py writes, without Node, the JSON this gives."""
     meta = body["metadata"]
+    cid = f"{body['kind']}-{meta['name']}"
+    if scope.node.try_find_child(cid) is not None:      # one name in several namespaces (LocalQueues per tenant)
+        cid = f"{body['kind']}-{meta.get('namespace')}-{meta['name']}"
     obj = cdk8s.ApiObject(
-        scope, f"{body['kind']}-{meta['name']}",
+        scope, cid,
         api_version=body["apiVersion"], kind=body["kind"],
         metadata=cdk8s.ApiObjectMetadata(
             name=meta["name"], namespace=meta.get("namespace"),

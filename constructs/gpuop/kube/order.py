@@ -29,6 +29,8 @@ KIND_RANK = (
     "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service",
     "DaemonSet", "Pod", "ReplicationController", "ReplicaSet", "Deployment", "HorizontalPodAutoscaler",
     "StatefulSet", "Job", "CronJob", "IngressClass", "Ingress", "APIService",
+    # Kueue's, after Helm's: a ClusterQueue names its ResourceFlavors, a LocalQueue its ClusterQueue
+    "ResourceFlavor", "ClusterQueue", "LocalQueue",
 )
 _RANK = {kind: i for i, kind in enumerate(KIND_RANK)}
 

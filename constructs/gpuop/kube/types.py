@@ -102,6 +102,31 @@ class Toleration(Model):
     tolerationSeconds: int | None = Field(None, ge=0, description="Only with NoExecute. Omitted: forever.")
 
 
+def _taint_value(v: str) -> str:
+    if not is_label_value(v):
+        raise ValueError(f"{v!r} is not a valid taint value ({LABEL_VALUE_RULE})")
+    return v
+
+
+class Taint(Model):
+    key: Annotated[str, AfterValidator(label_key)] = Field(description="Taint key (a qualified name). Required.")
+    value: Annotated[str, AfterValidator(_taint_value)] | None = Field(None, description="Omitted: empty.")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(description="Required.")
+
+
+def tolerates(t: Toleration, taint: Taint) -> bool:
+    """Whether the toleration tolerates the taint (k8s.io/api core/v1 Toleration.ToleratesTaint): the effects
+    agree (an empty toleration effect matches every effect), the keys agree (an empty key with Exists matches
+    every key), and Exists ignores the value while Equal compares it."""
+    if t.effect is not None and t.effect != taint.effect:
+        return False
+    if t.key and t.key != taint.key:
+        return False
+    if t.operator == "Exists":
+        return True
+    return (t.value or "") == (taint.value or "")
+
+
 def toleration_problems(t: Toleration) -> list[tuple[str, str]]:
     """(field, message) for each rule of ValidateTolerations (k8s.io/kubernetes pkg/apis/core/validation/
     validation.go) the toleration breaks; the pydantic model only knows each field alone."""

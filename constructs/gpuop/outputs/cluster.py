@@ -28,6 +28,7 @@ from gpuop.outputs import node_labels
 from gpuop.outputs import dra
 from gpuop.outputs import argocd
 from gpuop.outputs import charts
+from gpuop.outputs import dashboards
 from gpuop.outputs import delivery
 from gpuop.outputs import fleet
 from gpuop.outputs import helm
@@ -156,6 +157,7 @@ def build_cluster(stack, settings) -> ClusterBuild:
         node_labels.write(t),         # node-labels.yaml
         dra.write(t),                 # the DRA driver's delivery, after the stack
         images.write(t),              # the images of manifests/, for mirroring (stack mode)
+        dashboards.write(t),          # dashboards/: the Grafana dashboards' JSON, in both delivery modes
     ):
         files.update(written.files)
         entry.update(written.entry)

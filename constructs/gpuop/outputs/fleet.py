@@ -36,6 +36,7 @@ import re
 
 from gpuop.kube.yamlio import dump, dump_json, dump_long_lists
 from gpuop.outputs import argocd
+from gpuop.outputs import dashboards
 from gpuop.outputs import gitops as gitops_objects
 from gpuop.outputs import health
 from gpuop.outputs import operator
@@ -233,6 +234,7 @@ def write(gitops, entries: list[dict]) -> dict[str, str]:
             files[f"fleet/argocd/applicationset-{kind}.yaml"] = dump(hub_application_set(gitops, kind, mine))
     if any(e.get("nfd") for e in entries):
         files["fleet/argocd/nfd-appproject.yaml"] = dump_long_lists(nfd_project(gitops, entries))
+    files.update(dashboards.fleet(entries))
     return files
 
 

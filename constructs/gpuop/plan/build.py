@@ -26,9 +26,10 @@ from gpuop.plan import operator as operator_plan
 from gpuop.plan import dra as dra_rules
 from gpuop.plan import pools as pool_rules
 from gpuop.plan.capacity import plan_capacity
+from gpuop.plan import queues as queue_plan
 from gpuop.plan import defaults as defaulting
 from gpuop.plan.drivers import driver_variants, full_version, version_resolver
-from gpuop.plan.model import (DcgmExporterPlan, DeliveryPlan, Image, Monitor, NfdPlan, NodeStatusExporterPlan, OpenShiftPlan,
+from gpuop.plan.model import (DashboardsPlan, DcgmExporterPlan, DeliveryPlan, Image, Monitor, NfdPlan, NodeStatusExporterPlan, OpenShiftPlan,
                               Operand, Pool, Scheduling, StackPlan, Upgrade)
 from gpuop.profile.models import ClusterProfile, Resources
 
@@ -203,7 +204,9 @@ def build_plan(valid: Validated, cat: Catalog) -> StackPlan:
     )
     plan = pin_digests(valid, plan)
     return dataclasses.replace(plan, operator=operator_plan.build(spec, plan, cat),   # None in stack mode
-                               move_from=spec.delivery.moveFrom)
+                               move_from=spec.delivery.moveFrom,
+                               queues=queue_plan.build(spec, plan.capacity, plan.dra),
+                               dashboards=DashboardsPlan(spec.dashboards.folder) if spec.dashboards.enabled else None)
 
 
 PROXIED = components.PROXIED      # the containers that fetch from outside (packages; the toolkit's image pulls none,

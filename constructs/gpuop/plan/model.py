@@ -417,6 +417,49 @@ def add(many: list[Counts]) -> Counts:
     return tuple(sorted(out.items()))
 
 
+# ---- Kueue queues and Grafana dashboards (built by queues.py) ---------------------------------------
+
+@dataclass(frozen=True)
+class Flavor:
+    """One pool's Kueue ResourceFlavor and its nominal quota in the ClusterQueue."""
+    name: str                                        # the ResourceFlavor's name: the pool's
+    node_labels: tuple[tuple[str, str], ...]         # the pool's nodeSelector
+    tolerations: tuple[tuple[str, str, str], ...]    # (key, value, effect) of each taint of the pool's nodes
+    quota: Counts                                    # resource -> nominal quota (the pool's capacity)
+
+
+@dataclass(frozen=True)
+class QueuesPlan:
+    cluster_queue: str
+    local_queue: str
+    namespaces: tuple[str, ...]
+    flavors: tuple[Flavor, ...]
+    cohort: str | None = None
+
+    def resource_groups(self) -> tuple[tuple[tuple[str, ...], tuple[Flavor, ...]], ...]:
+        """Kueue's resource groups: a resource belongs to one group, and every flavor of a group lists every
+        resource the group covers. Flavors sharing a resource are grouped (transitively); each group covers
+        the union of its flavors' resources (a flavor's missing ones at quota 0)."""
+        groups: list[tuple[set[str], list[Flavor]]] = []
+        for f in self.flavors:
+            names = {r for r, _ in f.quota}
+            touching = [g for g in groups if g[0] & names]
+            merged = (set(names), [])
+            for g in touching:
+                merged[0].update(g[0])
+                merged[1].extend(g[1])
+                groups.remove(g)
+            merged[1].append(f)
+            groups.append(merged)
+        ordered = sorted(groups, key=lambda g: sorted(g[0]))
+        return tuple((tuple(sorted(res)), tuple(sorted(fl, key=lambda f: f.name))) for res, fl in ordered)
+
+
+@dataclass(frozen=True)
+class DashboardsPlan:
+    folder: str
+
+
 # Profile fields naming an object "you create it" (profile/models.py descriptions), as (kind, StackPlan
 # field holding (name, keys)): the stack mounts them from the stack's namespace, gpuop never writes them.
 USER_CREATED: tuple[tuple[str, str], ...] = (
@@ -468,6 +511,8 @@ class StackPlan:
     operator: OperatorPlan | None = None              # spec.delivery.mode: operator (plan/operator.py)
     move_from: str | None = None                      # spec.delivery.moveFrom: the delivery moved from (None: no move)
     capacity: ClusterCapacity = field(default_factory=ClusterCapacity)   # per pool resources (plan/capacity.py)
+    queues: QueuesPlan | None = None                  # None: spec.queues.enabled false (plan/queues.py)
+    dashboards: DashboardsPlan | None = None          # None: spec.dashboards.enabled false
     distribution: str = "generic"                      # spec.platform.distribution (catalog/distributions.py)
     runtime_config_source: str | None = None          # toolkit RUNTIME_CONFIG_SOURCE (None: the toolkit's default)
     driver_root: str = "/run/nvidia/driver"           # hostPaths.driverInstallDir (GKE: Google's installer's)

@@ -17,7 +17,7 @@ from gpuop.kube import components
 from gpuop.kube import validation as kv
 from gpuop.profile.grammar import (Arg, DeliveryChartUrl, EnvValue, HostPath, ImageRepository, NodeGroupName,
                                    NoProxyEntry, ProxyUrl)
-from gpuop.kube.types import Quantity, ResourceList, Resources, Toleration  # noqa: F401
+from gpuop.kube.types import Quantity, ResourceList, Resources, Taint, Toleration  # noqa: F401
 from gpuop.kube.types import INT32_MAX, INT64_MAX  # noqa: F401
 from gpuop.kube.types import dns_label as _dns_label, dns_subdomain as _dns_subdomain, label_key as _label_key
 from gpuop.kube.types import label_key_problem, labels as _labels
@@ -569,6 +569,11 @@ class NodePool(Model):
     labelsFrom: Literal["user"] | None = Field(None, description=(
         "user: you put the labels no NodeFeatureRule can set (node-labels.yaml) on the pool's nodes yourself, "
         "outside any node group gpuop knows of. Omitted: they come from nodeGroup (required then)."))
+    taints: list[Taint] = Field(default_factory=list, max_length=MAX_TOLERATIONS, description=(
+        "Taints the pool's nodes carry (the node group's). Every GPU DaemonSet must tolerate each of them "
+        "(spec.daemonsets.tolerations), or the pool gets no driver, toolkit or device plugin; the pool's Kueue "
+        "ResourceFlavor gives admitted workloads the matching tolerations; the rehearsal taints its nodes so. "
+        "Omitted: none known."))
     keepMigConfigs: list[Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")]] = Field(
         default_factory=list, max_length=16, description=(
             "Names of former MIG configs (nvidia.com/mig.config values) of this pool that stay in the MIG "
@@ -794,6 +799,39 @@ class ClusterOwned(Model):
             "name. Omitted: none (only the built-in system-node-critical and system-cluster-critical)."))
 
 
+class Queues(Model):
+    enabled: bool = Field(False, description=(
+        "Write Kueue objects for the GPU pools: a ResourceFlavor per device-plugin pool (its nodeSelector as "
+        "nodeLabels, its taints as tolerations), one ClusterQueue whose nominal quotas per flavor are the pool's "
+        "capacity (`gpuop capacity`: full GPUs, MIG profiles, shared replicas), and a LocalQueue per namespace "
+        "below. Needs Kueue (v1beta2 API, Kueue >= 0.15) installed. Omitted: false (no queue objects)."))
+    clusterQueue: Annotated[str, AfterValidator(_dns_subdomain)] = Field("gpus", description=(
+        "The ClusterQueue's name. Omitted: gpus."))
+    cohort: Annotated[str, AfterValidator(_dns_subdomain)] | None = Field(None, description=(
+        "Kueue cohort the ClusterQueue borrows and lends in. Omitted: none."))
+    localQueue: Annotated[str, AfterValidator(_dns_subdomain)] = Field("gpus", description=(
+        "The name of the LocalQueue written in each namespace (the `kueue.x-k8s.io/queue-name` a workload "
+        "names). Omitted: gpus."))
+    namespaces: list[Annotated[str, AfterValidator(_dns_label(63))]] = Field(
+        default_factory=list, max_length=MAX_POOLS, description=(
+            "Namespaces that get a LocalQueue pointing at the ClusterQueue (they must exist: gpuop does not write "
+            "them). Omitted: none (only the cluster-scoped objects)."))
+    quota: Literal["min", "max"] = Field("max", description=(
+        "Which end of an autoscaled pool (`nodes: {min, max}`) sets the nominal quota: max admits what the "
+        "autoscaler can add nodes for, min only what is always there. Omitted: max."))
+
+
+class Dashboards(Model):
+    enabled: bool = Field(True, description=(
+        "Write Grafana dashboards for the cluster (dist/<cluster>/dashboards/*.json) and, in the stack, a "
+        "ConfigMap per dashboard for the Grafana sidecar (label grafana_dashboard: \"1\"): per pool, the GPUs "
+        "and MIG devices the plan expects beside those the nodes advertise, utilization, memory, temperature, "
+        "power and XID errors. Omitted: true."))
+    folder: Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9][A-Za-z0-9 ._-]*$")] = Field(
+        "GPU", description="The Grafana folder the sidecar puts the dashboards in (annotation grafana_folder). "
+                           "Omitted: GPU.")
+
+
 class ClusterSpec(Model):
     platform: Platform
     os: str | None = Field(None, description="Node OS with version, e.g. ubuntu24.04, rhel9.6 or rhcos4.19 "
@@ -845,6 +883,10 @@ class ClusterSpec(Model):
         "Tenant-facing ResourceClaimTemplates on DRA pools' DeviceClasses. Omitted: none."))
     delivery: Delivery = Field(default_factory=Delivery, description=(
         "What gpuop compiles the profile into: its own static stack, or NVIDIA's operator's inputs. Omitted: stack."))
+    queues: Queues = Field(default_factory=Queues, description=(
+        "Kueue queues for the GPU pools. Omitted: none written."))
+    dashboards: Dashboards = Field(default_factory=Dashboards, description=(
+        "Grafana dashboards of the cluster. Omitted: written."))
 
 
 class ClusterProfile(Model):

@@ -39,6 +39,13 @@ def nfd_crds() -> list[dict]:
     return [d for d in yaml.safe_load_all((CRDS / "nfd-api-crds.yaml").read_text()) if d]
 
 
+def kueue_crds() -> list[dict]:
+    """Kueue's ResourceFlavor, ClusterQueue and LocalQueue CRDs (v0.19.2, verify/crds/kueue/SOURCES.md)."""
+    from gpuop.verify.output import KUEUE_CRDS
+
+    return [d for f in sorted(KUEUE_CRDS.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text()) if d]
+
+
 def _load_file(path: Path) -> list[dict]:
     try:
         docs = list(yaml.safe_load_all(path.read_text()))
@@ -86,6 +93,8 @@ def load(output: Path, cluster: str, operator: bool) -> Output:
         for o, src in _manifests(folder):
             out.objects.append(o)
             out.source[id(o)] = src
+        if any(str(o.get("apiVersion", "")).startswith("kueue.x-k8s.io/") for o in out.objects):
+            out.crds += kueue_crds()    # the queue objects (spec.queues) are applied to the API server too
         return out
     values_file = base / "operator" / "values.yaml"
     olm = base / "operator" / "olm"

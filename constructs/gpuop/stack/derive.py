@@ -8,6 +8,7 @@ returns the component's props, or None when the plan leaves the component off. T
 
 from __future__ import annotations
 
+from gpuop.components.dashboards import DashboardsProps, PoolPanelProps
 from gpuop.components.dcgm import DcgmProps
 from gpuop.components.dcgm_exporter import DcgmExporterProps
 from gpuop.components.device_plugin import DevicePluginProps
@@ -20,6 +21,7 @@ from gpuop.components.namespace import NamespaceProps
 from gpuop.components.node_labels import NodeLabelsProps
 from gpuop.components.node_status_exporter import NodeStatusExporterProps
 from gpuop.components.plugin_config import PluginConfigProps
+from gpuop.components.queues import FlavorProps, QueuesProps
 from gpuop.components.props import Placement, ServiceMonitorProps
 from gpuop.components.runtime_class import RuntimeClassProps
 from gpuop.components.toolkit import ASSET_HOOKS_DIR, ToolkitProps
@@ -210,3 +212,25 @@ def dra(plan: StackPlan) -> DraProps | None:
             requests=tuple(ClaimRequestProps(name=r.name, device_class=r.device_class, count=r.count)
                            for r in t.requests),
             same_gpu=tuple(r.name for r in t.requests if r.mig) if t.same_gpu else ()) for t in d.claim_templates))
+
+
+def dashboards(plan: StackPlan) -> DashboardsProps | None:
+    if plan.dashboards is None:
+        return None
+    migrated = {p.name for p in plan.pools if p.mig_layout and p.mig_strategy != "none"}
+    return DashboardsProps(namespace=plan.namespace, cluster=plan.name, folder=plan.dashboards.folder, pools=tuple(
+        PoolPanelProps(name=c.pool, gpu=c.gpu, node_labels=c.node_selector, per_node=c.per_node, nodes=c.nodes,
+                       mig=c.pool in migrated,
+                       dra=c.allocation == "dra")
+        for c in plan.capacity.pools))
+
+
+def queues(plan: StackPlan) -> QueuesProps | None:
+    q = plan.queues
+    if q is None or not q.flavors:
+        return None
+    return QueuesProps(namespace=plan.namespace, cluster_queue=q.cluster_queue, cohort=q.cohort,
+                       local_queue=q.local_queue, namespaces=q.namespaces, groups=tuple(
+                           (covered, tuple(FlavorProps(name=f.name, node_labels=dict(f.node_labels),
+                                                       tolerations=f.tolerations, quota=dict(f.quota)) for f in fl))
+                           for covered, fl in q.resource_groups()))

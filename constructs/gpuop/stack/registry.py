@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpuop.components.base import Component
+from gpuop.components.dashboards import Dashboards
 from gpuop.components.dcgm import Dcgm
 from gpuop.components.dcgm_exporter import DcgmExporter
 from gpuop.components.device_plugin import DevicePlugin
@@ -29,6 +30,7 @@ from gpuop.components.namespace import Namespace
 from gpuop.components.node_labels import NodeLabels
 from gpuop.components.node_status_exporter import NodeStatusExporter
 from gpuop.components.plugin_config import PluginConfig
+from gpuop.components.queues import KueueQueues
 from gpuop.components.props import Props
 from gpuop.components.runtime_class import RuntimeClasses
 from gpuop.components.toolkit import ContainerToolkit
@@ -52,6 +54,8 @@ REGISTRY: tuple[tuple[type[Component], Callable[..., Props | None]], ...] = (
     (MigManager, derive.mig_manager),
     (NodeStatusExporter, derive.node_status_exporter),
     (DraObjects, derive.dra),                      # gpuop's DeviceClasses and claim templates
+    (Dashboards, derive.dashboards),               # the Grafana sidecar's ConfigMap
+    (KueueQueues, derive.queues),                  # Kueue's ResourceFlavors, ClusterQueue, LocalQueues
 )
 COMPONENTS: tuple[type[Component], ...] = tuple(c for c, _ in REGISTRY)
 

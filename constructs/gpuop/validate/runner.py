@@ -32,6 +32,7 @@ from gpuop.validate import mig as mig_rules
 from gpuop.validate import operator as operator_rules
 from gpuop.validate import platform as platform_rules
 from gpuop.validate import pools as pool_rules
+from gpuop.validate import queues as queue_rules
 from gpuop.validate import reserved as reserved_name_rules
 from gpuop.validate.rules import Context, rule, run
 
@@ -39,7 +40,7 @@ from gpuop.validate.rules import Context, rule, run
 # Every rule module: `RULES` (phases of checks) and `applies(ctx)`. The catalog pass (cluster.py, PLAIN) reads
 # the plain document; the others run once the profile has its typed shape.
 RULE_MODULES = (cluster_rules, compat_rules, mig_rules, pool_rules, platform_rules, operator_rules, kube_name_rules,
-                dra_rules, distribution_rules, known_issue_rules, reserved_name_rules)
+                dra_rules, distribution_rules, known_issue_rules, reserved_name_rules, queue_rules)
 
 
 def run_rules(loaded: LoadedProfile, profile: ClusterProfile | None, cat) -> tuple[list[Issue], list[Issue]]:

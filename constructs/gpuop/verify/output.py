@@ -41,6 +41,29 @@ def check_crd_cel(obj: dict) -> list[str]:
     return cel.errors(obj)
 
 
+KUEUE_CRDS = Path(__file__).parent / "crds" / "kueue"     # package data (crds/kueue/SOURCES.md)
+_KUEUE: list = []
+
+
+def _kueue():
+    if not _KUEUE:
+        from gpuop.verify.crdschema import CrdValidator
+        _KUEUE.append(CrdValidator.from_files(sorted(KUEUE_CRDS.glob("*.yaml"))))
+    return _KUEUE[0]
+
+
+@rule("kueue-schema", stage="verify", source="Kueue's CRDs (kubernetes-sigs/kueue v0.19.2 config/components/crd/"
+      "bases; verify/crds/kueue/SOURCES.md), openAPIV3Schema made strict (verify/crdschema.py)")
+def check_kueue_schema(obj: dict) -> list[str]:
+    """A ResourceFlavor, ClusterQueue or LocalQueue that Kueue's CRD schema refuses."""
+    if not str(obj.get("apiVersion", "")).startswith("kueue.x-k8s.io/"):
+        return []
+    try:
+        return list(_kueue().errors(obj))
+    except SchemaNotFound:
+        return [f"{obj.get('apiVersion')} {obj.get('kind')} is not served by Kueue's CRDs (v0.19.2)"]
+
+
 @rule("operator-cr-schema", stage="verify", source="NVIDIA's gpu-operator chart (templates/clusterpolicy.yaml, "
       "nvidiadriver.yaml; its crds/ openAPIV3Schema) rendered with Helm's engine, defaulted and validated as the "
       "API server does (k8s.io/apiextensions-apiserver structural defaulting: a null is defaulted only where the "
@@ -68,7 +91,7 @@ def _chart_crds(chart: str):
 _CRDS: dict = {}
 
 
-OBJECT_CHECKS = (check_kube_schema, check_crd_cel)
+OBJECT_CHECKS = (check_kube_schema, check_crd_cel, check_kueue_schema)
 # Every rule `gpuop validate DIST` runs: the schema and CEL checks here, the operator CRs and the semantic rules.
 REGISTRY: dict[str, Rule] = {**registry((*OBJECT_CHECKS, check_operator_crs)), **semantic.REGISTRY}
 
@@ -203,7 +226,8 @@ def _object_issues(obj, shown: str, kube: KubeValidator) -> list[Issue]:
     if not isinstance(obj, dict) or "kind" not in obj:
         return [Issue(shown, 0, 0, "", "not a Kubernetes object")]
     return [Issue(shown, 0, 0, "", f"{obj['kind']}/{obj.get('metadata', {}).get('name')}: {m}", rule=check.rule.id)
-            for check, msgs in ((check_kube_schema, check_kube_schema(obj, kube)), (check_crd_cel, check_crd_cel(obj)))
+            for check, msgs in ((check_kube_schema, check_kube_schema(obj, kube)), (check_crd_cel, check_crd_cel(obj)),
+                                (check_kueue_schema, check_kueue_schema(obj)))
             for m in msgs]
 
 

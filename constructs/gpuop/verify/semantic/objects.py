@@ -123,6 +123,8 @@ EXTERNAL: tuple[External, ...] = (
 TENANT_KINDS: dict[str, str] = {
     "ResourceClaimTemplate": "the tenants' DRA claim templates (profile spec.claimTemplates[].namespace) go "
                              "into the tenants' namespaces, which the cluster's users create (docs/dra.md)",
+    "LocalQueue": "Kueue's LocalQueues (profile spec.queues.namespaces) go into the namespaces whose workloads "
+                  "they queue, which the cluster's users create",
 }
 
 
