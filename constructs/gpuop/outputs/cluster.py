@@ -35,6 +35,7 @@ from gpuop.outputs import images
 from gpuop.outputs import kustomize
 from gpuop.outputs import manifests
 from gpuop.outputs import operator
+from gpuop.outputs import sbom
 from gpuop.outputs import version
 
 from gpuop.outputs.version import VERSION_PLACEHOLDER
@@ -172,6 +173,8 @@ def build_cluster(stack, settings) -> ClusterBuild:
     else:                            # the images of manifests/, for mirroring
         files.update(images.write(manifests.rendered(stack), c, plan.platform == "openshift",
                                   extra=images.auxiliary_refs(plan)))
+    files.update(sbom.write(plan, files, c, chart_path, VERSION_PLACEHOLDER))   # the bill of materials of the above
+    entry.update(sbom.index_entry(files, c))
     entry["hub"] = fleet.hub_kinds(files, c)          # the fleet ApplicationSets that generate this cluster's Applications
     layout = {p: [len(t.encode()), t.count(VERSION_PLACEHOLDER)] for p, t in files.items()}
     return ClusterBuild(c, files, digest, version.minor_key(plan), entry, files_digest(files), layout)

@@ -39,11 +39,11 @@ def split_ref(ref: str) -> tuple[str, str | None, str | None]:
 def _licences(ids: tuple[str, ...], table):
     from cyclonedx.model.license import DisjunctiveLicense, LicenseExpression
 
+    if any(" " in lid for lid in ids):    # an SPDX expression ("MIT OR GPL-2.0-only"): CycloneDX takes one expression
+        return [LicenseExpression(" AND ".join(f"({lid})" if " " in lid else lid for lid in ids))]   # or a list, not both
     out = []
     for lid in ids:
-        if " " in lid:                      # an SPDX expression ("MIT OR GPL-2.0-only")
-            out.append(LicenseExpression(lid))
-        elif lid.startswith("LicenseRef-"):
+        if lid.startswith("LicenseRef-"):
             known = table.licences.get(lid)
             out.append(DisjunctiveLicense(name=known.name if known else lid, url=known.url if known and known.url
                                           else None))
@@ -125,6 +125,7 @@ def _serialize(subject, components: list, extra_props=()) -> str:
                                                              properties=_props(extra_props)),
                   components=components)
         bom.metadata.timestamp = None          # same inputs, same bytes: no time in the output
+        bom.register_dependency(subject, components)   # the subject deploys each of them (a complete graph)
         return json.loads(JsonV1Dot6(bom).output_as_string())
 
     body = build(uuid.UUID(int=0))
@@ -171,3 +172,49 @@ def fleet_bom(index: list[dict]) -> str:
     subject = Component(type=ComponentType.PLATFORM, name="fleet", bom_ref="fleet",
                         description="Every GPU cluster compiled by gpuop")
     return _serialize(subject, comps)
+
+
+def _operator_refs(values: dict) -> list[str]:
+    """The images NVIDIA's chart values name (repository/image:version of every enabled section): what the operator
+    pulls, with the tags as the values give them (the operator appends the node's OS to the driver's)."""
+    refs = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if all(isinstance(node.get(k), str) and node.get(k) for k in ("repository", "image", "version")) \
+                    and node.get("enabled", True) is not False:
+                refs.append(f"{node['repository']}/{node['image']}:{node['version']}")
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+    walk(values)
+    return refs
+
+
+def write(plan, files: dict, c: str, chart_path: str, chart_version: str) -> dict[str, str]:
+    """dist/<cluster>/sbom.cdx.json: the images of the cluster's images.txt (operator mode: of NVIDIA's chart values)
+    and the charts it deploys."""
+    listing = files.get(f"{c}/images.txt")
+    charts: list[tuple[str, str, str, bool]] = []
+    if plan.operator is None:
+        refs = listing.split() if listing else []
+        charts.append((c, chart_version, chart_path, True))
+    else:
+        crs = [d["spec"] for d in plan.operator.drivers]           # NVIDIADriver CRs: one driver each
+        refs = sorted(set(_operator_refs(plan.operator.values)) | set(_operator_refs({"crs": crs}))
+                      | set(listing.split() if listing else []))
+        if plan.operator.install == "helm":
+            charts.append((plan.operator.chart, plan.operator.version, plan.operator.chart_repository, False))
+    if plan.nfd.mode == "deploy" and plan.nfd.chart:
+        charts.append((plan.nfd.chart, plan.nfd.version, plan.nfd.repository, False))
+    if plan.dra is not None:
+        charts.append((plan.dra.chart, plan.dra.chart_version, plan.dra.repository, False))
+    registries = tuple(r for r in (json.loads(plan.values_json).get("imageRegistry"), plan.nfd.image_registry) if r)
+    return {f"{c}/{PATH}": cluster_bom(c, chart_version, refs, charts, registries, plan.driver_flavours)}
+
+
+def index_entry(files: dict, c: str) -> dict:
+    """The cluster's BOM in index.json: its path and serial number (the fleet's BOM links it by them)."""
+    return {"sbom": {"path": f"{c}/{PATH}", "serialNumber": serial_of(files[f"{c}/{PATH}"])}}
