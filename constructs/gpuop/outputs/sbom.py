@@ -84,11 +84,10 @@ def _image_component(ref: str, registries: tuple[str, ...], flavours: tuple[str,
         pairs.append(("entitlement", reg.entitlement))
     name = repo.rsplit("/", 1)[-1]
     purl = None
-    if digest:
-        host, _, _ = repo.partition("/")
+    if digest:                                   # an OCI purl names the image by its digest
         purl = PackageURL(type="oci", name=name, version=digest, qualifiers={"repository_url": repo, "tag": tag or ""})
     return Component(type=ComponentType.CONTAINER, name=repo, version=tag or digest, bom_ref=f"image:{ref}",
-                     group=None, purl=purl, licenses=_licences(ids, table),
+                     purl=purl, licenses=_licences(ids, table),
                      hashes=[HashType(alg=HashAlgorithm.SHA_256, content=digest.split(":", 1)[1])] if digest else None,
                      description=art.title if art else None, properties=_props(pairs))
 
@@ -106,8 +105,7 @@ def _chart_component(name: str, version: str, repository: str, table, own: bool 
     refs = [ExternalReference(type=ExternalReferenceType.DISTRIBUTION, url=XsUri(repository))] if "://" in repository \
         else None
     return Component(type=ComponentType.APPLICATION, name=name, version=version, bom_ref=f"chart:{name}@{version}",
-                     description=(art.title if art else "Helm chart compiled by gpuop") if not own
-                     else "Helm chart compiled by gpuop", licenses=_licences(art.licences, table) if art else None,
+                     description=art.title if art and not own else "Helm chart compiled by gpuop", licenses=_licences(art.licences, table) if art else None,
                      external_references=refs, properties=_props(pairs + [("kind", "helm-chart")]))
 
 
