@@ -136,6 +136,21 @@ def write_profile(folder: Path, spec: str, name: str = "c1.yaml", head: str = PR
     return path
 
 
+def spec_issues(folder: Path, spec: str) -> list:
+    """A profile with this spec written to folder/c1.yaml and validated (the real validate stage): its errors when
+    it is refused, else its warnings."""
+    from gpuop import catalog
+    from gpuop.errors import UserError
+    from gpuop.profile.load import load_profile
+    from gpuop.validate.runner import validate
+
+    write_profile(folder, spec)
+    try:
+        return list(validate(load_profile(folder / "c1.yaml"), catalog.load()).warnings)
+    except UserError as exc:
+        return list(exc.issues)
+
+
 def run_gpuop(*args: str, cwd: Path, check: bool = False) -> subprocess.CompletedProcess:
     env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
     proc = subprocess.run([sys.executable, "-m", "gpuop.cli", *args], cwd=cwd, env=env,

@@ -157,6 +157,15 @@ STRATEGIES["platform.distribution"] = st.sampled_from([None, "k3s", "rke2", "mic
 STRATEGIES["toolkit.env"] = ENV
 EXAMPLES["platform.distribution"] = "rke2"
 EXAMPLES["toolkit.env"] = [{"name": "HTTPS_PROXY", "value": "http://proxy.example.com:3128"}]
+# the vGPU guest driver's licensing reference (a Secret, or the deprecated ConfigMap) and the NVIDIADriver's type
+_LICENSING_NAME = st.sampled_from(["licensing-config", "nls-token"])
+STRATEGIES["driver.licensingConfig"] = st.one_of(
+    st.none(), st.fixed_dictionaries({"secretName": _LICENSING_NAME}),
+    st.fixed_dictionaries({"configMapName": _LICENSING_NAME}),
+    st.fixed_dictionaries({"secretName": _LICENSING_NAME, "nlsEnabled": st.just(False)}))
+STRATEGIES["driver.driverType"] = st.sampled_from([None, "gpu", "vgpu"])
+EXAMPLES["driver.licensingConfig"] = {"secretName": "licensing-config"}
+EXAMPLES["driver.driverType"] = "vgpu"
 # export-side rows the importer does not read back (kept apart from STRATEGIES, which the import tests share)
 EXPORT_STRATEGIES: dict = {}
 PROFILE_ROWS = [r for r in cm.ROWS if r.profile]
@@ -258,15 +267,25 @@ def test_a_mirror_that_misses_one_image_reads_back_as_that_component_s_repositor
 
 def test_unexpressible_values_are_listed_with_a_reason():
     values = {"driver": {"upgradePolicy": {"drain": {"force": True}, "gpuPodDeletion": {"force": False}},
-                         "licensingConfig": {"secretName": "lic"}},
+                         "virtualTopology": {"config": "topo"}},
               "cdi": {"enabled": False}, "toolkit": {"env": [{"name": "A", "value": "b"}]},
               "brandNew": {"x": 1}}
     _, lost = cm.values_to_profile(values)
     paths = dict(lost)
     assert set(paths) == {"driver.upgradePolicy.drain.force",     # the one that is not the chart default
-                          "driver.licensingConfig.secretName", "cdi.enabled", "brandNew.x"}
+                          "driver.virtualTopology.config", "cdi.enabled", "brandNew.x"}
     assert "one setting for all of them" in paths["driver.upgradePolicy.drain.force"]
     assert paths["brandNew.x"] == "no profile setting"
+
+
+def test_a_vgpu_licensing_reference_reads_back_as_the_profile_s_and_both_references_are_refused():
+    profile, lost = cm.values_to_profile({"driver": {"licensingConfig": {"secretName": "nls", "nlsEnabled": True},
+                                                     "nvidiaDriverCRD": {"driverType": "vgpu"}}})
+    assert lost == [] and profile["driver"]["licensingConfig"] == {"secretName": "nls"}
+    assert profile["driver"]["driverType"] == "vgpu"
+    _, lost = cm.values_to_profile({"driver": {"licensingConfig": {"secretName": "a", "configMapName": "b"}}})
+    assert {p for p, _ in lost} == {"driver.licensingConfig.secretName", "driver.licensingConfig.configMapName"}
+    assert all("names one" in why for _, why in lost)
 
 
 def test_derived_paths_are_left_to_the_importer():

@@ -13,10 +13,9 @@ import shutil
 
 import pytest
 
-from conftest import REPO, run_main, write_profile
+from conftest import REPO, run_main, spec_issues, write_profile
 from gpuop import catalog
 from gpuop.catalog import known_issues as known_catalog
-from gpuop.errors import UserError
 from gpuop.profile.load import load_profile
 from gpuop.validate.runner import validate
 
@@ -86,12 +85,7 @@ def known(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
     def check(spec: str) -> list[str]:
-        write_profile(tmp_path, spec)
-        try:
-            issues = validate(load_profile(tmp_path / "c1.yaml"), catalog.load()).warnings
-        except UserError as exc:
-            issues = exc.issues
-        return [str(i).replace(f"{tmp_path}/", "") for i in issues if "known issue" in i.message]
+        return [str(i).replace(f"{tmp_path}/", "") for i in spec_issues(tmp_path, spec) if "known issue" in i.message]
     return check
 
 

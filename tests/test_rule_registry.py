@@ -146,6 +146,14 @@ VALIDATE_CASES: dict[str, tuple[dict, ...]] = {
     "reserved-names": (pools({**POOL_A, "sharing": {"timeSlicing": {"replicas": 2}, "configName": "default"}}),),
     "pool-taints-tolerated": (pools({**POOL_A, "taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}),),
     "queues-capacity": ({"spec": {"queues": {"enabled": True}}},),
+    "licence-vgpu-licensing": (OPERATOR, {"spec": {"driver": {"driverType": "vgpu"},
+                                                   "images": {"registry": "registry.example.com/nvidia"}}}),
+    "licence-vgpu-delivery": ({"spec": {"driver": {"driverType": "vgpu", "licensingConfig": {"secretName": "nls"}},
+                                        "images": {"registry": "registry.example.com/nvidia"}}},),
+    "licence-vgpu-private-registry": (OPERATOR, {"spec": {"driver": {"driverType": "vgpu",
+                                                                     "licensingConfig": {"secretName": "nls"}}}}),
+    "licence-entitled-pull-secret": ({"spec": {"images": {"registry": "nvcr.io/nvaie"}}},),
+    "licence-allowed-drivers": ({"spec": {"licensing": {"allowedDrivers": ["open"]}}},),
 }
 
 # Rules that fire together with a case's rule by nature (one mistake, seen by both).

@@ -36,6 +36,7 @@ from gpuop.outputs import images
 from gpuop.outputs import kustomize
 from gpuop.outputs import manifests
 from gpuop.outputs import operator
+from gpuop.outputs import sbom
 from gpuop.outputs import version
 
 from gpuop.outputs.target import OPERATOR, STACK, Folders, Target
@@ -158,6 +159,7 @@ def build_cluster(stack, settings) -> ClusterBuild:
         dra.write(t),                 # the DRA driver's delivery, after the stack
         images.write(t),              # the images of manifests/, for mirroring (stack mode)
         dashboards.write(t),          # dashboards/: the Grafana dashboards' JSON, in both delivery modes
+        sbom.write(t),                # sbom.cdx.json: every image (images.txt) and chart the cluster deploys
     ):
         files.update(written.files)
         entry.update(written.entry)

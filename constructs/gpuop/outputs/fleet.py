@@ -41,6 +41,7 @@ from gpuop.outputs import gitops as gitops_objects
 from gpuop.outputs import health
 from gpuop.outputs import operator
 from gpuop.outputs import rollout
+from gpuop.outputs import sbom
 
 PROJECT = gitops_objects.PROJECT
 PARAMS = "params/cluster.json"      # per cluster, relative to dist/<cluster>/: the generator's parameters
@@ -235,6 +236,7 @@ def write(gitops, entries: list[dict]) -> dict[str, str]:
     if any(e.get("nfd") for e in entries):
         files["fleet/argocd/nfd-appproject.yaml"] = dump_long_lists(nfd_project(gitops, entries))
     files.update(dashboards.fleet(entries))
+    files[sbom.FLEET] = sbom.fleet_bom(entries)     # every cluster, linked to its own bill of materials
     return files
 
 

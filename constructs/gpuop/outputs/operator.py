@@ -204,6 +204,9 @@ def cluster_policy_spec(values: dict, base: dict | None = None, images: dict[str
             driver["usePrecompiled"] = True
         driver.update(_image(d, images.get("driver")))
         driver.update({k: copy.deepcopy(d[k]) for k in ("repoConfig", "certConfig") if d.get(k)})
+        lic = {k: v for k, v in (d.get("licensingConfig") or {}).items() if v not in ("", None)}
+        if lic.get("secretName") or lic.get("configMapName"):   # as the chart: only a configured reference
+            driver["licensingConfig"] = lic
     # the driver manager: NVIDIADriver CRD mode takes it from the CRs (the chart leaves it out of the policy)
     manager = _image(d["manager"], images.get("driver.manager")) if not crd else {}
     drain = dict(up["drain"])

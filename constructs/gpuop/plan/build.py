@@ -38,6 +38,18 @@ DEFAULT_NAMESPACE = {"kubernetes": "gpu-operator", "openshift": "nvidia-gpu-oper
 DEFAULT_NFD_MODE = {"kubernetes": "deploy", "openshift": "existing"}      # OpenShift: Red Hat's NFD Operator
 
 
+
+def driver_flavours(spec, any_driver: bool) -> tuple[str, ...]:
+    """The driver flavours (catalog/data/licences.yaml) the cluster installs: the vGPU guest driver, or the data-center
+    driver's kernel modules (auto: either, the driver picks on the node), precompiled or not."""
+    if not any_driver:
+        return ()
+    d = spec.driver
+    if d.driverType == "vgpu":
+        return ("vgpu-guest",)
+    kinds = ("open", "proprietary") if d.kernelModuleType == "auto" else (d.kernelModuleType,)
+    return (("precompiled",) if d.precompiled else ()) + kinds
+
 def _component_values(enabled: bool, resources: Resources | None) -> dict | None:
     if not enabled:
         return None
@@ -175,6 +187,7 @@ def build_plan(valid: Validated, cat: Catalog) -> StackPlan:
         images=tuple(sorted(images.items())),
         driver_version=driver_version if variants else None,
         kernel_module_type=spec.driver.kernelModuleType,
+        driver_flavours=driver_flavours(spec, defaults.any_driver),
         toolkit=spec.toolkit.enabled,
         device_plugin=spec.devicePlugin.enabled,
         mig_strategy=pool_rules.cluster_strategy([p for p in spec.nodePools if not dra_rules.is_dra(p)]) or "mixed",   # pools disagree: mixed (per pool)

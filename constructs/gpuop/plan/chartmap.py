@@ -690,6 +690,46 @@ def _config_files_row(profile: str, path: str) -> Row:
     return Row(profile, (path,), (path,), None, fwd, inv, "field", "a ConfigMap of files for the driver build")
 
 
+def _licensing_row() -> Row:
+    """The vGPU guest driver's licensing client configuration, by reference: NVIDIA's chart
+    driver.licensingConfig (a Secret, or the deprecated ConfigMap, holding gridd.conf and the client token)."""
+    paths = ("driver.licensingConfig.secretName", "driver.licensingConfig.configMapName",
+             "driver.licensingConfig.nlsEnabled")
+
+    def fwd(v, _):
+        if not v:                      # the chart's default (no reference) stays out of the values
+            return (None, None, None)
+        return (v.get("secretName"), v.get("configMapName"), bool(v.get("nlsEnabled", True)))
+
+    def inv(vals, _):
+        secret, config_map, nls = vals
+        if not secret and not config_map:
+            if nls not in (True, None):
+                raise Unexpressible("nlsEnabled without a licensing Secret or ConfigMap configures nothing")
+            return None
+        if secret and config_map:
+            raise Unexpressible("both a licensing Secret and a ConfigMap: the profile names one "
+                                "(spec.driver.licensingConfig)")
+        ref = {"secretName": str(secret)} if secret else {"configMapName": str(config_map)}
+        return ref if nls in (True, None) else {**ref, "nlsEnabled": bool(nls)}
+    return Row("driver.licensingConfig", paths, paths, None, fwd, inv, "field",
+               "the vGPU guest driver's licensing client configuration, by reference")
+
+
+def _driver_type_row() -> Row:
+    def fwd(v, _):
+        return (None if v in (None, "gpu") else v,)      # gpu: the chart's default
+
+    def inv(vals, _):
+        if vals[0] in (None, "", "gpu"):
+            return None
+        if vals[0] != "vgpu":
+            raise Unexpressible(f"driverType {vals[0]}: the vGPU host manager is not a profile's driver")
+        return "vgpu"
+    return Row("driver.driverType", ("driver.nvidiaDriverCRD.driverType",), (), "gpu", fwd, inv, "field",
+               "the default NVIDIADriver's driver type (gpu, or the vGPU guest driver)")
+
+
 def parse_metrics(csv: str) -> list[dict]:
     out = []
     for line in str(csv).splitlines():
@@ -861,6 +901,8 @@ def _rows() -> tuple[Row, ...]:
         _pod_meta_row("daemonsets.annotations"),
         _config_files_row("driver.repoConfig", "driver.repoConfig.configMapName"),
         _config_files_row("driver.certConfig", "driver.certConfig.name"),
+        _licensing_row(),
+        _driver_type_row(),
     ]
     rows += _upgrade_rows()
     rows += _service_monitor_rows()
@@ -909,14 +951,13 @@ UNEXPRESSED: tuple[tuple[str, str], ...] = (
     ("sandboxWorkloads", "sandboxed (VM) workloads"),
     ("daemonsets.updateStrategy", "the operands' update strategy"),
     ("daemonsets.rollingUpdate", "the operands' rolling update"),
-    ("driver.licensingConfig", "vGPU licensing"), ("driver.virtualTopology", "vGPU topology"),
+    ("driver.virtualTopology", "vGPU topology"),
     ("driver.kernelModuleConfig", "kernel module parameters"), ("driver.secretEnv", "driver secret env"),
     ("driver.rdma", "GPUDirect RDMA of the ClusterPolicy (per pool: spec.nodePools[].driver.rdma)"),
     ("driver.startupProbe", "the driver's startup probe"), ("driver.livenessProbe", "the driver's liveness probe"),
     ("driver.readinessProbe", "the driver's readiness probe"),
     ("driver.upgradePolicy.maxUnavailable", "maxUnavailable of driver upgrades"),
     ("driver.upgradePolicy.waitForCompletion", "waiting for jobs before a driver upgrade"),
-    ("driver.nvidiaDriverCRD.driverType", "the default NVIDIADriver's driver type"),
     ("driver.nvidiaDriverCRD.nodeSelector", "the default NVIDIADriver's nodeSelector"),
     ("driver.hostNetwork", "host network"), ("toolkit.hostNetwork", "host network"),
     ("devicePlugin.hostNetwork", "host network"), ("dcgm.hostNetwork", "host network"),

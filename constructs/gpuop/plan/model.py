@@ -518,6 +518,8 @@ class StackPlan:
     driver_root: str = "/run/nvidia/driver"           # hostPaths.driverInstallDir (GKE: Google's installer's)
     root_fs: str = "/"                                  # hostPaths.rootFS
     toolkit_install_dir: str = "/usr/local/nvidia"      # toolkit.installDir (GKE COS: /home/kubernetes/bin/nvidia)
+    driver_flavours: tuple[str, ...] = ()               # the driver flavours it installs (catalog/data/licences.yaml);
+                                                        # kernelModuleType auto: open and proprietary (the node picks)
     kubelet_root_dir: str = "/var/lib/kubelet"          # hostPaths.kubeletRootDir
     pod_labels: tuple[tuple[str, str], ...] = ()        # spec.daemonsets.labels
     pod_annotations: tuple[tuple[str, str], ...] = ()   # spec.daemonsets.annotations

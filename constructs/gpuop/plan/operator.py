@@ -193,7 +193,7 @@ def driver_spec(values: dict, g: DriverGroup, images: dict | None = None) -> dic
     """An NVIDIADriver spec from the chart values, as the chart's nvidiadriver.yaml renders the default CR."""
     d = values["driver"]
     up = d["upgradePolicy"]
-    spec = {"default": g.default, "driverType": "gpu", "repository": d["repository"], "image": d["image"],
+    spec = {"default": g.default, "driverType": d["nvidiaDriverCRD"].get("driverType") or "gpu", "repository": d["repository"], "image": d["image"],
             "version": g.version if not g.default else d["version"], "kernelModuleType": d["kernelModuleType"],
             "usePrecompiled": d["usePrecompiled"], "imagePullPolicy": d["imagePullPolicy"],
             "upgradePolicy": {"autoUpgrade": up["autoUpgrade"], "maxParallelUpgrades": up["maxParallelUpgrades"],
@@ -205,6 +205,11 @@ def driver_spec(values: dict, g: DriverGroup, images: dict | None = None) -> dic
         del spec["upgradePolicy"]["drain"]["podSelector"]
     if d.get("imagePullSecrets"):
         spec["imagePullSecrets"] = d["imagePullSecrets"]
+    lic = d.get("licensingConfig") or {}
+    if lic.get("secretName"):            # as the chart's nvidiadriver.yaml: the Secret, else the ConfigMap as `name`
+        spec["licensingConfig"] = {"secretName": lic["secretName"], "nlsEnabled": lic.get("nlsEnabled", True)}
+    elif lic.get("configMapName"):
+        spec["licensingConfig"] = {"name": lic["configMapName"], "nlsEnabled": lic.get("nlsEnabled", True)}
     if d.get("manager"):                 # the chart's `manager: toYaml .Values.driver.manager` (the mirror)
         spec["manager"] = dict(d["manager"])
     if d.get("resources"):

@@ -227,7 +227,48 @@ class PoolRdma(Model):
         "MOFED / DOCA-OFED is installed on this pool's hosts. Omitted: spec.driver.rdma.useHostMofed."))
 
 
+class LicensingConfig(Model):
+    """The NVIDIA License System client configuration of the vGPU guest driver, by reference: a Secret (or the
+    deprecated ConfigMap) you create in the stack's namespace holding gridd.conf and client_configuration_token.tok.
+    gpuop never reads, writes or prints the token."""
+    secretName: Annotated[str, AfterValidator(_dns_subdomain)] | None = Field(None, description=(
+        "The Secret holding gridd.conf and client_configuration_token.tok (NVIDIA's chart "
+        "driver.licensingConfig.secretName). Omitted: configMapName must be set."))
+    configMapName: Annotated[str, AfterValidator(_dns_subdomain)] | None = Field(None, description=(
+        "The ConfigMap holding the same files (driver.licensingConfig.configMapName; NVIDIA deprecated it in favour "
+        "of secretName: a ConfigMap is readable by anyone who may read the namespace). Omitted: secretName must be set."))
+    nlsEnabled: bool = Field(True, description=(
+        "The licence is served by the NVIDIA License System (NLS; false: the legacy license server). Omitted: true."))
+
+    @model_validator(mode="after")
+    def _one_reference(self):
+        if (self.secretName is None) == (self.configMapName is None):
+            raise ValueError("set exactly one of secretName, configMapName (the Secret or ConfigMap holding "
+                             "gridd.conf and client_configuration_token.tok)")
+        return self
+
+
+class Licensing(Model):
+    """The cluster's licence policy: which driver flavours it may run (catalog/data/licences.yaml), checked at
+    compile time. A fleet sets it once in a partial every profile extends."""
+    allowedDrivers: list[Literal["open", "proprietary", "precompiled", "vgpu-guest"]] | None = Field(
+        None, min_length=1, max_length=4, description=(
+            "The driver flavours this cluster may run: open (open kernel modules, MIT/GPLv2), proprietary (NVIDIA's "
+            "proprietary kernel modules), precompiled (NVIDIA's precompiled driver images), vgpu-guest (the vGPU "
+            "guest driver, NVIDIA AI Enterprise). A driver whose flavour is not listed is refused at the field that "
+            "chooses it; kernelModuleType auto is refused when open or proprietary is left out (the node decides "
+            "auto at run time). Omitted: every flavour."))
+
+
 class Driver(OperandSettings):
+    driverType: Literal["gpu", "vgpu"] = Field("gpu", description=(
+        "gpu: NVIDIA's data-center driver. vgpu: the NVIDIA vGPU guest driver (GPU nodes that are virtual machines "
+        "with a vGPU), licensed by the NVIDIA License System: needs licensingConfig and a driver image from a "
+        "private or entitled registry (it is not published on a public one), operator mode only (NVIDIA's "
+        "operator mounts the licensing files). Omitted: gpu."))
+    licensingConfig: LicensingConfig | None = Field(None, description=(
+        "The vGPU guest driver's licensing client configuration, by reference (NVIDIA's chart driver.licensingConfig). "
+        "Required with driverType vgpu; refused otherwise. Omitted: none."))
     rdma: Rdma = Field(default_factory=Rdma, description="GPUDirect RDMA. Omitted: off.")
     gds: bool = Field(False, description=(
         "GPUDirect Storage: the nvidia-fs sidecar (image of the stack release) in the driver pods; needs "
@@ -874,6 +915,8 @@ class ClusterSpec(Model):
     daemonsets: DaemonSets = Field(default_factory=DaemonSets, description="Omitted: upstream defaults.")
     clusterOwned: ClusterOwned = Field(default_factory=ClusterOwned, description=(
         "Objects of the cluster's own the stack references (a PriorityClass). Omitted: none."))
+    licensing: Licensing = Field(default_factory=Licensing, description=(
+        "Licence policy: the driver flavours the cluster may run. Omitted: every flavour."))
     nodePools: list[NodePool] = Field(min_length=1, max_length=MAX_POOLS, description=(
         "At least one GPU node pool. Required."))
     dra: Dra | None = Field(None, description=(

@@ -28,6 +28,7 @@ from gpuop.validate import distribution as distribution_rules
 from gpuop.validate import dra as dra_rules
 from gpuop.validate import known_issues as known_issue_rules
 from gpuop.validate import kube_names as kube_name_rules
+from gpuop.validate import licensing as licence_rules
 from gpuop.validate import mig as mig_rules
 from gpuop.validate import operator as operator_rules
 from gpuop.validate import platform as platform_rules
@@ -40,7 +41,8 @@ from gpuop.validate.rules import Context, rule, run
 # Every rule module: `RULES` (phases of checks) and `applies(ctx)`. The catalog pass (cluster.py, PLAIN) reads
 # the plain document; the others run once the profile has its typed shape.
 RULE_MODULES = (cluster_rules, compat_rules, mig_rules, pool_rules, platform_rules, operator_rules, kube_name_rules,
-                dra_rules, distribution_rules, known_issue_rules, reserved_name_rules, queue_rules)
+                dra_rules, distribution_rules, known_issue_rules, reserved_name_rules, queue_rules,
+                licence_rules)
 
 
 def run_rules(loaded: LoadedProfile, profile: ClusterProfile | None, cat) -> tuple[list[Issue], list[Issue]]:
