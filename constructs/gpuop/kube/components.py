@@ -56,6 +56,7 @@ TABLE: tuple[Row, ...] = (
     Row("node-status-exporter", "node_status_exporter", 13, "nodeStatusExporter", switch=True, versioned=True,
         values_switch=True, operator_switch=False),
     Row("dra", "dra", 14),
+    Row("gpu-alerts", "gpu_alerts", 15),
     # the profile and NVIDIA's chart name the validator last; its state comes right after the toolkit's
     Row("operator-validator", "validator", 5, "validator", versioned=True),
 )

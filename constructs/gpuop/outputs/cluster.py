@@ -24,6 +24,7 @@ import stat
 from dataclasses import dataclass, field
 
 from gpuop import __version__
+from gpuop.outputs import alerts
 from gpuop.outputs import node_labels
 from gpuop.outputs import dra
 from gpuop.outputs import argocd
@@ -163,6 +164,7 @@ def build_cluster(stack, settings) -> ClusterBuild:
     entry.update(argocd.index_entry(plan))            # NFD, destination and credential references, for the fleet
     files[f"{c}/{fleet.PARAMS}"] = fleet.cluster_params(entry, chart_path)   # outside argocd/: not an object
     files.update(node_labels.write(plan, f"{c}/node-labels.yaml"))
+    files.update(alerts.write(plan, f"{c}/alerts"))   # the plain Prometheus rule file (outputs/alerts.py)
     entry.update(node_labels.index_entry(plan))
     entry["capacity"] = plan.capacity.as_dict()         # what each pool advertises (plan/capacity.py)
     files.update(dra.write(plan, gitops, c))          # the DRA driver's delivery, after the stack
