@@ -217,3 +217,17 @@ def test_rules_needing_unexported_fields_are_left_out_and_named():
     text = alerts_output.write(plan, "x")[f"x/{alerts_output.FILE}"]
     assert "# Not written: GpuopGPUEccUncorrectable: the exporter does not export DCGM_FI_DEV_ECC_DBE_VOL_TOTAL" in text
     assert "--metric-labels-allowlist=nodes=[node.kubernetes.io/instance-type,nvidia.com/mig.config.state]" in text
+
+
+def test_diff_shows_an_alert_threshold_that_a_sharing_change_moves(tmp_path):
+    from conftest import run_gpuop
+
+    shutil.copytree(REPO / "profiles", tmp_path / "profiles")
+    shutil.copy(REPO / "gpuop.yaml", tmp_path / "gpuop.yaml")
+    run_gpuop("synth", "profiles", "-o", "dist", cwd=tmp_path, check=True)
+    f = tmp_path / "profiles" / "mig-sharing.yaml"
+    f.write_text(f.read_text().replace("timeSlicing: {replicas: 4,", "timeSlicing: {replicas: 2,"))
+    done = run_gpuop("diff", "--exit-code", cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    block = done.stdout.split("  ~ alerts/gpu-alerts.rules.yaml\n", 1)[1]
+    assert "      groups[gpuop.gpu].rules[9].labels.expected: 16 -> 8\n" in block
