@@ -15,8 +15,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
+from conftest import write_profile
 from gpuop import catalog
+from gpuop.errors import UserError
 from gpuop.catalog import metrics as metrics_catalog
 from gpuop.plan.alerts import STACK_DAEMONSETS
 from gpuop.plan.build import build_plan
@@ -231,3 +235,35 @@ def test_diff_shows_an_alert_threshold_that_a_sharing_change_moves(tmp_path):
     assert done.returncode == 3, done.stderr
     block = done.stdout.split("  ~ alerts/gpu-alerts.rules.yaml\n", 1)[1]
     assert "      groups[gpuop.gpu].rules[9].labels.expected: 16 -> 8\n" in block
+
+
+LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+K8S_LABEL_KEY = st.from_regex(r"\A([a-z0-9]([a-z0-9.-]{0,20}[a-z0-9])?/)?[A-Za-z0-9]([A-Za-z0-9._-]{0,20}[A-Za-z0-9])?\Z")
+
+
+@given(key=K8S_LABEL_KEY)
+def test_a_node_label_key_becomes_a_valid_prometheus_label_name(key):
+    name = f"{KSM.labelPrefix}{KSM.sanitize(key)}"
+    assert LABEL_NAME.fullmatch(name)
+    assert len(name) == len(KSM.labelPrefix) + len(key)        # one character for one, as kube-state-metrics
+
+
+def test_the_prometheus_rule_carries_the_plain_rule_files_rules(dist):
+    for cluster in ("full-stack", "openshift"):
+        (rule,) = [d for d in yaml.safe_load_all((dist / cluster / "manifests" / "15-gpu-alerts.yaml").read_text()) if d]
+        plain = yaml.safe_load((dist / cluster / "alerts" / alerts_output.FILE).read_text())
+        assert rule["spec"]["groups"] == plain["groups"]
+    assert not (dist / "mig-sharing" / "manifests" / "15-gpu-alerts.yaml").exists()   # no ServiceMonitor: no CRD expected
+
+
+def test_alert_settings_are_refused_located(tmp_path):
+    f = write_profile(tmp_path, """\
+        platform: {type: kubernetes, version: "1.33"}
+        os: ubuntu24.04
+        alerts: {prometheusRule: true, additionalLabels: {"bad key!": x}, routing: pager}
+        nodePools: [{name: a, gpu: L40S}]
+        """)
+    with pytest.raises(UserError) as err:
+        validate(load_profile(f), catalog.load())
+    located = sorted((i.path, i.line) for i in err.value.issues)
+    assert located == [("spec.alerts.additionalLabels", 7), ("spec.alerts.routing", 7)]
