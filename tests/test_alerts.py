@@ -121,7 +121,8 @@ def count_cases(plan) -> list[Case]:
 
 def health_cases(plan) -> list[Case]:
     return [
-        dcgm_case(plan, "GpuopGPUXidError", "10m", "0x5 79x20", "0x25", "79", "DCGM_FI_DEV_XID_ERRORS"),
+        dcgm_case(plan, "GpuopGPUXidUnhealthy", "10m", "0x5 79x20", "0x5 13x20", "79", "DCGM_FI_DEV_XID_ERRORS"),
+        dcgm_case(plan, "GpuopGPUXidError", "10m", "0x5 13x20", "0x5 79x20", "13", "DCGM_FI_DEV_XID_ERRORS"),
         dcgm_case(plan, "GpuopGPUEccUncorrectable", "10m", "0+1x30", "0x30", "10", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"),
         dcgm_case(plan, "GpuopGPURowRemapFailed", "10m", "0x5 1x20", "0x30", "1", "DCGM_FI_DEV_ROW_REMAP_FAILURE"),
         dcgm_case(plan, "GpuopGPURemappedRowsRising", "7h", "0+1x500", "3x500", "10080",
@@ -234,7 +235,7 @@ def test_diff_shows_an_alert_threshold_that_a_sharing_change_moves(tmp_path):
     done = run_gpuop("diff", "--exit-code", cwd=tmp_path)
     assert done.returncode == 3, done.stderr
     block = done.stdout.split("  ~ alerts/gpu-alerts.rules.yaml\n", 1)[1]
-    assert "      groups[gpuop.gpu].rules[9].labels.expected: 16 -> 8\n" in block
+    assert re.search(r"^      groups\[gpuop\.gpu\]\.rules\[\d+\]\.labels\.expected: 16 -> 8$", block.split("\n  ~ ")[0], re.M)
 
 
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -267,3 +268,40 @@ def test_alert_settings_are_refused_located(tmp_path):
         validate(load_profile(f), catalog.load())
     located = sorted((i.path, i.line) for i in err.value.issues)
     assert located == [("spec.alerts.additionalLabels", 7), ("spec.alerts.routing", 7)]
+
+
+HEALTH = metrics_catalog.load().devicePluginHealth
+DEFAULT_IGNORED = frozenset({13, 31, 43, 45, 68, 109})
+
+
+@pytest.mark.parametrize("env, ignored", [
+    ({}, DEFAULT_IGNORED),
+    ({"DP_DISABLE_HEALTHCHECKS": "94, 95,x"}, DEFAULT_IGNORED | {94, 95}),       # a malformed entry is skipped
+    ({"DP_ENABLE_HEALTHCHECKS": "13,31"}, DEFAULT_IGNORED - {13, 31}),
+    ({"DP_DISABLE_HEALTHCHECKS": "79", "DP_ENABLE_HEALTHCHECKS": "79"}, DEFAULT_IGNORED),
+    ({"DP_ENABLE_HEALTHCHECKS": "ALL"}, frozenset()),
+    ({"DP_DISABLE_HEALTHCHECKS": "all"}, None),
+    ({"DP_DISABLE_HEALTHCHECKS": "xids", "DP_ENABLE_HEALTHCHECKS": "79"}, None),   # checkHealth returns first
+])
+def test_the_xids_the_device_plugin_ignores_follow_its_env(env, ignored):
+    assert HEALTH.ignored_xids(env) == ignored
+
+
+def test_the_health_policy_is_the_pinned_device_plugins():
+    releases = yaml.safe_load((REPO / "constructs/gpuop/catalog/data/releases.yaml").read_text())
+    newest = releases["releases"][0]
+    assert (newest["name"], HEALTH.version) == ("26.7", newest["components"]["devicePlugin"]["version"])
+
+
+def test_with_the_xid_check_off_every_xid_is_one_warning(tmp_path):
+    f = write_profile(tmp_path, """\
+        platform: {type: kubernetes, version: "1.33"}
+        os: ubuntu24.04
+        devicePlugin: {env: [{name: DP_DISABLE_HEALTHCHECKS, value: all}]}
+        nodePools: [{name: a, gpu: L40S, gpusPerNode: 4}]
+        """)
+    cat = catalog.load()
+    rules = build_plan(validate(load_profile(f), cat), cat).alerts.rules
+    (xid,) = [r for r in rules if "XID" in r.expr]
+    assert (xid.alert, xid.severity) == ("GpuopGPUXidError", "warning")
+    assert "(DCGM_FI_DEV_XID_ERRORS > 0 and changes(DCGM_FI_DEV_XID_ERRORS[10m]) > 0, " in xid.expr

@@ -59,7 +59,13 @@ class _Promql:
         return f"({expr}) * on (node) group_left () {nodes}"
 
 
-def _pool_rules(pq: _Promql, cap, pool_selector, mig: bool, exported) -> tuple[list[AlertRule], list[tuple[str, str]]]:
+XID_RUNBOOK = ("Look the XID up in NVIDIA's XID catalog (docs.nvidia.com/deploy/xid-errors). Application XIDs (13, "
+               "31, 43, 45) point at the workload; 48, 63, 64, 74, 79, 92, 94, 95 at the GPU: drain the node, reset the "
+               "GPU and run DCGM diagnostics (dcgmi diag -r 3) before returning it.")
+
+
+def _pool_rules(pq: _Promql, cap, pool_selector, mig: bool, exported,
+                ignored: frozenset[int] | None) -> tuple[list[AlertRule], list[tuple[str, str]]]:
     rules, skipped = [], []
     nodes = pq.pool_nodes(pool_selector)
     pool = (("pool", cap.pool),)
@@ -104,13 +110,24 @@ def _pool_rules(pq: _Promql, cap, pool_selector, mig: bool, exported) -> tuple[l
                 "layout or sharing config not applied (check the node's nvidia.com/mig.config.state label and the "
                 "device plugin's logs), or the device plugin pod not running. Cordon the node while it is short.",
                 pool + (("resource", resource), ("expected", str(count)))))
-    dcgm_rule("GpuopGPUXidError", ["DCGM_FI_DEV_XID_ERRORS"],
-              "DCGM_FI_DEV_XID_ERRORS > 0 and changes(DCGM_FI_DEV_XID_ERRORS[10m]) > 0", "0m", "warning",
-              f"XID error on a GPU of pool {cap.pool}",
-              "GPU {{ $labels.gpu }} of node {{ $labels.node }} reported XID {{ $value }}.",
-              "Look the XID up in NVIDIA's XID catalog (docs.nvidia.com/deploy/xid-errors). Application XIDs (13, "
-              "31, 43, 45) point at the workload; 48, 63, 64, 74, 79, 92, 94, 95 at the GPU: drain the node, reset "
-              "the GPU and run DCGM diagnostics (dcgmi diag -r 3) before returning it.")
+    xid = "DCGM_FI_DEV_XID_ERRORS"
+    new_xid = f"changes({xid}[10m]) > 0"
+    if ignored is None:       # no device plugin on the pool, or its XID check off: every XID alike
+        dcgm_rule("GpuopGPUXidError", [xid], f"{xid} > 0 and {new_xid}", "0m", "warning",
+                  f"XID error on a GPU of pool {cap.pool}",
+                  "GPU {{ $labels.gpu }} of node {{ $labels.node }} reported XID {{ $value }}.", XID_RUNBOOK)
+    else:
+        if ignored:
+            app = " or ".join(f"{xid} == {x}" for x in sorted(ignored))
+            dcgm_rule("GpuopGPUXidError", [xid], f"({app}) and {new_xid}", "0m", "warning",
+                      f"XID error on a GPU of pool {cap.pool}",
+                      "GPU {{ $labels.gpu }} of node {{ $labels.node }} reported XID {{ $value }}, which the device "
+                      "plugin does not count against the GPU (an application error).", XID_RUNBOOK)
+        healthy = "".join(f" != {x}" for x in sorted(ignored))
+        dcgm_rule("GpuopGPUXidUnhealthy", [xid], f"{xid} > 0{healthy} and {new_xid}", "0m", "critical",
+                  f"A GPU of pool {cap.pool} was marked unhealthy (XID)",
+                  "GPU {{ $labels.gpu }} of node {{ $labels.node }} reported XID {{ $value }}: the device plugin marks "
+                  "it unhealthy and stops advertising it.", XID_RUNBOOK)
     dcgm_rule("GpuopGPUEccUncorrectable", ["DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"],
               "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m]) > 0", "0m", "critical",
               f"Uncorrectable ECC errors on a GPU of pool {cap.pool}",
@@ -204,9 +221,12 @@ def build(spec, plan: StackPlan) -> AlertsPlan | None:
     pq = _Promql()
     exported = exported_fields(plan)
     rules, skipped = [], []
+    health = metrics_catalog.load().devicePluginHealth
     mig_pools = {p.name for p in plan.pools if p.mig_layout and p.mig_strategy != "none"}
     for cap in plan.capacity.pools:
-        r, s = _pool_rules(pq, cap, cap.node_selector, cap.pool in mig_pools, exported)
+        plugin = plan.device_plugin and cap.allocation == "devicePlugin"
+        r, s = _pool_rules(pq, cap, cap.node_selector, cap.pool in mig_pools, exported,
+                           health.ignored_xids(dict(plan.operand("devicePlugin").env)) if plugin else None)
         rules += r
         skipped += s
     rules += _stack_rules(pq, plan)
