@@ -31,6 +31,7 @@ from gpuop.components.plugin_config import PluginConfig, PluginConfigProps
 from gpuop.components.props import Placement, ServiceMonitorProps
 from gpuop.components.queues import FlavorProps, KueueQueues, QueuesProps
 from gpuop.components.runtime_class import RuntimeClasses, RuntimeClassProps
+from gpuop.components.gpu_alerts import GpuAlerts, GpuAlertsProps
 from gpuop.components.toolkit import ContainerToolkit, ToolkitProps
 from gpuop.components.validator import OperatorValidator, ValidatorProps
 from gpuop.kube.order import with_wave
@@ -51,6 +52,9 @@ PROPS: dict[type[Component], object] = {
                                 deploy_labels=("driver", "device-plugin"), mig_capable_labels=("mig-manager",),
                                 mig_capable_ids=("2330",)),
     RuntimeClasses: RuntimeClassProps(namespace=NS),
+    GpuAlerts: GpuAlertsProps(namespace=NS, labels={"release": "prometheus"}, groups_json=(
+        '[{"name":"gpuop.gpu","rules":[{"alert":"GpuopGPUXidError","expr":"DCGM_FI_DEV_XID_ERRORS > 0","for":"0m",'
+        '"labels":{"severity":"warning"},"annotations":{"summary":"XID"}}]}]')),
     Driver: DriverProps(namespace=NS, repository="registry.test/nvidia/driver", manager_image=IMG,
                         variants=(Variant(tag="580.95.05-ubuntu24.04"),)),
     ContainerToolkit: ToolkitProps(namespace=NS, image=IMG, validator_image=VAL, runtime_files=CONTAINERD),
@@ -296,3 +300,10 @@ def test_placement_adds_selectors_affinity_and_openshift_sccs():
     assert {"key": "zone", "operator": "In", "values": ["a", "b"]} in terms[0]["matchExpressions"]
     assert any(o["kind"] == "SecurityContextConstraints" for o in objs)
     assert not any(o["kind"] == "SecurityContextConstraints" for o in DevicePlugin.render(props))
+
+
+def test_gpu_alerts_render_one_prometheus_rule_with_the_given_groups_and_labels():
+    (rule,) = GpuAlerts.render(PROPS[GpuAlerts])
+    assert (rule["kind"], rule["metadata"]["name"], rule["metadata"]["namespace"]) == ("PrometheusRule", "gpuop-gpu-alerts", NS)
+    assert rule["metadata"]["labels"] == {"release": "prometheus", "app": "gpuop-gpu-alerts"}
+    assert rule["spec"]["groups"][0]["rules"][0]["alert"] == "GpuopGPUXidError"

@@ -67,7 +67,7 @@ def dist(tmp_path_factory):
 
 
 def test_mig_and_shared_pools_get_their_capacity_as_nominal_quota(dist):
-    cq = next(o for o in _objects(dist, "mig-sharing", "16-queues.yaml") if o["kind"] == "ClusterQueue")
+    cq = next(o for o in _objects(dist, "mig-sharing", "17-queues.yaml") if o["kind"] == "ClusterQueue")
     quota = {(f["name"], r["name"]): r["nominalQuota"] for g in cq["spec"]["resourceGroups"]
              for f in g["flavors"] for r in f["resources"]}
     index = {c["name"]: c for c in json.loads((dist / "index.json").read_text())["clusters"]}
@@ -80,7 +80,7 @@ def test_mig_and_shared_pools_get_their_capacity_as_nominal_quota(dist):
 
 
 def test_dra_pools_are_counted_per_device_class(dist):
-    cq = next(o for o in _objects(dist, "dra", "16-queues.yaml") if o["kind"] == "ClusterQueue")
+    cq = next(o for o in _objects(dist, "dra", "17-queues.yaml") if o["kind"] == "ClusterQueue")
     index = {c["name"]: c for c in json.loads((dist / "index.json").read_text())["clusters"]}
     classes = {c["deviceClass"]: c["total"]["max"] for c in index["dra"]["dra"]["capacity"]}
     quota = {r["name"]: r["nominalQuota"] for g in cq["spec"]["resourceGroups"] for f in g["flavors"]
@@ -91,13 +91,13 @@ def test_dra_pools_are_counted_per_device_class(dist):
 
 @pytest.mark.parametrize("cluster", ["mig-sharing", "dra"])
 def test_every_queue_object_passes_kueues_crd_schema(dist, cluster):
-    objs = _objects(dist, cluster, "16-queues.yaml")
+    objs = _objects(dist, cluster, "17-queues.yaml")
     assert {o["kind"] for o in objs} == {"ResourceFlavor", "ClusterQueue", "LocalQueue"}
     assert [m for o in objs for m in check_kueue_schema(o)] == []
 
 
 def test_queues_are_off_unless_enabled(dist):
-    assert not (dist / "prod-east" / "manifests" / "16-queues.yaml").exists()
+    assert not (dist / "prod-east" / "manifests" / "17-queues.yaml").exists()
 
 
 def _roundtrip(body: dict) -> dict:
@@ -116,7 +116,7 @@ def test_every_example_cluster_has_a_dashboard_grafanas_model_reads_back_unchang
 
 
 def test_the_sidecar_configmap_holds_the_same_json_as_the_file(dist):
-    cm = _objects(dist, "prod-east", "15-dashboards.yaml")[0]
+    cm = _objects(dist, "prod-east", "16-dashboards.yaml")[0]
     assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert cm["data"]["prod-east-gpus.json"] == (dist / "prod-east" / "dashboards" / "prod-east-gpus.json").read_text()
 

@@ -56,8 +56,9 @@ TABLE: tuple[Row, ...] = (
     Row("node-status-exporter", "node_status_exporter", 13, "nodeStatusExporter", switch=True, versioned=True,
         values_switch=True, operator_switch=False),
     Row("dra", "dra", 14),
-    Row("dashboards", "dashboards", 15),      # gpuop's own: no Operator state, written after every operand
-    Row("queues", "queues", 16),              # gpuop's own: Kueue's flavors and queues over the GPU pools
+    Row("gpu-alerts", "gpu_alerts", 15),
+    Row("dashboards", "dashboards", 16),      # gpuop's own: no Operator state, written after every operand
+    Row("queues", "queues", 17),              # gpuop's own: Kueue's flavors and queues over the GPU pools
     # the profile and NVIDIA's chart name the validator last; its state comes right after the toolkit's
     Row("operator-validator", "validator", 5, "validator", versioned=True),
 )

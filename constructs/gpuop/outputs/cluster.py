@@ -24,6 +24,7 @@ import stat
 from dataclasses import dataclass, field
 
 from gpuop import __version__
+from gpuop.outputs import alerts
 from gpuop.outputs import node_labels
 from gpuop.outputs import dra
 from gpuop.outputs import argocd
@@ -158,6 +159,7 @@ def build_cluster(stack, settings) -> ClusterBuild:
         node_labels.write(t),         # node-labels.yaml
         dra.write(t),                 # the DRA driver's delivery, after the stack
         images.write(t),              # the images of manifests/, for mirroring (stack mode)
+        alerts.write(t),              # alerts/: the plain Prometheus rule file, in both delivery modes
         dashboards.write(t),          # dashboards/: the Grafana dashboards' JSON, in both delivery modes
         sbom.write(t),                # sbom.cdx.json: every image (images.txt) and chart the cluster deploys
     ):

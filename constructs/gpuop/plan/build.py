@@ -23,6 +23,7 @@ from gpuop.kube import components
 from gpuop.catalog.distributions import distribution_runtime_files
 from gpuop.plan import chartmap
 from gpuop.plan import operator as operator_plan
+from gpuop.plan import alerts as alerts_plan
 from gpuop.plan import dra as dra_rules
 from gpuop.plan import pools as pool_rules
 from gpuop.plan.capacity import plan_capacity
@@ -217,7 +218,7 @@ def build_plan(valid: Validated, cat: Catalog) -> StackPlan:
     )
     plan = pin_digests(valid, plan)
     return dataclasses.replace(plan, operator=operator_plan.build(spec, plan, cat),   # None in stack mode
-                               move_from=spec.delivery.moveFrom,
+                               move_from=spec.delivery.moveFrom, alerts=alerts_plan.build(spec, plan),
                                queues=queue_plan.build(spec, plan.capacity, plan.dra),
                                dashboards=DashboardsPlan(spec.dashboards.folder) if spec.dashboards.enabled else None)
 

@@ -460,6 +460,43 @@ class DashboardsPlan:
     folder: str
 
 
+# ---- alert rules (built by alerts.py) ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AlertRule:
+    """One Prometheus alerting rule; `labels` carry the pool (and resource) it watches."""
+    alert: str
+    expr: str
+    duration: str                            # `for`
+    severity: str                            # critical | warning
+    summary: str
+    description: str
+    runbook: str
+    labels: tuple[tuple[str, str], ...] = ()
+
+    def as_dict(self, cluster: str) -> dict:
+        return {"alert": self.alert, "expr": self.expr, "for": self.duration,
+                "labels": {"severity": self.severity, "gpuop_cluster": cluster, **dict(self.labels)},
+                "annotations": {"summary": self.summary, "description": self.description, "runbook": self.runbook}}
+
+
+@dataclass(frozen=True)
+class AlertsPlan:
+    """spec.alerts, resolved: the rules, whether a PrometheusRule carries them, and the rules left out (why)."""
+    rules: tuple[AlertRule, ...]
+    prometheus_rule: bool
+    rule_labels: tuple[tuple[str, str], ...] = ()   # the PrometheusRule's labels (spec.alerts.additionalLabels)
+    skipped: tuple[tuple[str, str], ...] = ()       # (alert, why it is not emitted)
+    node_label_keys: tuple[str, ...] = ()           # node labels kube-state-metrics must export (allowlist)
+
+    GROUP = "gpuop.gpu"
+
+    def groups(self, cluster: str) -> list[dict]:
+        """The rule file's groups (a Prometheus rule file's `groups`, a PrometheusRule's `spec.groups`)."""
+        return [{"name": self.GROUP, "rules": [r.as_dict(cluster) for r in self.rules]}]
+
+
 # Profile fields naming an object "you create it" (profile/models.py descriptions), as (kind, StackPlan
 # field holding (name, keys)): the stack mounts them from the stack's namespace, gpuop never writes them.
 USER_CREATED: tuple[tuple[str, str], ...] = (
@@ -513,6 +550,7 @@ class StackPlan:
     capacity: ClusterCapacity = field(default_factory=ClusterCapacity)   # per pool resources (plan/capacity.py)
     queues: QueuesPlan | None = None                  # None: spec.queues.enabled false (plan/queues.py)
     dashboards: DashboardsPlan | None = None          # None: spec.dashboards.enabled false
+    alerts: AlertsPlan | None = None                  # spec.alerts (plan/alerts.py); None: alerts off
     distribution: str = "generic"                      # spec.platform.distribution (catalog/distributions.py)
     runtime_config_source: str | None = None          # toolkit RUNTIME_CONFIG_SOURCE (None: the toolkit's default)
     driver_root: str = "/run/nvidia/driver"           # hostPaths.driverInstallDir (GKE: Google's installer's)

@@ -375,6 +375,24 @@ class NodeStatusExporter(ComponentSettings):
     serviceMonitor: ServiceMonitor = Field(default_factory=ServiceMonitor, description="Omitted: no ServiceMonitor.")
 
 
+class Alerts(Model):
+    enabled: bool = Field(True, description=(
+        "Write Prometheus alerting rules for the cluster's GPUs: dist/<cluster>/alerts/gpu-alerts.rules.yaml "
+        "(a plain rule file for a Prometheus without the Prometheus Operator) and, with prometheusRule, the same "
+        "rules as a PrometheusRule in the stack. Per pool: GPUs visible to DCGM and allocatable per node below "
+        "the plan's per-node counts (after MIG and sharing), XID, ECC, retired-page and row-remap events, thermal "
+        "and power throttling, MIG configuration failures; per component: driver, device plugin, DCGM and "
+        "exporter pods not ready. A rule whose DCGM field the exporter does not export is left out (the rule "
+        "file says which and why). Omitted: true."))
+    prometheusRule: bool | None = Field(None, description=(
+        "Emit the rules as a PrometheusRule `gpuop-gpu-alerts` (needs the Prometheus Operator's CRD in the "
+        "cluster). Omitted: true on OpenShift and where a ServiceMonitor is on (dcgmExporter or "
+        "nodeStatusExporter: the CRDs are there), false elsewhere (the plain rule file only)."))
+    additionalLabels: Labels = Field(default_factory=dict, description=(
+        "Labels added to the PrometheusRule, e.g. the one your Prometheus's ruleSelector selects on. "
+        "Omitted: none."))
+
+
 class Nfd(Model):
     mode: Literal["deploy", "existing"] | None = Field(None, description=(
         "deploy: gpuop emits an Argo CD Application and Flux HelmRepository/HelmRelease for NFD's own "
@@ -909,6 +927,9 @@ class ClusterSpec(Model):
         "MIG manager: applies each pool's MIG layout on its nodes, and `all-disabled` on MIG-capable pools "
         "without a layout; deployed when some pool has a MIG-capable GPU. False: nothing applies the layouts "
         "(partition the GPUs yourself). Omitted: enabled."))
+    alerts: Alerts = Field(default_factory=Alerts, description=(
+        "Prometheus alerting rules for the GPUs and the stack. Omitted: on (the plain rule file; the "
+        "PrometheusRule where the Prometheus Operator's CRD is expected)."))
     nfd: Nfd = Field(default_factory=Nfd, description=(
         "Node Feature Discovery and the GPU node labels. Omitted: deploy NFD, emit the NodeFeatureRule."))
     images: Images = Field(default_factory=Images, description="Omitted: release registry, no pull secrets.")

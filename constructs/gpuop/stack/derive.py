@@ -8,6 +8,8 @@ returns the component's props, or None when the plan leaves the component off. T
 
 from __future__ import annotations
 
+import json
+
 from gpuop.components.dashboards import DashboardsProps, PoolPanelProps
 from gpuop.components.dcgm import DcgmProps
 from gpuop.components.dcgm_exporter import DcgmExporterProps
@@ -15,6 +17,7 @@ from gpuop.components.device_plugin import DevicePluginProps
 from gpuop.components.dra import ClaimRequestProps, ClaimTemplateProps, DeviceClassProps, DraProps
 from gpuop.components.driver import DriverProps, Variant
 from gpuop.components.gfd import GfdProps
+from gpuop.components.gpu_alerts import GpuAlertsProps
 from gpuop.components.mig_manager import MigManagerProps
 from gpuop.components.mps_control_daemon import MpsControlDaemonProps
 from gpuop.components.namespace import NamespaceProps
@@ -212,6 +215,15 @@ def dra(plan: StackPlan) -> DraProps | None:
             requests=tuple(ClaimRequestProps(name=r.name, device_class=r.device_class, count=r.count)
                            for r in t.requests),
             same_gpu=tuple(r.name for r in t.requests if r.mig) if t.same_gpu else ()) for t in d.claim_templates))
+
+
+def gpu_alerts(plan: StackPlan) -> GpuAlertsProps | None:
+    """The PrometheusRule, where the plan has alerts and wants the Prometheus Operator's kind for them."""
+    a = plan.alerts
+    if a is None or not a.prometheus_rule:
+        return None
+    return GpuAlertsProps(namespace=plan.namespace, labels=dict(a.rule_labels),
+                          groups_json=json.dumps(a.groups(plan.name), sort_keys=True, separators=(",", ":")))
 
 
 def dashboards(plan: StackPlan) -> DashboardsProps | None:

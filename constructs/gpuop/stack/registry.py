@@ -28,6 +28,7 @@ from gpuop.components.mig_manager import MigManager
 from gpuop.components.mps_control_daemon import MpsControlDaemon
 from gpuop.components.namespace import Namespace
 from gpuop.components.node_labels import NodeLabels
+from gpuop.components.gpu_alerts import GpuAlerts
 from gpuop.components.node_status_exporter import NodeStatusExporter
 from gpuop.components.plugin_config import PluginConfig
 from gpuop.components.queues import KueueQueues
@@ -54,6 +55,7 @@ REGISTRY: tuple[tuple[type[Component], Callable[..., Props | None]], ...] = (
     (MigManager, derive.mig_manager),
     (NodeStatusExporter, derive.node_status_exporter),
     (DraObjects, derive.dra),                      # gpuop's DeviceClasses and claim templates
+    (GpuAlerts, derive.gpu_alerts),                # the PrometheusRule of plan/alerts.py
     (Dashboards, derive.dashboards),               # the Grafana sidecar's ConfigMap
     (KueueQueues, derive.queues),                  # Kueue's ResourceFlavors, ClusterQueue, LocalQueues
 )
