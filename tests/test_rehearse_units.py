@@ -8,6 +8,8 @@ from pathlib import Path
 
 import celpy
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import REPO, run_gpuop
 from gpuop.pipeline.run import plan_all
@@ -205,3 +207,42 @@ def test_nodes_carry_labels_satisfying_the_profiles_daemonset_placement():
 def plan_of_file(path: Path):
     plans, _ = plan_all([path])
     return plans[0]
+
+
+# ---- a CRD read back before the API server has set its status --------------------------------------------
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+                     max_leaves=12)
+_CONDITION = st.fixed_dictionaries({"type": st.sampled_from(["Established", "NamesAccepted", "Other"]),
+                                    "status": st.sampled_from(["True", "False", "Unknown"])})
+
+
+@pytest.mark.parametrize("crd", [
+    None, {}, {"status": None}, {"status": {}}, {"status": {"conditions": None}},
+    {"status": {"conditions": [None]}}, {"status": {"conditions": ["Established"]}},
+    {"status": {"conditions": [{"type": "NamesAccepted", "status": "True"}]}},
+    {"status": {"conditions": [{"type": "Established", "status": "False"}]}},
+])
+def test_a_crd_without_an_established_condition_yet_is_not_established_and_no_error(crd):
+    from gpuop.rehearse.rig import established
+
+    assert established(crd) is False
+
+
+def test_a_crd_whose_established_condition_is_true_is_established():
+    from gpuop.rehearse.rig import established
+
+    assert established({"status": {"conditions": [{"type": "NamesAccepted", "status": "True"},
+                                                  {"type": "Established", "status": "True"}]}})
+
+
+@given(status=_JSON, conditions=st.lists(_CONDITION | _JSON, max_size=5))
+def test_established_reads_any_status_shape_and_is_true_only_with_an_established_true_condition(status, conditions):
+    from gpuop.rehearse.rig import established
+
+    assert established({"status": status}) is False or (
+        isinstance(status, dict) and isinstance(status.get("conditions"), list))
+    want = any(isinstance(c, dict) and c.get("type") == "Established" and c.get("status") == "True"
+               for c in conditions)
+    assert established({"status": {"conditions": conditions}}) is want
