@@ -158,6 +158,23 @@ def test_a_cluster_without_compiled_output_is_bad_input_located(tmp_path):
                            "gpuop: 1 error; nothing written\n")
 
 
+def test_a_kubebuilder_assets_folder_with_envtests_two_binaries_only_is_bad_input_said_before_any_start(
+        tmp_path, monkeypatch):
+    assets = tmp_path / "assets"
+    assets.mkdir()
+    for name in ("kube-apiserver", "etcd"):          # never run: the check comes before any start
+        (assets / name).write_text("#!/bin/sh\nexit 1\n")
+        (assets / name).chmod(0o755)
+    monkeypatch.setenv("KUBEBUILDER_ASSETS", str(assets))
+    proc = run_gpuop("rehearse", "prod-east", "--profiles", str(REPO / "profiles"), "-o", str(REPO / "dist"),
+                     cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"gpuop rehearse: {assets}: no kube-controller-manager, kube-scheduler, kwok, nfd-master (a "
+                           "rehearsal runs all of kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok, "
+                           "nfd-master; `make rig` builds them, or KUBEBUILDER_ASSETS names a folder with all of them)\n"
+                           "gpuop: 1 error; nothing written\n")
+
+
 def test_the_operand_table_names_the_component_registrys_daemonsets_for_every_example_and_corpus_profile(plans):
     from gpuop.stack.registry import component_props
 

@@ -117,6 +117,22 @@ def binaries(build: bool = True) -> dict[str, Path]:
     return found
 
 
+def missing_for_rehearsal(bins: dict[str, Path]) -> str:
+    """What a full rehearsal needs that `bins` lacks, said ("" when nothing): every one of NAMES, and kwok's
+    stages file beside kwok (build.py writes it; a KUBEBUILDER_ASSETS folder must hold it too)."""
+    absent = [n for n in NAMES if n not in bins]
+    if absent:
+        folder = next(iter(bins.values())).parent if bins else None
+        return (f"{folder}: no {', '.join(absent)} (a rehearsal runs all of {', '.join(NAMES)}; `make rig` builds "
+                "them, or KUBEBUILDER_ASSETS names a folder with all of them)")
+    stages = Path(bins["kwok"]).parent / KWOK_STAGES_FILE
+    if not stages.is_file():
+        return (f"{stages}: missing: kwok's default stages (node-initialize, node-heartbeat-with-lease, pod-ready, "
+                "pod-complete, pod-delete from kwok's kustomize/stage/), which tools/rehearsal/build.py writes "
+                "beside the binaries")
+    return ""
+
+
 def nfd_crds(folder: Path | None = None) -> Path:
     """NFD's own CRDs (NodeFeature, NodeFeatureRule, NodeFeatureGroup) from the module the rig pins."""
     path = (folder or rig_dir(build=False)) / NFD_CRDS_FILE

@@ -67,6 +67,9 @@ def rehearse(plans: list[StackPlan], output: Path, binaries=None, workdir: Path 
             binaries = rig.binaries(build=False)
         except rig.RigError as exc:
             raise UserError(Issue("gpuop rehearse", 0, 0, "", str(exc))) from None
+    missing = rig.missing_for_rehearsal(binaries)
+    if missing:      # a KUBEBUILDER_ASSETS folder with envtest's two binaries only, say: said before any start
+        raise UserError(Issue("gpuop rehearse", 0, 0, "", missing))
     results = []
     with tempfile.TemporaryDirectory(prefix="gpuop-rehearse-", dir=workdir) as tmp:
         for plan, out in loaded:
