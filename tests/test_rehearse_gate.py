@@ -77,6 +77,8 @@ def test_a_change_that_touches_no_output_rehearses_nothing(binaries, repo):
     git(repo, "clean", "-q", "-fd")
     profile = repo / "profiles" / f"{CHANGED}.yaml"
     profile.write_text(profile.read_text() + "# a comment: the same cluster, the same output\n")
+    # index.json records the profile's new digest; the cluster's folder keeps its bytes
+    run_gpuop("synth", "profiles", "-o", "dist", cwd=repo, check=True)
     proc = run_gpuop("check", "--against", "main", "--rehearse", cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "rehearsing 0 cluster(s) whose output the change touches\n" in proc.stderr

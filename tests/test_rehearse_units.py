@@ -4,6 +4,7 @@ publish, and what the rehearsal must see per pool."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import celpy
@@ -263,3 +264,53 @@ def test_established_reads_any_status_shape_and_is_true_only_with_an_established
     want = any(isinstance(c, dict) and c.get("type") == "Established" and c.get("status") == "True"
                for c in conditions)
     assert established({"status": {"conditions": conditions}}) is want
+
+
+# ---- tools/rehearsal/build.py: a module built under another rig digest is copied, not built again ---------
+
+def _build_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rig_build", REPO / "tools" / "rehearsal" / "build.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod           # its dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
+GO = "go version go1.26.8 linux/amd64"
+
+
+def _built_folder(build, folder: Path, module) -> None:
+    folder.mkdir(parents=True)
+    for name in build.files_of(module):
+        (folder / name).write_text(f"{name} as built\n")
+    build.stamp(folder, module, GO).write_text(GO + "\n")
+
+
+def test_a_module_whose_digest_is_unchanged_is_copied_from_another_rig_folder_with_its_stamp(tmp_path):
+    build = _build_script()
+    etcd = next(m for m in build.MODULES if m.folder == "etcd")
+    _built_folder(build, tmp_path / "rig" / "old" / "bin", etcd)
+    out = tmp_path / "rig" / "new" / "bin"
+    out.mkdir(parents=True)
+    assert build.reuse(out, etcd, GO) == tmp_path / "rig" / "old" / "bin"
+    assert build.built(out, etcd, GO)
+    assert (out / "etcd").read_text() == "etcd as built\n"
+
+
+def test_a_module_built_with_another_go_or_pin_is_not_copied(tmp_path):
+    build = _build_script()
+    kwok = next(m for m in build.MODULES if m.folder == "kwok")
+    _built_folder(build, tmp_path / "rig" / "old" / "bin", kwok)
+    out = tmp_path / "rig" / "new" / "bin"
+    out.mkdir(parents=True)
+    assert build.reuse(out, kwok, "go version go1.27.0 linux/amd64") is None
+    assert not any(out.iterdir())
+
+
+def test_the_rig_builds_no_kubectl():
+    build = _build_script()
+    assert "kubectl" not in build.BINARIES
+    assert set(build.BINARIES) == {"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kwok",
+                                   "nfd-master"}
