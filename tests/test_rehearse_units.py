@@ -288,23 +288,25 @@ def _built_folder(build, folder: Path, module) -> None:
     build.stamp(folder, module, GO).write_text(GO + "\n")
 
 
-def test_a_module_whose_digest_is_unchanged_is_copied_from_another_rig_folder_with_its_stamp(tmp_path):
+def _beside_a_built_folder(tmp_path: Path, folder: str):
+    """(build.py, its module `folder`, a new rig folder) beside an old rig folder where that module is built."""
     build = _build_script()
-    etcd = next(m for m in build.MODULES if m.folder == "etcd")
-    _built_folder(build, tmp_path / "rig" / "old" / "bin", etcd)
+    module = next(m for m in build.MODULES if m.folder == folder)
+    _built_folder(build, tmp_path / "rig" / "old" / "bin", module)
     out = tmp_path / "rig" / "new" / "bin"
     out.mkdir(parents=True)
+    return build, module, out
+
+
+def test_a_module_whose_digest_is_unchanged_is_copied_from_another_rig_folder_with_its_stamp(tmp_path):
+    build, etcd, out = _beside_a_built_folder(tmp_path, "etcd")
     assert build.reuse(out, etcd, GO) == tmp_path / "rig" / "old" / "bin"
     assert build.built(out, etcd, GO)
     assert (out / "etcd").read_text() == "etcd as built\n"
 
 
 def test_a_module_built_with_another_go_or_pin_is_not_copied(tmp_path):
-    build = _build_script()
-    kwok = next(m for m in build.MODULES if m.folder == "kwok")
-    _built_folder(build, tmp_path / "rig" / "old" / "bin", kwok)
-    out = tmp_path / "rig" / "new" / "bin"
-    out.mkdir(parents=True)
+    build, kwok, out = _beside_a_built_folder(tmp_path, "kwok")
     assert build.reuse(out, kwok, "go version go1.27.0 linux/amd64") is None
     assert not any(out.iterdir())
 
