@@ -28,7 +28,7 @@ refs:
 	$(PYTHON) tools/refs.py $(if $(REFS_MIRROR),--mirror $(REFS_MIRROR))
 
 # The rehearsal rig (tests/test_rehearsal_rig.py, bench/rehearsal.py): kube-apiserver, -controller-manager,
-# -scheduler, kubectl, etcd, kwok and nfd-master, built with `go build` from the wrapper modules pinned in
+# -scheduler, etcd, kwok and nfd-master, built with `go build` from the wrapper modules pinned in
 # tools/rehearsal/ into ~/.cache/gpuop/rig/<digest>/bin (GPUOP_RIG_DIR to choose), once per pinned version.
 # KUBEBUILDER_ASSETS names a folder of binaries you already have: nothing is built. Needs Go >= 1.26 and the
 # Go module proxy; outside CI a failed build leaves the rig tests skipped, under CI (CI set) it stops here.

@@ -71,10 +71,18 @@ def test_the_control_plane_serves_kubernetes_1_35_and_a_crd_and_its_object_apply
     assert got["metadata"]["managedFields"][0]["manager"] == "gpuop-rehearse"
 
 
-def test_the_admin_kubeconfig_works_with_the_rigs_kubectl(cp):
-    out = cp.kubectl("get", "namespace", "kube-system", "-o", "json")
-    assert json.loads(out.stdout)["metadata"]["name"] == "kube-system"
-    assert "v1.35.4" in cp.kubectl("version", "-o", "json").stdout
+def test_the_admin_kubeconfig_names_a_server_ca_and_token_that_work(cp):
+    """What a person's own kubectl reads (`kubectl --kubeconfig cp.kubeconfig`): its server, CA and token."""
+    import ssl
+    import urllib.request
+
+    conf = json.loads(cp.kubeconfig.read_text())
+    cluster = conf["clusters"][0]["cluster"]
+    ctx = ssl.create_default_context(cafile=cluster["certificate-authority"])
+    req = urllib.request.Request(cluster["server"] + "/api/v1/namespaces/kube-system",
+                                 headers={"Authorization": f"Bearer {conf['users'][0]['user']['token']}"})
+    with urllib.request.urlopen(req, context=ctx, timeout=30) as r:
+        assert json.loads(r.read())["metadata"]["name"] == "kube-system"
 
 
 def test_a_daemonset_pod_is_scheduled_and_running_on_a_fake_node(cp):

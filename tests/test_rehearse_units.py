@@ -4,10 +4,13 @@ publish, and what the rehearsal must see per pool."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import celpy
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import REPO, run_gpuop
 from gpuop.pipeline.run import plan_all
@@ -156,6 +159,23 @@ def test_a_cluster_without_compiled_output_is_bad_input_located(tmp_path):
                            "gpuop: 1 error; nothing written\n")
 
 
+def test_a_kubebuilder_assets_folder_with_envtests_two_binaries_only_is_bad_input_said_before_any_start(
+        tmp_path, monkeypatch):
+    assets = tmp_path / "assets"
+    assets.mkdir()
+    for name in ("kube-apiserver", "etcd"):          # never run: the check comes before any start
+        (assets / name).write_text("#!/bin/sh\nexit 1\n")
+        (assets / name).chmod(0o755)
+    monkeypatch.setenv("KUBEBUILDER_ASSETS", str(assets))
+    proc = run_gpuop("rehearse", "prod-east", "--profiles", str(REPO / "profiles"), "-o", str(REPO / "dist"),
+                     cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"gpuop rehearse: {assets}: no kube-controller-manager, kube-scheduler, kwok, nfd-master (a "
+                           "rehearsal runs all of kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok, "
+                           "nfd-master; `make rig` builds them, or KUBEBUILDER_ASSETS names a folder with all of them)\n"
+                           "gpuop: 1 error; nothing written\n")
+
+
 def test_the_operand_table_names_the_component_registrys_daemonsets_for_every_example_and_corpus_profile(plans):
     from gpuop.stack.registry import component_props
 
@@ -205,3 +225,94 @@ def test_nodes_carry_labels_satisfying_the_profiles_daemonset_placement():
 def plan_of_file(path: Path):
     plans, _ = plan_all([path])
     return plans[0]
+
+
+# ---- a CRD read back before the API server has set its status --------------------------------------------
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+                     max_leaves=12)
+_CONDITION = st.fixed_dictionaries({"type": st.sampled_from(["Established", "NamesAccepted", "Other"]),
+                                    "status": st.sampled_from(["True", "False", "Unknown"])})
+
+
+@pytest.mark.parametrize("crd", [
+    None, {}, {"status": None}, {"status": {}}, {"status": {"conditions": None}},
+    {"status": {"conditions": [None]}}, {"status": {"conditions": ["Established"]}},
+    {"status": {"conditions": [{"type": "NamesAccepted", "status": "True"}]}},
+    {"status": {"conditions": [{"type": "Established", "status": "False"}]}},
+])
+def test_a_crd_without_an_established_condition_yet_is_not_established_and_no_error(crd):
+    from gpuop.rehearse.rig import established
+
+    assert established(crd) is False
+
+
+def test_a_crd_whose_established_condition_is_true_is_established():
+    from gpuop.rehearse.rig import established
+
+    assert established({"status": {"conditions": [{"type": "NamesAccepted", "status": "True"},
+                                                  {"type": "Established", "status": "True"}]}})
+
+
+@given(status=_JSON, conditions=st.lists(_CONDITION | _JSON, max_size=5))
+def test_established_reads_any_status_shape_and_is_true_only_with_an_established_true_condition(status, conditions):
+    from gpuop.rehearse.rig import established
+
+    assert established({"status": status}) is False or (
+        isinstance(status, dict) and isinstance(status.get("conditions"), list))
+    want = any(isinstance(c, dict) and c.get("type") == "Established" and c.get("status") == "True"
+               for c in conditions)
+    assert established({"status": {"conditions": conditions}}) is want
+
+
+# ---- tools/rehearsal/build.py: a module built under another rig digest is copied, not built again ---------
+
+def _build_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rig_build", REPO / "tools" / "rehearsal" / "build.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod           # its dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
+GO = "go version go1.26.8 linux/amd64"
+
+
+def _built_folder(build, folder: Path, module) -> None:
+    folder.mkdir(parents=True)
+    for name in build.files_of(module):
+        (folder / name).write_text(f"{name} as built\n")
+    build.stamp(folder, module, GO).write_text(GO + "\n")
+
+
+def _beside_a_built_folder(tmp_path: Path, folder: str):
+    """(build.py, its module `folder`, a new rig folder) beside an old rig folder where that module is built."""
+    build = _build_script()
+    module = next(m for m in build.MODULES if m.folder == folder)
+    _built_folder(build, tmp_path / "rig" / "old" / "bin", module)
+    out = tmp_path / "rig" / "new" / "bin"
+    out.mkdir(parents=True)
+    return build, module, out
+
+
+def test_a_module_whose_digest_is_unchanged_is_copied_from_another_rig_folder_with_its_stamp(tmp_path):
+    build, etcd, out = _beside_a_built_folder(tmp_path, "etcd")
+    assert build.reuse(out, etcd, GO) == tmp_path / "rig" / "old" / "bin"
+    assert build.built(out, etcd, GO)
+    assert (out / "etcd").read_text() == "etcd as built\n"
+
+
+def test_a_module_built_with_another_go_or_pin_is_not_copied(tmp_path):
+    build, kwok, out = _beside_a_built_folder(tmp_path, "kwok")
+    assert build.reuse(out, kwok, "go version go1.27.0 linux/amd64") is None
+    assert not any(out.iterdir())
+
+
+def test_the_rig_builds_no_kubectl():
+    build = _build_script()
+    assert "kubectl" not in build.BINARIES
+    assert set(build.BINARIES) == {"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kwok",
+                                   "nfd-master"}

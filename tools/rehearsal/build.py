@@ -2,14 +2,16 @@
 """Build the rehearsal rig's binaries from the Go module proxy, once per pinned version.
 
 Each folder beside this script is a small wrapper Go module (go.mod + go.sum, nothing else) whose `tool`
-lines name the commands to build: kubernetes/ (kube-apiserver, kube-controller-manager, kube-scheduler,
-kubectl), etcd/, kwok/, nfd/ (nfd-master). `go build` builds them with the ordinary Go command into
+lines name the commands to build: kubernetes/ (kube-apiserver, kube-controller-manager, kube-scheduler),
+etcd/, kwok/, nfd/ (nfd-master). kubectl is not built: the rig talks to the API server itself (rehearse/
+rig.py), and a fresh machine's first build is shorter without it (bench/rehearsal.json, cold_build). `go build` builds them with the ordinary Go command into
 
     $GPUOP_RIG_DIR                       when set, else
     ~/.cache/gpuop/rig/<digest>/bin      digest: the wrapper modules, the flags below and `go version`
 
 A stamp per module (its own digest) makes a second run a no-op; a run stopped half-way resumes at the
-first module without a stamp. Standard library only: `make rig` runs it before the venv exists.
+first module without a stamp. A module whose digest is unchanged is taken from the rig folder of another
+digest that has it (a new pin of one module rebuilds that module only). Standard library only: `make rig` runs it before the venv exists.
 
     python3 tools/rehearsal/build.py              build what is missing, print the folder
     python3 tools/rehearsal/build.py --print-dir  print the folder only (nothing built)
@@ -55,7 +57,7 @@ class Module:
 MODULES = (
     Module("kubernetes",
            tuple((f"k8s.io/kubernetes/cmd/{c}", c) for c in
-                 ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")),
+                 ("kube-apiserver", "kube-controller-manager", "kube-scheduler")),
            tuple(f"-X {pkg}.{var}={val}" for pkg in (_KV, _CV) for var, val in
                  (("gitVersion", K8S_VERSION), ("gitMajor", K8S_VERSION.split(".")[0][1:]),
                   ("gitMinor", K8S_VERSION.split(".")[1]), ("gitTreeState", "clean"),
@@ -118,8 +120,30 @@ def stamp(out: Path, m: Module, go: str) -> Path:
 
 
 def built(out: Path, m: Module, go: str) -> bool:
-    files = [name for _, name in m.commands] + ([EXTRAS[m.folder][2]] if m.folder in EXTRAS else [])
-    return stamp(out, m, go).is_file() and all((out / name).is_file() for name in files)
+    return stamp(out, m, go).is_file() and all((out / name).is_file() for name in files_of(m))
+
+
+def files_of(m: Module) -> list[str]:
+    return [name for _, name in m.commands] + ([EXTRAS[m.folder][2]] if m.folder in EXTRAS else [])
+
+
+def reuse(out: Path, m: Module, go: str) -> Path | None:
+    """Copy a module's files from a sibling folder (`<cache>/<group>/<other digest>/bin`) whose stamp for
+    this module has the same digest: the same wrapper module, flags and Go build the same binaries. The
+    folder it came from, or None."""
+    name = stamp(out, m, go).name
+    for other in sorted(out.parent.parent.glob(f"*/{out.name}")):
+        if other == out or not built(other, m, go):
+            continue
+        for f in files_of(m):
+            tmp = out / f".tmp-{f}"
+            shutil.copy2(other / f, tmp)
+            os.replace(tmp, out / f)
+        for old in out.glob(f".{m.folder}.*.built"):
+            old.unlink()
+        shutil.copy2(other / name, out / name)
+        return other
+    return None
 
 
 def go_binary_name(pkg: str) -> str:
@@ -206,6 +230,12 @@ def build(out: Path | None = None, *, quiet: bool = False, group: str = "rig",
     for m in modules if modules is not None else GROUPS[group][1]:
         if built(out, m, go):
             continue
+        if not os.environ.get(GROUPS[group][0]):         # the cache's own folders only, not a folder one names
+            source = reuse(out, m, go)
+            if source is not None:
+                if not quiet:
+                    print(f"rig: {m.folder}: the same build as in {source}, copied", file=sys.stderr, flush=True)
+                continue
         if not quiet:
             print(f"rig: building {', '.join(n for _, n in m.commands)} (tools/rehearsal/{m.folder}) into {out}",
                   file=sys.stderr, flush=True)

@@ -71,6 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     ck.add_argument("--against", default=None, help="base git revision, e.g. origin/main: clusters whose inputs and "
                     "committed output equal it are proven unchanged without compiling")
     ck.add_argument("--all", action="store_true", help="check every cluster (the nightly run)")
+    ck.add_argument("--rehearse", action="store_true", help="then rehearse the clusters whose output the change "
+                    "touches on a real control plane with a simulated GPU fleet (gpuop rehearse); exit 3 when one "
+                    "differs from its plan")
     ck.add_argument("-o", "--output", type=Path, default=Path("dist"), help="committed output folder (default: dist)")
     ck.add_argument("--settings", type=Path, default=Path("gpuop.yaml"))
     from gpuop.cli import mig as mig_cli
@@ -218,7 +221,28 @@ def cmd_check(args) -> int:
     if args.against is None and not args.all:
         raise UserError(Issue("check", 0, 0, "", "pass --against REV (the base branch, e.g. origin/main) or --all"))
     _settle_journal(args.output, strict=True)
-    return check.run(_paths(args), args.against, args.output, args.settings, args.all, timings=args.verbose)
+    return check.run(_paths(args), args.against, args.output, args.settings, args.all, timings=args.verbose,
+                     then=_rehearse_touched(args.output) if args.rehearse else None)
+
+
+def _rehearse_touched(output: Path):
+    """`check --rehearse`: the clusters whose committed output the change touches (gate.rehearsal_targets),
+    rehearsed as `gpuop rehearse` does; 0 as planned or nothing to rehearse, 3 one differs from its plan."""
+    def rehearse(sel) -> int:
+        from gpuop.pipeline import gate
+        from gpuop.pipeline.run import plan_all
+        from gpuop.rehearse import report, run
+
+        names = gate.rehearsal_targets(sel)
+        print(f"gpuop check: rehearsing {len(names)} cluster(s) whose output the change touches"
+              + (": " + ", ".join(names) if names else ""), file=sys.stderr)
+        if not names:
+            return 0
+        plans, _ = plan_all([sel.current[n][0] for n in names])
+        results = run.rehearse(run.select(plans, list(names)), output)
+        sys.stdout.write(report.render(results, "table"))
+        return report.exit_code(results)
+    return rehearse
 
 
 def cmd_publish(args) -> int:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from gpuop.errors import UserError
@@ -91,8 +92,9 @@ def review_trees(sel, output: Path) -> tuple[dict, dict, set]:
 
 
 def run(paths: list[Path], against: str | None, output: Path, settings_path: Path, everything: bool,
-        timings: bool = False) -> int:
-    """`timings` (-v): the time of each phase on stderr (bench/gate.py reads it)."""
+        timings: bool = False, then: Callable[[object], int] | None = None) -> int:
+    """`timings` (-v): the time of each phase on stderr (bench/gate.py reads it). `then`: run on the selection
+    once the output is proven current and valid, its exit code the gate's (`--rehearse`: cli/main.py)."""
     import time
 
     from gpuop.ops import impact
@@ -139,4 +141,4 @@ def run(paths: list[Path], against: str | None, output: Path, settings_path: Pat
         return CHANGES_FOUND
     print(f"gpuop: {output} is what the profiles compile to and valid ({len(sel.clusters)} cluster(s) compiled and "
           f"validated, {sel.proven} proven from the base)", file=sys.stderr)
-    return 0
+    return then(sel) if then is not None else 0

@@ -392,6 +392,21 @@ def _select(paths, output: Path, settings, against, everything, folder: str, com
     return sel
 
 
+# ---- the clusters the gate rehearses (`gpuop check --rehearse`: cli/main.py runs the rehearsal) ---------
+
+def rehearsal_targets(sel: Selection) -> tuple[str, ...]:
+    """The clusters whose committed output the change touches, by name: a file under `<out>/<cluster>/` or
+    the cluster's chart archive differs from the base, or the cluster is new (every cluster when there is
+    no base). A cluster selected only because its inputs or its index entry changed compiles to the output
+    the base has (the stale check proves it first), which was rehearsed when the base was merged: it is
+    not rehearsed again, nor is a cluster whose profile is gone."""
+    if sel.base_rev is None:
+        return tuple(sorted(sel.current))
+    touched = {rel.split("/", 1)[0] for rel in sel.changed_paths}
+    return tuple(sorted(n for n, why in sel.clusters.items() if n in sel.current and
+                        (n in touched or why in ("new", "chart archive differs from the base"))))
+
+
 # ---- verifying the selected clusters against their compile --------------------------------------------
 
 @dataclass

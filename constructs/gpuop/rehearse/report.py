@@ -62,6 +62,8 @@ class ClusterResult:
     nodes: int = 0
     findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
+    # step -> wall seconds (run.py's STEPS, in order): where a rehearsal's time goes (bench/rehearsal.py)
+    steps: dict[str, float] = field(default_factory=dict)
 
     @property
     def failures(self) -> list[Finding]:

@@ -1,7 +1,7 @@
 """The rehearsal rig: a real Kubernetes control plane on loopback whose GPU nodes are kwok's fake nodes.
 
 `binaries()` finds (or builds, through tools/rehearsal/build.py) etcd, kube-apiserver,
-kube-controller-manager, kube-scheduler, kubectl, kwok and nfd-master; `ControlPlane` runs them:
+kube-controller-manager, kube-scheduler, kwok and nfd-master; `ControlPlane` runs them:
 
     with ControlPlane(tmp / "rig") as cp:          # etcd + apiserver + controller-manager + scheduler + kwok
         problems = cp.apply([Path("dist/x/manifests")])   # server-side apply, the API server's own refusals
@@ -17,8 +17,8 @@ package. A server-side apply is one PATCH per object (application/apply-patch+ya
 server sends back is a Status object whose `message` is the API server's own wording, kept as it is in a
 `Problem` for that object. kubectl would print the same refusals as lines of text for a file of many
 objects (to be parsed back to objects), and the `kubernetes` package is one more dependency that wraps
-the same requests. kubectl is built with the rig (same version) for people: `kubectl --kubeconfig
-cp.kubeconfig`.
+the same requests. kubectl is not built with the rig (it needs none; a fresh machine's first build is shorter
+without it): a person's own works against it, `kubectl --kubeconfig cp.kubeconfig`.
 
 What a rehearsal proves and cannot: fake nodes have no kubelet, container runtime, driver or NVML; kwok
 sets their status and moves pods to Running. Admission, defaulting, CRD schemas, labelling (nfd-master),
@@ -39,8 +39,10 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,9 +50,8 @@ from urllib.parse import quote, urlencode
 
 import yaml
 
-# the names binaries() returns (kubectl is built too, for people); a KUBEBUILDER_ASSETS folder may hold fewer
+# the names binaries() returns; a KUBEBUILDER_ASSETS folder may hold fewer
 NAMES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kwok", "nfd-master")
-KUBECTL = "kubectl"
 KWOK_STAGES_FILE = "kwok-stages.yaml"        # tools/rehearsal/build.py writes these beside the binaries
 NFD_CRDS_FILE = "nfd-api-crds.yaml"
 BUILD_SCRIPT = Path(__file__).resolve().parents[3] / "tools" / "rehearsal" / "build.py"
@@ -60,6 +61,9 @@ ADMIN_USER = "gpuop-rehearsal-admin"
 # resource.k8s.io/v1 is served by default from 1.34; the two betas are still served by 1.35 for charts and
 # drivers that write them, but off by default: a rehearsal should accept what a 1.35 cluster can be set to
 DEFAULT_RUNTIME_CONFIG = "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true"
+# the client rate limit of the controller-manager and the scheduler (kwok's is off): unlimited, as kwokctl's
+# DisableQPSLimits sets them; the only clients of this API server are these and the rehearsal
+CLIENT_RATE = ("--kube-api-qps=5000", "--kube-api-burst=10000")
 # a guard, not a goal (bench/rehearsal.py measures the start): a process that exits fails the start at once;
 # one that stays up but never answers, after this long (a loaded 2-core machine takes tens of seconds)
 START_TIMEOUT = 180.0
@@ -103,14 +107,30 @@ def rig_dir(build: bool = True) -> Path:
 
 
 def binaries(build: bool = True) -> dict[str, Path]:
-    """Name -> path of each rig binary present (the NAMES, and kubectl when built). With KUBEBUILDER_ASSETS
+    """Name -> path of each rig binary present (the NAMES). With KUBEBUILDER_ASSETS
     set, that folder's (nothing built; kube-apiserver and etcd required, as envtest requires them)."""
     folder = rig_dir(build)
-    found = {n: folder / n for n in (*NAMES, KUBECTL) if (folder / n).is_file() and os.access(folder / n, os.X_OK)}
+    found = {n: folder / n for n in NAMES if (folder / n).is_file() and os.access(folder / n, os.X_OK)}
     missing = [n for n in ("kube-apiserver", "etcd") if n not in found]
     if missing:
         raise RigError(f"{folder}: no {' or '.join(missing)} (KUBEBUILDER_ASSETS names a folder with both)")
     return found
+
+
+def missing_for_rehearsal(bins: dict[str, Path]) -> str:
+    """What a full rehearsal needs that `bins` lacks, said ("" when nothing): every one of NAMES, and kwok's
+    stages file beside kwok (build.py writes it; a KUBEBUILDER_ASSETS folder must hold it too)."""
+    absent = [n for n in NAMES if n not in bins]
+    if absent:
+        folder = next(iter(bins.values())).parent if bins else None
+        return (f"{folder}: no {', '.join(absent)} (a rehearsal runs all of {', '.join(NAMES)}; `make rig` builds "
+                "them, or KUBEBUILDER_ASSETS names a folder with all of them)")
+    stages = Path(bins["kwok"]).parent / KWOK_STAGES_FILE
+    if not stages.is_file():
+        return (f"{stages}: missing: kwok's default stages (node-initialize, node-heartbeat-with-lease, pod-ready, "
+                "pod-complete, pod-delete from kwok's kustomize/stage/), which tools/rehearsal/build.py writes "
+                "beside the binaries")
+    return ""
 
 
 def nfd_crds(folder: Path | None = None) -> Path:
@@ -280,11 +300,26 @@ _FIRST = {("v1", "Namespace"): 0, ("apiextensions.k8s.io/v1", "CustomResourceDef
 _REST = len(_FIRST)
 
 
+def established(crd: Any) -> bool:
+    """Whether a CRD read back from the API server is Established. A CRD just created has no status, or a
+    status whose conditions are null, until the API server's controllers set them: not yet, never an error."""
+    status = crd.get("status") if isinstance(crd, dict) else None
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    return any(isinstance(c, dict) and c.get("type") == "Established" and c.get("status") == "True"
+               for c in conditions or [])
+
+
 def _rank(obj: dict) -> int:
     return _FIRST.get((str(obj.get("apiVersion", "")), str(obj.get("kind", ""))), _REST)
 
 
 CONTROL_PLANE_NODE = "rehearsal-control-plane"
+# every group's resources in one answer (GA in Kubernetes 1.30); JSON of the older kind as the fallback
+AGGREGATED_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+# applied after the rest of their wave: what they create (pods) is admitted against the ServiceAccounts,
+# RuntimeClasses, ConfigMaps and RBAC applied before them, as Helm orders an install
+_WORKLOADS = frozenset({"Pod", "DaemonSet", "Deployment", "StatefulSet", "ReplicaSet", "ReplicationController",
+                        "Job", "CronJob"})
 
 
 def control_plane_node() -> dict[str, Any]:
@@ -299,8 +334,8 @@ def control_plane_node() -> dict[str, Any]:
 
 class ControlPlane:
     """etcd, kube-apiserver and (by default) kube-controller-manager, kube-scheduler and kwok on 127.0.0.1;
-    nfd-master on request. A context manager: entering starts and waits for them, leaving kills them all and
-    removes the workdir."""
+    nfd-master on request. A context manager: entering starts and waits for them (with `wait=False`, for
+    the API server only), leaving kills them all and removes the workdir."""
 
     kubeconfig: Path
     server: str
@@ -308,16 +343,23 @@ class ControlPlane:
     def __init__(self, workdir: Path, *, binaries: dict[str, Path] | None = None, kwok: bool = True,
                  nfd_master: bool = False, controller_manager: bool = True, scheduler: bool = True,
                  runtime_config: str = DEFAULT_RUNTIME_CONFIG, feature_gates: str = "",
-                 start_timeout: float = START_TIMEOUT):
+                 start_timeout: float = START_TIMEOUT, wait: bool = True):
         self.workdir = Path(workdir)
         self._bins = dict(binaries) if binaries is not None else None
         self.want = {"kube-controller-manager": controller_manager, "kube-scheduler": scheduler, "kwok": kwok,
                      "nfd-master": nfd_master}
         self.runtime_config, self.feature_gates, self.start_timeout = runtime_config, feature_gates, start_timeout
+        # False: entering returns once the API server is ready, the other components still starting; work that
+        # needs only the API server (CRDs, Nodes) overlaps their start, and wait_ready() waits for them
+        self.wait = wait
         self._procs: dict[str, _Proc] = {}
         self._ports: dict[str, int] = {}
         self._created_workdir = False
-        self._conn: http.client.HTTPSConnection | None = None
+        # one HTTPS connection per thread (http.client connections are not shared between threads): `apply` and
+        # `map` send requests from a few threads at once
+        self._local = threading.local()
+        self._conns: list[http.client.HTTPSConnection] = []
+        self._conns_lock = threading.Lock()
         self._resources: dict[tuple[str, str], _Resource] | None = None
         self.identities = _identities()
 
@@ -369,7 +411,8 @@ class ControlPlane:
             self._start_scheduler()
         if self.want["kwok"]:
             self._start_kwok()
-        self.wait_ready(max(0.1, deadline - time.monotonic()))
+        if self.wait:
+            self.wait_ready(max(0.1, deadline - time.monotonic()))
         if self.want["nfd-master"]:         # started with the rest: NFD's own CRDs, from the pinned module
             problems = self.apply([nfd_crds(Path(self._bins["nfd-master"]).parent)])
             if problems:
@@ -378,9 +421,11 @@ class ControlPlane:
 
     def stop(self) -> None:
         """Kill every process (SIGKILL: nothing in the workdir is kept) and remove the workdir."""
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        with self._conns_lock:
+            for conn in self._conns:
+                conn.close()
+            self._conns.clear()
+        self._local = threading.local()
         for proc in reversed(list(self._procs.values())):
             if proc.popen.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -446,6 +491,9 @@ class ControlPlane:
             # the `kubernetes` Service's endpoints would be 127.0.0.1, which Endpoints validation refuses
             "--endpoint-reconciler-type=none",
             "--profiling=false",
+            # one client, on loopback: no fair queuing of requests (kwokctl's setting for fake clusters too);
+            # its bootstrap objects are not made either, a shorter start
+            "--enable-priority-and-fairness=false",
         ]
         if self.runtime_config:
             args.append(f"--runtime-config={self.runtime_config}")
@@ -466,13 +514,16 @@ class ControlPlane:
             "--use-service-account-credentials=true",
             # no cloud: the cloud-node-lifecycle, route and service-lb controllers are off without one
             "--controllers=*",
+            # the default 20 requests a second (burst 30) paces the DaemonSet controller's pod creates: a
+            # rollout of a hundred fake pods would take seconds of waiting on the client's own limiter
+            *CLIENT_RATE,
         ]
         if self.feature_gates:
             args.append(f"--feature-gates={self.feature_gates}")
         self._spawn("kube-controller-manager", args)
 
     def _start_scheduler(self) -> None:
-        args = self._serving("kube-scheduler")
+        args = self._serving("kube-scheduler") + list(CLIENT_RATE)     # its binds: as the controller-manager
         if self.feature_gates:
             args.append(f"--feature-gates={self.feature_gates}")
         self._spawn("kube-scheduler", args)
@@ -488,10 +539,11 @@ class ControlPlane:
             "--node-ip=10.244.0.1", "--cidr=10.244.0.0/16",    # addresses written into fake status only
         ])
 
-    def start_nfd_master(self) -> None:
+    def start_nfd_master(self, wait: bool = True) -> None:
         """nfd-master, out of cluster: it reads NodeFeature and NodeFeatureRule objects and labels the nodes.
         Its CRDs must be installed first (`nfd_crds()`, or a chart's). Adds the fake node it runs on,
-        CONTROL_PLANE_NODE (labelled and tainted as a kubeadm control-plane node)."""
+        CONTROL_PLANE_NODE (labelled and tainted as a kubeadm control-plane node). `wait=False`: returns once
+        it is started; wait_nfd_master() waits for its health check (work can go on while it starts)."""
         if "nfd-master" in self._procs:
             return
         if "nfd-master" not in self._bins:
@@ -506,6 +558,11 @@ class ControlPlane:
         self._spawn("nfd-master", [f"-kubeconfig={self.kubeconfig}", f"-config={conf}",
                                    f"-port={self._ports['nfd-master']}", "-enable-leader-election=false"],
                     env={"KUBERNETES_NAMESPACE": "default", "NODE_NAME": CONTROL_PLANE_NODE})
+        if wait:
+            self.wait_nfd_master()
+
+    def wait_nfd_master(self) -> None:
+        """nfd-master answering its health check (started by start_nfd_master(wait=False))."""
         self._wait(lambda: self._http_ok(f"http://127.0.0.1:{self._ports['nfd-master']}/healthz"),
                    self.start_timeout, "nfd-master healthz")
 
@@ -559,8 +616,10 @@ class ControlPlane:
             self._wait(lambda: self._status("GET", "/api/v1/namespaces/default/serviceaccounts/default") == 200,
                        left(), "the default ServiceAccount", "kube-controller-manager")
 
-    def wait_for(self, ok: Callable[[], Any], timeout: float = 60.0, what: str = "a condition") -> Any:
-        """Poll `ok` until it returns a true value (returned), while every rig process stays up."""
+    def wait_for(self, ok: Callable[[], Any], timeout: float = 60.0, what: str = "a condition",
+                 left: Callable[[], str] | None = None, interval: float = 0.1) -> Any:
+        """Poll `ok` until it returns a true value (returned), while every rig process stays up. `left`, when
+        given, says what is still awaited in the timeout's message."""
         deadline = time.monotonic() + timeout
         while True:
             self._check_alive()
@@ -568,21 +627,24 @@ class ControlPlane:
             if value:
                 return value
             if time.monotonic() > deadline:
-                raise RigError(f"timed out after {timeout:.0f} s waiting for {what}")
-            time.sleep(0.2)
+                raise RigError(f"timed out after {timeout:.0f} s waiting for {what}" + (f": {left()}" if left else ""))
+            time.sleep(interval)
 
     # -- the API --
 
     def _connection(self) -> http.client.HTTPSConnection:
-        if self._conn is None:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
             ctx = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
-            self._conn = http.client.HTTPSConnection("127.0.0.1", self._ports["kube-apiserver"], context=ctx,
-                                                     timeout=60)
-        return self._conn
+            conn = http.client.HTTPSConnection("127.0.0.1", self._ports["kube-apiserver"], context=ctx, timeout=60)
+            self._local.conn = conn
+            with self._conns_lock:
+                self._conns.append(conn)
+        return conn
 
     def _raw(self, method: str, path: str, body: bytes | None = None,
-             content_type: str = "application/json") -> tuple[int, bytes]:
-        headers = {"Authorization": f"Bearer {self.identities['admin'].token}", "Accept": "application/json",
+             content_type: str = "application/json", accept: str = "application/json") -> tuple[int, bytes]:
+        headers = {"Authorization": f"Bearer {self.identities['admin'].token}", "Accept": accept,
                    "User-Agent": "gpuop-rehearse"}
         if body is not None:
             headers["Content-Type"] = content_type
@@ -594,10 +656,20 @@ class ControlPlane:
                 return resp.status, resp.read()
             except (OSError, http.client.HTTPException):
                 conn.close()
-                self._conn = None
+                self._local.conn = None
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")
+
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any], workers: int = 8) -> list[Any]:
+        """fn over items from a few threads (each with its own connection), the results in the items' order.
+        The API server answers requests concurrently: a rehearsal's many small creates and applies wait on
+        round trips, not on this process."""
+        items = list(items)
+        if workers <= 1 or len(items) <= 1:
+            return [fn(i) for i in items]
+        with ThreadPoolExecutor(max_workers=min(workers, len(items)), thread_name_prefix="rig") as pool:
+            return list(pool.map(fn, items))
 
     def _status(self, method: str, path: str) -> int:
         try:
@@ -606,10 +678,10 @@ class ControlPlane:
             return 0
 
     def request(self, method: str, path: str, body: Any = None, *,
-                content_type: str = "application/json") -> dict[str, Any]:
+                content_type: str = "application/json", accept: str = "application/json") -> dict[str, Any]:
         """One API call; the decoded JSON answer, or ApiError with the API server's Status."""
         data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
-        code, raw = self._raw(method, path, data, content_type)
+        code, raw = self._raw(method, path, data, content_type, accept)
         try:
             decoded = json.loads(raw) if raw else {}
         except ValueError:
@@ -625,7 +697,32 @@ class ControlPlane:
         return self.get("/version")
 
     def discover(self) -> dict[tuple[str, str], _Resource]:
-        """(apiVersion, kind) -> resource, from the API server's discovery (refreshed after CRDs are applied)."""
+        """(apiVersion, kind) -> resource, from the API server's discovery (refreshed after CRDs are applied):
+        the aggregated discovery documents (/api and /apis, two requests), or per group version when the
+        API server does not send them."""
+        found = self._discover_aggregated()
+        if found is None:
+            found = self._discover_per_version()
+        self._resources = found
+        return found
+
+    def _discover_aggregated(self) -> dict[tuple[str, str], _Resource] | None:
+        found: dict[tuple[str, str], _Resource] = {}
+        for root in ("/api", "/apis"):
+            doc = self.request("GET", root, accept=AGGREGATED_DISCOVERY)
+            if doc.get("kind") != "APIGroupDiscoveryList":
+                return None
+            for group in doc.get("items") or []:
+                name = (group.get("metadata") or {}).get("name") or ""
+                for v in group.get("versions") or []:
+                    gv = f"{name}/{v['version']}" if name else v["version"]
+                    for r in v.get("resources") or []:
+                        kind = (r.get("responseKind") or {}).get("kind")
+                        if kind:
+                            found[(gv, kind)] = _Resource(r["resource"], r.get("scope") == "Namespaced")
+        return found
+
+    def _discover_per_version(self) -> dict[tuple[str, str], _Resource]:
         found: dict[tuple[str, str], _Resource] = {}
         versions = ["v1"] + [v["groupVersion"] for g in self.get("/apis").get("groups", [])
                              for v in g.get("versions", [])]
@@ -637,7 +734,6 @@ class ControlPlane:
             for r in listing.get("resources", []):
                 if "/" not in r["name"]:
                     found[(gv, r["kind"])] = _Resource(r["name"], bool(r.get("namespaced")))
-        self._resources = found
         return found
 
     def resource(self, api_version: str, kind: str, *, refresh: bool = True) -> _Resource | None:
@@ -673,29 +769,44 @@ class ControlPlane:
 
     def apply(self, objects_or_paths: Iterable[Any] | Any, *, server_side: bool = True,
               field_manager: str = "gpuop-rehearse", force: bool = True, dry_run: bool = False,
-              subresource: str = "", wait_crds: float = 30.0) -> list[Problem]:
+              subresource: str = "", wait_crds: float = 30.0, workers: int = 1) -> list[Problem]:
         """Apply objects (dicts) and YAML/JSON files or folders of them: Namespaces first, then CRDs (waited
         for until Established, so the objects of their kinds that follow apply), then the rest in the order
         given. Server-side apply (`force`: this field manager takes over conflicting fields, as
         `kubectl apply --server-side --force-conflicts`); `server_side=False` creates or replaces instead.
         `subresource="status"` applies to the objects' status (a fake node's capacity, say), server-side only.
+        `workers` > 1: each of those groups is applied from that many threads at once, the workloads (pods
+        and their controllers) after the rest of their group, so what their pods need is there when the
+        pods are admitted.
         Returns one Problem per object refused, with the API server's message; an empty list when all applied."""
         items = [objects_or_paths] if isinstance(objects_or_paths, (dict, str, Path)) else list(objects_or_paths)
         docs = [d for item in items for d in _documents(item)]
         docs.sort(key=lambda d: _rank(d[0]))      # stable: the rest keep the order given
+        waves: list[list[tuple[dict, str]]] = []
+        last: Any = None
+        for doc in docs:
+            key = (_rank(doc[0]), doc[0].get("kind") in _WORKLOADS) if workers > 1 else object()
+            if not waves or key != last:
+                waves.append([])
+            waves[-1].append(doc)
+            last = key
+
+        def one(doc: tuple[dict, str]) -> Problem | None:
+            return self._apply_one(doc[0], doc[1], server_side=server_side, field_manager=field_manager,
+                                   force=force, dry_run=dry_run, subresource=subresource)
+
         problems: list[Problem] = []
         crds: list[str] = []
-        for obj, source in docs:
-            if crds and _rank(obj) == _REST and not dry_run:   # the first after the CRDs: wait, learn their kinds
+        for wave in waves:
+            if crds and _rank(wave[0][0]) == _REST and not dry_run:   # after the CRDs: wait, learn their kinds
                 self.wait_established(crds, wait_crds)
                 self.discover()
                 crds = []
-            problem = self._apply_one(obj, source, server_side=server_side, field_manager=field_manager,
-                                      force=force, dry_run=dry_run, subresource=subresource)
-            if problem is not None:
-                problems.append(problem)
-            elif obj.get("kind") == "CustomResourceDefinition":
-                crds.append(obj["metadata"]["name"])
+            for (obj, _), problem in zip(wave, self.map(one, wave, workers)):
+                if problem is not None:
+                    problems.append(problem)
+                elif obj.get("kind") == "CustomResourceDefinition":
+                    crds.append(obj["metadata"]["name"])
         if crds and not dry_run:
             self.wait_established(crds, wait_crds)
             self.discover()
@@ -758,18 +869,8 @@ class ControlPlane:
 
         def done() -> bool:
             for name in sorted(todo):
-                crd = self.read("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
-                conds = ((crd or {}).get("status") or {}).get("conditions") or []
-                if any(c.get("type") == "Established" and c.get("status") == "True" for c in conds):
+                if established(self.read("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)):
                     todo.discard(name)
             return not todo
 
-        self.wait_for(done, timeout, f"CRDs Established: {', '.join(sorted(todo))}")
-
-    def kubectl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        """The rig's own kubectl (same version as the API server) against this control plane."""
-        exe = self._bins.get(KUBECTL) if self._bins else None
-        if exe is None:
-            raise RigError("no kubectl among the rig binaries")
-        return subprocess.run([str(exe), f"--kubeconfig={self.kubeconfig}", *args], capture_output=True,
-                              text=True, check=check)
+        self.wait_for(done, timeout, "CRDs Established", lambda: ", ".join(sorted(todo)))

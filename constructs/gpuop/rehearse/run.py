@@ -22,6 +22,7 @@ The steps, in the order a real cluster sees them:
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import time
 from pathlib import Path
@@ -32,11 +33,14 @@ from gpuop.rehearse import expect, fleet, objects
 from gpuop.rehearse.report import ClusterResult, Finding
 
 PROBE_NAMESPACE = "gpuop-rehearse"
-NFD_MASTER_NODE = "rehearsal"                # the NODE_NAME rig.py gives nfd-master
 PROBE_IMAGE = "registry.k8s.io/pause:3.10"      # never pulled: kwok runs no container
 FIELD_MANAGER = "gpuop-rehearse"
-POLL = 0.25
-SETTLE_POLLS = 6             # unchanged this many polls in a row: settled
+POLL = 0.1
+WORKERS = 8                  # requests in flight at once (creates, applies, probes): round trips overlap
+CONFIRM_POLLS = 2            # the rollout as the plan says, this many polls in a row: done
+SETTLED_ROLLOUT = 1.5        # seconds: a rollout that differs from the plan and has not changed for this long
+SETTLED_STUCK = 12.0         # ... or, with DaemonSets still short of pods, for this long
+SETTLED_LABELS = 6.0         # seconds: labels that differ from the plan and have not changed for this long
 LABELS_TIMEOUT = 60.0
 ROLLOUT_TIMEOUT = 90.0
 SCHEDULE_TIMEOUT = 30.0
@@ -63,6 +67,9 @@ def rehearse(plans: list[StackPlan], output: Path, binaries=None, workdir: Path 
             binaries = rig.binaries(build=False)
         except rig.RigError as exc:
             raise UserError(Issue("gpuop rehearse", 0, 0, "", str(exc))) from None
+    missing = rig.missing_for_rehearsal(binaries)
+    if missing:      # a KUBEBUILDER_ASSETS folder with envtest's two binaries only, say: said before any start
+        raise UserError(Issue("gpuop rehearse", 0, 0, "", missing))
     results = []
     with tempfile.TemporaryDirectory(prefix="gpuop-rehearse-", dir=workdir) as tmp:
         for plan, out in loaded:
@@ -76,8 +83,12 @@ def rehearse_cluster(rig, plan: StackPlan, out: objects.Output, workdir: Path, b
     exp = expect.expectations(plan, fl)
     result = ClusterResult(plan.name, out.mode, len(fl.nodes))
     workdir.mkdir(parents=True, exist_ok=True)
-    with rig.ControlPlane(workdir, binaries=binaries, kwok=True, nfd_master=False) as cp:
+    up = time.monotonic()
+    with rig.ControlPlane(workdir, binaries=binaries, kwok=True, nfd_master=False, wait=False) as cp:
+        result.steps["up"] = round(time.monotonic() - up, 3)
         Rehearsal(plan, out, fl, exp, Api(cp, rig.ApiError), result).run()
+        stop = time.monotonic()
+    result.steps["stop"] = round(time.monotonic() - stop, 3)
     result.seconds = time.monotonic() - start
     return result
 
@@ -126,52 +137,74 @@ class Rehearsal:
 
     # ---- steps ------------------------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def step(self, name: str):
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.result.steps[name] = round(self.result.steps.get(name, 0.0) + time.monotonic() - started, 3)
+
     def run(self) -> None:
-        self.install_crds()
-        self.client.ensure(_namespace(fleet.NFD_NAMESPACE))
-        for n in self.fleet.nodes:
-            self.client.create(n.node())
-            self.client.patch("v1", "Node", n.name, {"status": fleet.node_status(n, advertised=False)}, "status")
-            self.client.create(n.node_feature())
-        # nfd-master annotates the node it runs on (NODE_NAME, rig.py) and stops when it does not exist: a
-        # control-plane node, tainted so that nothing of the output or the probes lands on it
-        self.client.ensure(control_plane_node(NFD_MASTER_NODE))
-        self.cp.start_nfd_master()
-        applicable = self.served_objects()
-        for ns in _foreign_namespaces(applicable):
-            self.client.ensure(_namespace(ns))
-        self.refusals(self.cp.apply(applicable, server_side=True, field_manager=FIELD_MANAGER), applicable)
-        self.wait_labels()
-        self.check_labels()
-        self.wait_rollout()
-        self.agents()
-        self.wait_rollout()
-        self.check_operands()
-        self.client.ensure(_namespace(PROBE_NAMESPACE))
-        self.probes()
-        self.claims()
+        with self.step("crds"):
+            self.install_crds()
+        with self.step("fleet"):
+            # nfd-master starts while the fleet is created: it labels each node as its NodeFeature arrives
+            self.cp.start_nfd_master(wait=False)
+            self.client.ensure(_namespace(fleet.NFD_NAMESPACE))
+            # a Node's status is kept on create (as a kubelet registers one): capacity without the GPUs
+            self.cp.map(self.client.create, [n.node() for n in self.fleet.nodes], WORKERS)
+            self.cp.map(self.client.create, [n.node_feature() for n in self.fleet.nodes], WORKERS)
+        with self.step("controllers"):
+            # the controller-manager, scheduler and kwok started with the API server; the CRDs and the fleet
+            # went in meanwhile
+            self.cp.wait_ready()
+            self.cp.wait_nfd_master()
+        with self.step("apply"):
+            applicable = self.served_objects()
+            self.cp.map(lambda ns: self.client.ensure(_namespace(ns)), _foreign_namespaces(applicable), WORKERS)
+            self.refusals(self.cp.apply(applicable, server_side=True, field_manager=FIELD_MANAGER,
+                                        workers=WORKERS), applicable)
+        with self.step("labels"):
+            self.wait_labels()
+            self.check_labels()
+        with self.step("rollout"):
+            # before the agents: the MPS control daemon waits for GFD's label, which agents() sets
+            self.wait_rollout(exclude=(expect.MPS,))
+        with self.step("agents"):
+            self.agents()
+        with self.step("rollout-agents"):
+            self.wait_rollout()
+            self.check_operands()
+        with self.step("probes"):
+            self.client.ensure(_namespace(PROBE_NAMESPACE))
+            self.probes()
+        with self.step("claims"):
+            self.claims()
 
     def install_crds(self) -> None:
-        """The CRDs, each until Established, then discovery learns their kinds."""
-        names = []
-        for crd in self.out.crds:
+        """The CRDs, each until Established, then until discovery serves their kinds."""
+        def create(crd: dict) -> str:
             try:
                 self.client.create(crd)
-                names.append(crd["metadata"]["name"])
+                return ""
             except self.client.error as exc:
+                return getattr(exc, "message", str(exc))
+
+        names = []
+        for crd, refused in zip(self.out.crds, self.cp.map(create, self.out.crds, WORKERS)):
+            if refused:
                 self.add(check="refused", ok=False, kind="CustomResourceDefinition", name=crd["metadata"]["name"],
-                         message=getattr(exc, "message", str(exc)))
-
-        def established() -> bool:
-            for name in names:
-                crd = self.client.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
-                conds = (crd.get("status") or {}).get("conditions") or []    # null until the API server sets it
-                if not any(c.get("type") == "Established" and c.get("status") == "True" for c in conds):
-                    return False
-            return True
-
-        self.cp.wait_for(established, LABELS_TIMEOUT, "the CRDs Established")
-        self.cp.discover()
+                         message=refused)
+            else:
+                names.append(crd["metadata"]["name"])
+        self.cp.wait_established(names, LABELS_TIMEOUT)
+        kinds = {(f"{c['spec']['group']}/{v['name']}", c["spec"]["names"]["kind"])
+                 for c in self.out.crds if c["metadata"]["name"] in names
+                 for v in c["spec"].get("versions", []) if v.get("served", True)}
+        # Established comes a moment before discovery lists the kinds: wait for both
+        self.cp.wait_for(lambda: kinds <= set(self.cp.discover()), LABELS_TIMEOUT, "discovery to serve the CRDs",
+                         lambda: ", ".join(sorted(k for _, k in kinds - set(self.cp.discover()))))
 
     def refusals(self, problems, objs: list[dict]) -> None:
         for p in problems or []:
@@ -180,7 +213,6 @@ class Rehearsal:
                      message=_problem_message(p))
 
     def served_objects(self) -> list[dict]:
-        self.cp.discover()
         out = []
         for o in self.out.objects:
             api = o.get("apiVersion", "")
@@ -205,7 +237,7 @@ class Rehearsal:
             if all(all(labels.get(n, {}).get(k) == v for k, v in w.items()) for n, w in want.items()):
                 return
             same = same + 1 if labels == last else 0
-            if same >= SETTLE_POLLS * 4:     # nfd-master's first pass can lag: give it longer to move
+            if same * POLL >= SETTLED_LABELS:     # nfd-master's first pass can lag: give it longer to move
                 return
             last = labels
             time.sleep(POLL)
@@ -242,23 +274,41 @@ class Rehearsal:
                     out.setdefault(ref["uid"], []).append(p)
         return out
 
-    def wait_rollout(self) -> None:
-        """Until every DaemonSet has a bound pod per desired node and nothing changes for a while."""
-        last, same = None, 0
+    def rollout_state(self) -> tuple[bool, dict[tuple[str, str], int]]:
+        """(every DaemonSet has observed its spec and bound a pod per desired node, (component, pool) -> the
+        pods bound on the pool's nodes)."""
+        pods = self.ds_pods()
+        done, per = True, {}
+        for d in self.daemonsets():
+            st = d.get("status", {})
+            bound = [p["spec"]["nodeName"] for p in pods.get(d["metadata"]["uid"], []) if p["spec"].get("nodeName")]
+            done = done and st.get("observedGeneration", 0) >= d["metadata"]["generation"] \
+                and st.get("desiredNumberScheduled", -1) == len(bound)
+            comp = component(d)
+            for node in bound:
+                key = (comp or "", self.pool_of.get(node, ""))
+                per[key] = per.get(key, 0) + 1
+        return done, per
+
+    def planned(self, exclude: tuple[str, ...]) -> dict[tuple[str, str], int]:
+        """(component, pool) -> the pods the plan puts on the pool's nodes (components in `exclude` left out)."""
+        return {(c, e.pool): n for e in self.exp for c, n in e.operands if n and c not in exclude}
+
+    def wait_rollout(self, exclude: tuple[str, ...] = ()) -> None:
+        """Until every DaemonSet has a bound pod per desired node and the GPU operands run where the plan
+        says (a second look confirms it), or, when they differ from the plan, until nothing has changed
+        for SETTLED_ROLLOUT seconds (the verdict is then check_operands')."""
+        want = self.planned(exclude)
+        last, same, matched = None, 0, 0
         deadline = time.monotonic() + ROLLOUT_TIMEOUT
         while time.monotonic() < deadline:
-            pods = self.ds_pods()
-            state = []
-            for d in self.daemonsets():
-                st = d.get("status", {})
-                bound = sum(1 for p in pods.get(d["metadata"]["uid"], []) if p["spec"].get("nodeName"))
-                state.append((d["metadata"]["name"], st.get("observedGeneration", 0) >= d["metadata"]["generation"],
-                              st.get("desiredNumberScheduled", -1), bound))
-            done = all(obs and desired == bound for _, obs, desired, bound in state)
-            same = same + 1 if state == last else 0
-            if (done and same >= SETTLE_POLLS) or same >= SETTLE_POLLS * 8:
+            done, per = self.rollout_state()
+            gpu = {k: v for k, v in per.items() if k[0] and k[0] not in exclude}
+            matched = matched + 1 if done and gpu == want else 0
+            same = same + 1 if (done, per) == last else 0
+            if matched >= CONFIRM_POLLS or (same * POLL >= SETTLED_ROLLOUT and (done or same * POLL >= SETTLED_STUCK)):
                 return
-            last = state
+            last = (done, per)
             time.sleep(POLL)
 
     def agents(self) -> None:
@@ -272,7 +322,8 @@ class Rehearsal:
         mps_pools = {p.name for p in self.plan.pools if p.sharing.startswith("MPS")}
         nodes = self.nodes()
         dra_label = expect.dra_deploy_label()
-        for n in self.fleet.nodes:
+
+        def agent(n: fleet.FakeNode) -> None:
             if n.resources and n.name in running.get("device-plugin", set()):
                 self.client.patch("v1", "Node", n.name, {"status": fleet.node_status(n, advertised=True)}, "status")
             if n.pool in mps_pools and n.name in running.get("gpu-feature-discovery", set()):
@@ -282,6 +333,8 @@ class Rehearsal:
                 rs = n.resource_slice(self.plan.dra.driver)
                 if rs is not None:
                     self.client.create(rs)
+
+        self.cp.map(agent, self.fleet.nodes, WORKERS)
 
     def check_operands(self) -> None:
         pods = self.ds_pods()
@@ -316,43 +369,49 @@ class Rehearsal:
                                   f"runs on {actual} of the pool's {len(e.nodes)} nodes, the plan says {expected} "
                                   f"({where})"))
 
-    def _schedule(self, pod: dict) -> dict:
-        """Create a pod and wait until the scheduler binds it or says it cannot."""
-        ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
-        try:
-            self.client.create(pod)
-        except self.client.error as exc:
-            return {"refused": getattr(exc, "message", str(exc))}
+    def _schedule(self, pods: list[dict]) -> list[dict]:
+        """Create the pods at once and wait until the scheduler binds each or says it cannot; per pod, in
+        order, the pod as last read ({"refused": message} when the API server refused it)."""
+        def create(pod: dict) -> dict | None:
+            try:
+                self.client.create(pod)
+                return None
+            except self.client.error as exc:
+                return {"refused": getattr(exc, "message", str(exc))}
+
+        got: list[dict | None] = self.cp.map(create, pods, WORKERS)
+        waiting = [i for i, g in enumerate(got) if g is None]
         deadline = time.monotonic() + SCHEDULE_TIMEOUT
-        got = {}
-        while time.monotonic() < deadline:
-            got = self.client.get("v1", "Pod", name, ns)
-            if got["spec"].get("nodeName"):
-                return got
-            # the scheduler's verdict: every resource is advertised before the probes, so it is final
-            if any(c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
-                   for c in got.get("status", {}).get("conditions", []) or []):
-                return got
+        while waiting:
+            read = self.cp.map(lambda i: self.client.get("v1", "Pod", pods[i]["metadata"]["name"],
+                                                         pods[i]["metadata"]["namespace"]), waiting, WORKERS)
+            for i, pod in zip(waiting, read):
+                got[i] = pod
+            waiting = [i for i, pod in zip(waiting, read) if not _placed(pod)]
+            if not waiting or time.monotonic() >= deadline:
+                break
             time.sleep(POLL)
-        return got
+        return [g or {} for g in got]
 
     def probes(self) -> None:
-        for e in self.exp:
-            for pr in e.probes:
-                pod = probe_pod(pr.name, PROBE_NAMESPACE, dict(pr.pinned), {pr.resource: "1"})
-                self._judge(e, self._schedule(pod), "probe", "Pod", PROBE_NAMESPACE, pr.name,
-                            f"a pod requesting 1 {pr.resource}" + (" (pinned to the pool's nodeSelector)"
-                                                                   if pr.pinned else ""))
+        todo = [(e, pr) for e in self.exp for pr in e.probes]
+        pods = [probe_pod(pr.name, PROBE_NAMESPACE, dict(pr.pinned), {pr.resource: "1"}) for _, pr in todo]
+        for (e, pr), got in zip(todo, self._schedule(pods)):
+            self._judge(e, got, "probe", "Pod", PROBE_NAMESPACE, pr.name,
+                        f"a pod requesting 1 {pr.resource}" + (" (pinned to the pool's nodeSelector)"
+                                                               if pr.pinned else ""))
 
     def claims(self) -> None:
-        for e in self.exp:
-            for c in e.claims:
-                pod = probe_pod(c.name, c.namespace, {}, {})
-                pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": c.template}]
-                pod["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
-                got = self._schedule(pod)
-                self._judge(e, got, "claim", "ResourceClaimTemplate", c.namespace, c.template,
-                            f"a pod using claim template {c.template}", claim=True)
+        todo = [(e, c) for e in self.exp for c in e.claims]
+        pods = []
+        for _, c in todo:
+            pod = probe_pod(c.name, c.namespace, {}, {})
+            pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": c.template}]
+            pod["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
+            pods.append(pod)
+        for (e, c), got in zip(todo, self._schedule(pods)):
+            self._judge(e, got, "claim", "ResourceClaimTemplate", c.namespace, c.template,
+                        f"a pod using claim template {c.template}", claim=True)
 
     def _judge(self, e, got: dict, check: str, kind: str, ns: str, name: str, what: str, claim: bool = False):
         if "refused" in got:
@@ -402,12 +461,12 @@ def component(ds: dict) -> str | None:
     return None
 
 
-def control_plane_node(name: str) -> dict:
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                                                  "node-role.kubernetes.io/control-plane": ""},
-                         "annotations": dict([fleet.KWOK_ANNOTATION])},
-            "spec": {"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]}}
+def _placed(pod: dict) -> bool:
+    """Bound to a node, or found unschedulable: every resource is advertised before the probes, so the
+    scheduler's verdict is final."""
+    return bool(pod.get("spec", {}).get("nodeName")) or any(
+        c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
+        for c in pod.get("status", {}).get("conditions", []) or [])
 
 
 def probe_pod(name: str, namespace: str, selector: dict, limits: dict) -> dict:
