@@ -96,6 +96,8 @@ class DraCatalog(_Frozen):
     cdiRuntimes: tuple[str, ...]
     driverRoot: DriverRoot
     deployLabel: str
+    clientLabel: str
+    clientMigManagerSince: str
     versions: tuple[DraVersion, ...]
     featureGates: dict[str, Gate]
     exclusions: tuple[Exclusion, ...]
