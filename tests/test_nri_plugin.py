@@ -146,3 +146,11 @@ def test_a_containerd_version_off_containerd_or_against_its_major_is_refused(err
     assert errors(NRI.replace('containerdVersion: "2.1"', 'containerdMajor: 1, containerdVersion: "2.1"')) == [
         "c1.yaml:5:69: spec.platform.containerdVersion: containerd 2.1 is not containerd 1.x "
         "(spec.platform.containerdMajor: 1); make the two agree"]
+
+
+def test_the_nri_plugin_without_the_container_toolkit_is_refused_as_nvidias_chart_does(errors):
+    assert errors(NRI.replace("cdi: {nriPluginEnabled: true}\n", "cdi: {nriPluginEnabled: true}\n"
+                              "toolkit: {enabled: false}\n")) == [
+        "c1.yaml:7:9: spec.cdi.nriPluginEnabled: the NRI plugin is the container toolkit's, and spec.toolkit.enabled "
+        "is false: NVIDIA's chart refuses it (\"the NRI Plugin cannot be enabled when the Container Toolkit is "
+        "disabled\", templates/validations.yaml); turn the toolkit on or leave the NRI plugin off"]

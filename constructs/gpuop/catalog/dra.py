@@ -87,6 +87,13 @@ class DriverRoot(_Frozen):
     host: str
 
 
+class GpuClusterFloors(_Frozen):
+    kubernetesMin: str
+    driverMin: str                      # the lowest driver branch
+    cdiRuntimes: tuple[str, ...]
+    source: str
+
+
 class DraCatalog(_Frozen):
     sources: tuple[str, ...]
     driver: str
@@ -97,6 +104,7 @@ class DraCatalog(_Frozen):
     driverRoot: DriverRoot
     deployLabel: str
     clientLabel: str
+    gpuCluster: GpuClusterFloors
     clientMigManagerSince: str
     versions: tuple[DraVersion, ...]
     featureGates: dict[str, Gate]

@@ -313,7 +313,8 @@ NRI = ("spec", "cdi", "nriPluginEnabled")
 @rule("nri-plugin", source="catalog/data/distributions.yaml nri (NVIDIA cloud-native-docs gpu-operator/cdi.rst "
       "Enabling the NRI Plugin; GPU Operator release notes 26.3.0, 26.3.2; cri-o compatibility matrix)")
 def check_nri_plugin(ctx: Context) -> list:
-    """The NRI plugin in stack mode, on Docker, on CRI-O below 1.34, or on a containerd NVIDIA does not list."""
+    """The NRI plugin in stack mode, without the container toolkit, on Docker, on CRI-O below 1.34, or on a
+    containerd NVIDIA does not list."""
     spec = ctx.spec
     if not spec.cdi.nriPluginEnabled:
         return []
@@ -322,6 +323,10 @@ def check_nri_plugin(ctx: Context) -> list:
         return [ctx.at(NRI, "the NRI plugin is run by NVIDIA's operator (its toolkit DaemonSet); gpuop's stack "
                        "configures the container runtime with the toolkit and creates the nvidia RuntimeClass; "
                        "remove it or use spec.delivery.mode: operator")]
+    if not spec.toolkit.enabled:        # NVIDIA's chart: templates/validations.yaml
+        return [ctx.at(NRI, "the NRI plugin is the container toolkit's, and spec.toolkit.enabled is false: NVIDIA's "
+                       "chart refuses it (\"the NRI Plugin cannot be enabled when the Container Toolkit is "
+                       "disabled\", templates/validations.yaml); turn the toolkit on or leave the NRI plugin off")]
     rt = ctx.defaults.runtime
     if rt == "crio":
         p = spec.platform
