@@ -33,6 +33,8 @@ SPEC_KEYS = {"device-filter", "devices", "mig-enabled", "mig-devices"}
 LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 DEVICE_FILTER = re.compile(r"^0x[0-9A-Fa-f]{8}(:0x[0-9A-Fa-f]{8})?$")
 
+WEDGE = "known issue mig-manager-wedged-in-paused-for-mig-change:"   # every MIG layout of the 26.7 release
+
 
 # ---- the mig-parted v1 format (FACTS.md §2) ---------------------------------------------------------
 
@@ -406,7 +408,8 @@ def test_ambiguous_pools_are_located_errors_until_the_profile_says_where_their_l
     (project / "profiles" / "c1.yaml").write_text(HEAD + pools % ("\n      nodeGroup: h100-small",
                                                                   "\n      labelsFrom: user"))
     proc = run_main("validate", cwd=project)
-    assert (proc.returncode, proc.stderr.splitlines()) == (0, [
+    lines = [line for line in proc.stderr.splitlines() if WEDGE not in line]     # the release's MIG manager
+    assert (proc.returncode, lines) == (0, [
         f"profiles/c1.yaml:8:7: warning: spec.nodePools[0]: label this pool's nodes nvidia.com/mig.config=7x1g.10gb "
         f"through its {where} (node group h100-small): pool(s) big have the same GPU model (H100-SXM5-80GB) with "
         f"other labels, and {why}",
