@@ -274,6 +274,8 @@ def test_operator_26_3_0_to_26_3_2_with_rdma_is_warned_at_the_operator_version_a
         assert fired(RDMA_OPERATOR.replace("v26.3.2", bad), entry) == [warning]
     assert fired(RDMA_OPERATOR.replace("v26.3.2", "v26.3.3"), entry) == []
     assert fired(RDMA_OPERATOR.replace(", operator: {version: v26.3.2}", ""), entry) == []     # v26.7.0
+    # the operator's version, but no device plugin of the operator's runs
+    assert fired(RDMA_OPERATOR.replace("delivery:", "devicePlugin: {enabled: false}\ndelivery:"), entry) == []
     # a device plugin the profile pins decides for the plugin, whatever the operator's version
     pinned = RDMA_OPERATOR.replace("delivery:", "devicePlugin: {version: v0.19.3}\ndelivery:")
     assert fired(pinned, entry) == []

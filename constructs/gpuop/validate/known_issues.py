@@ -81,8 +81,11 @@ def _version_match(versions: dict, ctx: Context) -> tuple[bool, list[tuple]]:
               and _runs(ctx, c)}
     if pinned:
         hits = [(v, loc) for c, (v, loc) in pinned.items() if v in versions[c]]
-    else:
-        hits = [(v, loc) for c in versions for v, loc in [_version(ctx, c)] if v is not None and v in versions[c]]
+        return bool(hits), [loc for _, loc in hits if loc is not None]
+    components = [c for c in versions if c != "operator"]
+    if components and not any(_runs(ctx, c) for c in components):
+        return False, []                           # the operator's version, but none of the affected components runs
+    hits = [(v, loc) for c in versions for v, loc in [_version(ctx, c)] if v is not None and v in versions[c]]
     return bool(hits), [loc for _, loc in hits if loc is not None]
 
 
