@@ -101,8 +101,8 @@ class Platform(Model):
         "version itself. Omitted: 1."))
     containerdVersion: str | None = Field(None, pattern=r"^[12]\.\d+(\.\d+)?$", description=(
         "containerd version of the GPU nodes, e.g. \"2.1\" or \"1.7.30\": what the NRI plugin's containerd "
-        "floor (spec.cdi.nriPluginEnabled) is checked against. Omitted: unknown (the NRI plugin is then refused "
-        "on containerd, whose floor cannot be shown to hold)."))
+        "floor (spec.cdi.nriPluginEnabled) is checked against. Omitted: unknown (the NRI plugin on containerd is "
+        "then a warning: its floor cannot be checked)."))
 
 
 class Cdi(Model):

@@ -15,7 +15,7 @@ what a managed node image already installs.
 - driver-config-files: repoConfig / certConfig only for driver OSes the Operator has a path for.
 - nri-plugin: spec.cdi.nriPluginEnabled only in operator mode, on a runtime NVIDIA supports it on and at or
   above its floor (catalog distributions.yaml nri: containerd 1.7.30+ of 1.7, 2.1, 2.2, 2.3; CRI-O 1.34+,
-  whose minor is the cluster's Kubernetes minor); a containerd version the profile does not give is refused.
+  whose minor is the cluster's Kubernetes minor); a containerd version the profile does not give is a warning.
 - stack-only: what operator mode cannot pass to NVIDIA's operator is refused by validate/operator.py.
 - driver-sidecars: RDMA / GDS / GDRCopy (spec.driver's, and each pool's own, reported at the pool's field)
   need a driver DaemonSet; GDS and GDRCopy not with precompiled drivers, GDS only with the open kernel
@@ -348,8 +348,9 @@ def check_nri_plugin(ctx: Context) -> list:
                          for line, first in floors.containerd.items())
     given = spec.platform.containerdVersion
     if given is None:
+        # unknown is not below the floor (an imported cluster says nothing of its containerd): a warning
         return [ctx.at(NRI, f"the NRI plugin needs containerd {accepted}; set spec.platform.containerdVersion to "
-                       f"the GPU nodes' containerd so the floor can be checked ({floors.source})")]
+                       f"the GPU nodes' containerd so the floor can be checked ({floors.source})", "warning")]
     line = ".".join(given.split(".")[:2])
     first = floors.containerd.get(line)
     patch_unknown = given == line and first is not None and first != f"{line}.0"
