@@ -657,10 +657,7 @@ def test_validate_accepts_the_bundled_profiles(tmp_path):
     before = tree(tmp_path)
     proc = cli(tmp_path, "validate")
     bundled = len([f for f in (REPO / "profiles").glob("*.yaml") if not f.name.startswith("_")])
-    # the only warnings: the release's MIG manager wedge (known-issues.yaml) on the examples with a MIG layout
-    lines = [line for line in proc.stderr.splitlines()
-             if ": warning: " not in line or "known issue mig-manager-wedged-in-paused-for-mig-change:" not in line]
-    assert (proc.returncode, proc.stdout, lines) == (0, "", [f"gpuop: {bundled} profile(s) valid"])
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", f"gpuop: {bundled} profile(s) valid\n")
     assert tree(tmp_path) == before
 
 

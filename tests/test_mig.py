@@ -435,8 +435,7 @@ def test_profile_rules(tmp_path):
     single = _issues(tmp_path, _profile('{"3g.20gb": 1, "1g.5gb": 4}', strategy="single"))
     assert [(i.path, i.line) for i in single] == [("spec.nodePools[0].mig.strategy", 12)]
     early = _issues(tmp_path, _profile('{"7g.189gb": 1}', gpu="GB200-186GB"))
-    assert [(i.severity, i.path) for i in early if i.rule != "known-issue"] == [
-        ("warning", "spec.nodePools[0].mig.layout")]                 # known-issue: the release's MIG manager wedge
+    assert [(i.severity, i.path) for i in early] == [("warning", "spec.nodePools[0].mig.layout")]
     non_mig = _issues(tmp_path, _profile('{"1g.5gb": 1}', gpu="T4"))
     assert "T4 is not MIG-capable: it refuses any MIG layout (MIG-capable models: gpuop mig gpus)" in [
         i.message for i in non_mig]
