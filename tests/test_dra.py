@@ -163,14 +163,19 @@ def test_index_json_has_capacity_per_device_class(out):
 
 # ---- the upstream chart with gpuop's values, through Helm 4's engine ---------------------------------
 
-def test_upstream_chart_renders_with_the_values_gpuop_pins():
-    plan = dra_plan_of().dra
+def render_dra_chart(plan) -> list[dict]:
+    """The upstream DRA driver chart rendered with the plan's values (Helm 4's engine)."""
     chart = helm.Chart.load(str(DRA_REFS / "chart"))
     try:
         rendered = chart.render(plan.values, name=plan.release_name, namespace=plan.namespace)
     finally:
         chart.close()
-    objs = [o for path in sorted(rendered) for o in load_all(rendered[path]) if o]
+    return [o for path in sorted(rendered) for o in load_all(rendered[path]) if o]
+
+
+def test_upstream_chart_renders_with_the_values_gpuop_pins():
+    plan = dra_plan_of().dra
+    objs = render_dra_chart(plan)
     v = KubeValidator("1.34")
     for o in objs:
         if v.has_schema(o["apiVersion"], o["kind"]):
@@ -609,13 +614,7 @@ def test_the_dra_kubelet_plugin_is_stopped_for_a_mig_change_or_a_driver_reload_a
     rules = {r["name"]: r["labels"] for r in rule["spec"]["rules"]}
     node = {**rules["nvidia.com/gpu.present"], **rules["nvidia.com/gpu.deploy"],
             **rules["gpuop.pool.H100-SXM5-80GB"]}
-    plan = dra_plan_of().dra
-    chart = helm.Chart.load(str(DRA_REFS / "chart"))
-    try:
-        rendered = chart.render(plan.values, name=plan.release_name, namespace=plan.namespace)
-    finally:
-        chart.close()
-    ds = next(o for path in sorted(rendered) for o in load_all(rendered[path]) if o and o["kind"] == "DaemonSet")
+    ds = next(o for o in render_dra_chart(dra_plan_of().dra) if o["kind"] == "DaemonSet")
     selector = ds["spec"]["template"]["spec"]["nodeSelector"]
 
     def runs_on(labels: dict) -> bool:
