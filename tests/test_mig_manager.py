@@ -341,7 +341,7 @@ def test_same_gpu_different_layouts_get_no_guessed_rule():
     assert doc["pools"][0] == {"name": "small", "gpu": "H100-SXM5-80GB", "nodeGroup": "ng-small",
                                "nodeSelector": {"pool": "small"},
                                "labels": {"nvidia.com/mig.config": "7x1g.10gb"}, "why": pc.manual[0].why}
-    assert list(node_labels.files(plan, "t/node-labels.yaml")) == ["t/node-labels.yaml"]
+    assert list(node_labels.write(plan, "t/node-labels.yaml")) == ["t/node-labels.yaml"]
     entry = node_labels.index_entry(plan)
     assert entry["nodeGroupLabels"] == {"small": {"nvidia.com/mig.config": "7x1g.10gb"},
                                         "big": {"nvidia.com/mig.config": "2x3g.40gb"}}
@@ -356,7 +356,7 @@ def test_same_gpu_different_layouts_get_no_guessed_rule():
          "mig": {"strategy": "single", "layout": {"3g.40gb": 2}}}]})
     rules = objs[("NodeFeatureRule", "nvidia-gpu-node-labels")]["spec"]["rules"]
     assert not [r for r in rules if "nvidia.com/mig.config" in r["labels"]]
-    assert node_labels.document(plan_for({})) is None and node_labels.files(plan_for({}), "x") == {}
+    assert node_labels.document(plan_for({})) is None and node_labels.write(plan_for({}), "x") == {}
 
 
 @pytest.fixture()
