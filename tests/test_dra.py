@@ -92,9 +92,11 @@ def test_node_feature_rule_puts_dra_pools_on_the_dra_plane_only(out):
     rules = {r["name"]: r["labels"] for r in rule["spec"]["rules"]}
     assert "nvidia.com/gpu.deploy.device-plugin" not in rules["nvidia.com/gpu.deploy"]   # never for every GPU node
     assert rules["gpuop.pool.H100-SXM5-80GB"]["nvidia.com/gpu.deploy.dra-driver"] == "true"
+    assert rules["gpuop.pool.H100-SXM5-80GB"]["nvidia.com/gpu.deploy.client"] == "true"
     assert rules["gpuop.pool.H100-SXM5-80GB"]["nvidia.com/gpu.deploy.device-plugin"] == "false"
     assert rules["gpuop.pool.L40S"]["nvidia.com/gpu.deploy.device-plugin"] == "true"
     assert "nvidia.com/gpu.deploy.dra-driver" not in rules["gpuop.pool.L40S"]
+    assert "nvidia.com/gpu.deploy.client" not in rules["gpuop.pool.L40S"]
     # the device plugin's config never targets the DRA pool
     assert "nvidia.com/device-plugin.config" not in rules["gpuop.pool.H100-SXM5-80GB"]
     ds = next(o for o in objs if o["kind"] == "DaemonSet" and o["metadata"]["name"] == "nvidia-device-plugin-daemonset")
@@ -144,7 +146,8 @@ def test_dra_driver_is_delivered_after_the_gpu_stack(out):
                             "interval": repo["spec"]["interval"]}
     values = app["spec"]["source"]["helm"]["valuesObject"]
     assert values == hr["spec"]["values"]
-    assert values["kubeletPlugin"]["nodeSelector"] == {"nvidia.com/gpu.deploy.dra-driver": "true"}
+    assert values["kubeletPlugin"]["nodeSelector"] == {"nvidia.com/gpu.deploy.client": "true",
+                                                       "nvidia.com/gpu.deploy.dra-driver": "true"}
     assert values["nvidiaDriverRoot"] == "/run/nvidia/driver"        # gpuop's driver container
     assert values["featureGates"] == {"DynamicMIG": False, "MPSSupport": True}
 
@@ -160,21 +163,26 @@ def test_index_json_has_capacity_per_device_class(out):
 
 # ---- the upstream chart with gpuop's values, through Helm 4's engine ---------------------------------
 
-def test_upstream_chart_renders_with_the_values_gpuop_pins():
-    plan = dra_plan_of().dra
+def render_dra_chart(plan) -> list[dict]:
+    """The upstream DRA driver chart rendered with the plan's values (Helm 4's engine)."""
     chart = helm.Chart.load(str(DRA_REFS / "chart"))
     try:
         rendered = chart.render(plan.values, name=plan.release_name, namespace=plan.namespace)
     finally:
         chart.close()
-    objs = [o for path in sorted(rendered) for o in load_all(rendered[path]) if o]
+    return [o for path in sorted(rendered) for o in load_all(rendered[path]) if o]
+
+
+def test_upstream_chart_renders_with_the_values_gpuop_pins():
+    plan = dra_plan_of().dra
+    objs = render_dra_chart(plan)
     v = KubeValidator("1.34")
     for o in objs:
         if v.has_schema(o["apiVersion"], o["kind"]):
             assert v.errors(o) == [], (o["kind"], o["metadata"]["name"])
     ds = next(o for o in objs if o["kind"] == "DaemonSet")
     pod = ds["spec"]["template"]["spec"]
-    assert pod["nodeSelector"] == {"nvidia.com/gpu.deploy.dra-driver": "true"}
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.deploy.client": "true", "nvidia.com/gpu.deploy.dra-driver": "true"}
     assert pod["priorityClassName"] == "system-node-critical"
     env = {e["name"]: e.get("value") for c in pod["containers"] for e in c.get("env", [])}
     assert env["FEATURE_GATES"] == "DynamicMIG=false,MPSSupport=true,"
@@ -372,8 +380,8 @@ def test_refuses_a_node_matching_a_dra_pool_and_a_device_plugin_pool():
 def test_same_gpu_model_on_both_planes_takes_labels_from_the_node_group():
     i = only(issues(lambda s: None), "spec.nodePools[0]")
     assert i.severity == "warning"
-    assert i.message.startswith("label this pool's nodes nvidia.com/gpu.deploy.device-plugin=false, "
-                                "nvidia.com/gpu.deploy.dra-driver=true, ")
+    assert i.message.startswith("label this pool's nodes nvidia.com/gpu.deploy.client=true, "
+                                "nvidia.com/gpu.deploy.device-plugin=false, nvidia.com/gpu.deploy.dra-driver=true, ")
 
 
 def claim(**kw) -> dict:
@@ -591,3 +599,48 @@ def test_cli_reports_a_dra_error_located_with_exit_2_and_writes_nothing(tmp_path
     assert proc.stderr.splitlines()[0].startswith(
         "profiles/dra.yaml:12:32: spec.platform.version: DRA needs Kubernetes >= 1.34, this cluster is Kubernetes 1.33")
     assert not (w / "dist").exists()
+
+
+# ---- NVIDIA's GPU client contract: the kubelet plugin is stopped for a MIG change or a driver reload -------
+
+CLIENT = "nvidia.com/gpu.deploy.client"
+
+
+def test_the_dra_kubelet_plugin_is_stopped_for_a_mig_change_or_a_driver_reload_and_restarted_after(out):
+    # the MIG manager (v0.15.0+) and the driver manager (v0.12.0+) set the client label to paused-for-... where
+    # it is "true", wait until no DaemonSet pod whose nodeSelector has the key is left on the node, then set it
+    # back to "true" (mig-parted pkg/mig/reconfigure, k8s-driver-manager cmd/driver-manager; dra.yaml clientLabel)
+    rule = next(o for o in load_dir(out / "dra" / "manifests") if o["kind"] == "NodeFeatureRule")
+    rules = {r["name"]: r["labels"] for r in rule["spec"]["rules"]}
+    node = {**rules["nvidia.com/gpu.present"], **rules["nvidia.com/gpu.deploy"],
+            **rules["gpuop.pool.H100-SXM5-80GB"]}
+    ds = next(o for o in render_dra_chart(dra_plan_of().dra) if o["kind"] == "DaemonSet")
+    selector = ds["spec"]["template"]["spec"]["nodeSelector"]
+
+    def runs_on(labels: dict) -> bool:
+        return all(labels.get(k) == v for k, v in selector.items())
+
+    assert node[CLIENT] == "true" and runs_on(node)
+    assert CLIENT in selector                         # the key the managers wait on before the GPU reset
+    for paused in ("paused-for-mig-change", "paused-for-driver-upgrade"):
+        assert not runs_on({**node, CLIENT: paused})  # the DaemonSet controller removes the pod
+    # the stack's own MIG manager and driver manager are versions that honour the label
+    release = catalog.load().release("26.7")
+    assert not dra_rules.versions.older(release.components["migManager"].version,
+                                        dra_catalog.load().clientMigManagerSince)
+    assert not dra_rules.versions.older(release.components["driverManager"].version, "v0.12.0")
+
+
+def test_a_pinned_mig_manager_that_ignores_the_client_label_is_warned_on_a_dra_mig_pool():
+    found = [i for i in issues(lambda s: s.update(migManager={"version": "v0.14.5"}))
+             if i.rule == "dra-gpu-client-contract"]
+    i = only(found, "spec.migManager.version")
+    assert i.severity == "warning"
+    assert i.message.startswith("MIG manager v0.14.5 does not stop the DRA kubelet plugin for a MIG change: only MIG "
+                                "managers from v0.15.0 pause nvidia.com/gpu.deploy.client")
+    assert not [i for i in issues(lambda s: s.update(migManager={"version": "v0.15.0"}))
+                if i.rule == "dra-gpu-client-contract"]
+    # without a layout on the DRA pool the MIG manager never touches its GPUs
+    assert not [i for i in issues(lambda s: (s.update(migManager={"version": "v0.14.5"}),
+                                             s["nodePools"][0].pop("mig")))
+                if i.rule == "dra-gpu-client-contract"]

@@ -312,6 +312,8 @@ COMPONENT_VOCABULARY = (set(component_table.KEYS) | set(component_table.NAMES) |
 COMPONENT_LITERALS_ALLOWED = {
     # the catalog imports nothing of gpuop; test_known_issue_components_are_the_switchable_ones ties it
     ("catalog/known_issues.py", "Component"): "the catalog's Literal of switchable sections",
+    ("catalog/known_issues.py", "Versioned"): "the components (and the operator) a known-issue entry names versions of",
+    ("validate/known_issues.py", "wanted"): "the sections whose env an entry's `unless` reads (spec.<section>.env)",
     ("ops/impact.py", "RESTARTS"): "what a restart of each DaemonSet means for workloads (impact's prose)",
     ("ops/import_check.py", None): "the ClusterPolicy sections that reference a ConfigMap, compared by content",
     ("ops/importer.py", "SECTIONS"): "every profile section in the order gpuop import writes them (not only components)",

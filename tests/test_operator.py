@@ -512,7 +512,7 @@ def test_refuses_cluster_policy_together_with_gpu_cluster(tmp_path):
       delivery: {mode: operator, operator: {gpuCluster: true}}
       nodePools:
         - {name: a, gpu: L40S}
-    """)
+    """, base=BASE.replace('"1.33"', '"1.34"'))           # the GPUCluster's Kubernetes floor
     assert got == [("spec.delivery.operator.gpuCluster",
                     "clusterPolicy.deployCR and gpuCluster.deployCR cannot both be true; only one CR can exist "
                     "(NVIDIA's chart templates/validations.yaml); set spec.delivery.operator.clusterPolicy: false "

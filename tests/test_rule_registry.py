@@ -95,7 +95,11 @@ VALIDATE_CASES: dict[str, tuple[dict, ...]] = {
     "operator-digest-precompiled": (OPERATOR, {"spec": {
         "delivery": {"operator": {"driverDigest": "sha256:" + "a" * 64}},
         "driver": {"precompiled": True, "kernels": ["6.8.0-60-generic"]}}}),
-    "operator-one-cr": (OPERATOR, {"spec": {"delivery": {"operator": {"gpuCluster": True}}}}),
+    "operator-one-cr": (OPERATOR, {"spec": {"platform": {"version": "1.34"},
+                                            "delivery": {"operator": {"gpuCluster": True}}}}),
+    "operator-gpu-cluster": (OPERATOR, {"spec": {"delivery": {"operator": {"gpuCluster": True, "clusterPolicy": False}}}}),
+    "nri-plugin": ({"spec": {"cdi": {"nriPluginEnabled": True}}},),
+    "dra-gpu-client-contract": (DRA, {"spec": {"migManager": {"version": "v0.12.3"}}}),
     "operator-device-plugin-dra": (OPERATOR, {"spec": {"platform": {"version": "1.34"}, "dra": {"version": "0.5.0"}}},
                                    pools({**POOL_A, "allocation": "dra", "nodeGroup": "a"},
                                          {**POOL_A, "name": "b", "nodeSelector": {"pool": "b"}, "nodeGroup": "b"})),
@@ -158,6 +162,7 @@ VALIDATE_CASES: dict[str, tuple[dict, ...]] = {
 
 # Rules that fire together with a case's rule by nature (one mistake, seen by both).
 ALSO = {
+    "dra-gpu-client-contract": {"pool-labels-source"},       # a warning: DRA's base has both planes on one GPU model
     "nvidiadriver-selectors-overlap": {"disjoint-driver-pools"},   # the stack's driver DaemonSets overlap as well
 }
 

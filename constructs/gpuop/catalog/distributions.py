@@ -49,7 +49,14 @@ class Distribution(_Frozen):
         return self.containerd.config[str(major)] if self.containerd else None
 
 
+class NriFloors(_Frozen):
+    containerd: dict[str, str]          # containerd line ("2.1") -> the first version of it the NRI plugin supports
+    crio: str                           # the first CRI-O minor (the Kubernetes minor it serves)
+    source: str
+
+
 class DistributionCatalog(_Frozen):
+    nri: NriFloors
     distributions: dict[str, Distribution] = Field(default_factory=dict)
 
     def get(self, name: str | None) -> Distribution:

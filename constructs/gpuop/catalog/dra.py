@@ -87,6 +87,13 @@ class DriverRoot(_Frozen):
     host: str
 
 
+class GpuClusterFloors(_Frozen):
+    kubernetesMin: str
+    driverMin: str                      # the lowest driver branch
+    cdiRuntimes: tuple[str, ...]
+    source: str
+
+
 class DraCatalog(_Frozen):
     sources: tuple[str, ...]
     driver: str
@@ -96,6 +103,9 @@ class DraCatalog(_Frozen):
     cdiRuntimes: tuple[str, ...]
     driverRoot: DriverRoot
     deployLabel: str
+    clientLabel: str
+    gpuCluster: GpuClusterFloors
+    clientMigManagerSince: str
     versions: tuple[DraVersion, ...]
     featureGates: dict[str, Gate]
     exclusions: tuple[Exclusion, ...]

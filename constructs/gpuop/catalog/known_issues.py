@@ -17,6 +17,8 @@ DATA = Path(__file__).parent / "data"
 # Profile sections `when.enabled` may name (each has an `enabled` switch in the profile).
 Component = Literal["driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager",
                     "nodeStatusExporter"]
+# What `when.versions` may name: NVIDIA's GPU Operator (operator mode) or a component gpuop runs or pins.
+Versioned = Literal["operator", "toolkit", "devicePlugin", "migManager"]
 
 
 class _Frozen(Tracked):
@@ -25,7 +27,8 @@ class _Frozen(Tracked):
 
 class When(_Frozen):
     """Every key given must match. The cluster keys look at the whole profile; the pool keys (migStrategy,
-    mig, os, driverPreinstalled) must all hold for one and the same node pool."""
+    mig, os, driverPreinstalled, migBesideFullGpus) must all hold for one and the same node pool, and with
+    a pool key driverBranches / driverVersions must hold for that pool's driver too."""
     rdma: bool | None = None
     driverBranches: tuple[str, ...] = ()
     driverVersions: tuple[str, ...] = ()
@@ -33,16 +36,20 @@ class When(_Frozen):
     kubernetesFrom: str | None = Field(None, pattern=r"^\d+\.\d+$")
     enabled: tuple[Component, ...] = ()
     draFeatureGates: tuple[str, ...] = ()
-    migManagerVersions: tuple[str, ...] = ()
+    versions: dict[Versioned, tuple[str, ...]] = Field(default_factory=dict)
+    runtimes: tuple[Literal["containerd", "crio", "docker"], ...] = ()
+    draStandalone: bool | None = None
     migStrategy: Literal["single", "mixed"] | None = None
     mig: bool | None = None
     os: tuple[str, ...] = ()
     driverPreinstalled: bool | None = None
+    migBesideFullGpus: bool | None = None
 
 
 class Unless(_Frozen):
     driverEnv: dict[str, str] = Field(default_factory=dict)
     toolkitEnv: dict[str, str] = Field(default_factory=dict)
+    devicePluginEnv: dict[str, str] = Field(default_factory=dict)
 
 
 class KnownIssue(_Frozen):

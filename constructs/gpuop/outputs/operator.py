@@ -34,7 +34,7 @@ defaults and the chart does not render; a GitOps diff then sees them as changes.
 |---|---|---|
 | spec.hostPaths.kubeletRootDir | /var/lib/kubelet | written in the values (plan/chartmap.py's row; the chart passes it through) |
 | spec.cdi.default | false | ignoreDifferences / driftDetection.ignore (the chart never renders it) |
-| spec.cdi.nriPluginEnabled | false | ignoreDifferences / driftDetection.ignore (the chart renders it only when true) |
+| spec.cdi.nriPluginEnabled | false | ignoreDifferences / driftDetection.ignore while the profile leaves it off (the chart renders it only when true; spec.cdi.nriPluginEnabled: true is compared) |
 | spec.driver.kernelModuleType | auto | NVIDIADriver CRD mode only: ignored (the chart leaves the driver fields out; the NVIDIADriver CRs carry kernelModuleType) |
 
 With OLM gpuop writes the ClusterPolicy itself (`cluster_policy_spec`: the OperatorHub example with the profile's
@@ -69,8 +69,11 @@ CRD_MODE_DRIFT = ("/spec/driver/kernelModuleType",)   # the chart leaves it out 
 
 def drift(values: dict) -> list[tuple[str, str, tuple[str, ...]]]:
     """The ignore rules for this cluster's values: kernelModuleType only in NVIDIADriver CRD mode (elsewhere the
-    chart renders it, and ignoring it would stop Argo CD from syncing a real change)."""
+    chart renders it, and ignoring it would stop Argo CD from syncing a real change); cdi.nriPluginEnabled only
+    while it is off (spec.cdi.nriPluginEnabled: the chart renders it when true)."""
     out = [(g, k, tuple(p)) for g, k, p in DRIFT]
+    if values.get("cdi", {}).get("nriPluginEnabled"):       # rendered, so compared: a change to it must sync
+        out[0] = (out[0][0], out[0][1], tuple(p for p in out[0][2] if p != "/spec/cdi/nriPluginEnabled"))
     if values["driver"]["nvidiaDriverCRD"]["enabled"]:
         out[0] = (out[0][0], out[0][1], out[0][2] + CRD_MODE_DRIFT)
     return out
@@ -282,10 +285,12 @@ def helm_sync(plan: StackPlan | None = None) -> dict:
                                        "SkipDryRunOnMissingResource=true", *move], namespace_labels=privileged)
 
 
-def ignore_differences(driver_crd: bool) -> list[dict]:
-    """The operator Application's ignoreDifferences (with or without NVIDIADriver CRD mode's fields)."""
+def ignore_differences(driver_crd: bool, nri: bool = False) -> list[dict]:
+    """The operator Application's ignoreDifferences (with or without NVIDIADriver CRD mode's fields, and the NRI
+    plugin's switch while it is off)."""
     return [{"group": g, "kind": k, "jsonPointers": list(p)}
-            for g, k, p in drift({"driver": {"nvidiaDriverCRD": {"enabled": driver_crd}}})]
+            for g, k, p in drift({"driver": {"nvidiaDriverCRD": {"enabled": driver_crd}},
+                                  "cdi": {"nriPluginEnabled": nri}})]
 
 
 def helm_application(plan: StackPlan, gitops) -> dict:
@@ -294,7 +299,8 @@ def helm_application(plan: StackPlan, gitops) -> dict:
     return gitops_objects.application(
         gitops, f"gpuop-{plan.name}", _labels(plan), plan=plan, project=gitops.argocd.project, namespace=plan.namespace,
         source=gitops_objects.chart_source(op.chart_repository, op.chart, op.version, helm), sync=helm_sync(plan),
-        ignore_differences=ignore_differences(op.values["driver"]["nvidiaDriverCRD"]["enabled"]))
+        ignore_differences=ignore_differences(op.values["driver"]["nvidiaDriverCRD"]["enabled"],
+                                              bool(op.values.get("cdi", {}).get("nriPluginEnabled"))))
 
 
 def flux_objects(plan: StackPlan, gitops) -> dict[str, dict]:

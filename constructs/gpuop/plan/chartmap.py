@@ -867,6 +867,7 @@ def _rows() -> tuple[Row, ...]:
                   why="omitted: the plan decides (true when pools need NVIDIADriver CRs of their own, "
                       "plan/operator.py uses_driver_crd; chart_values writes the resolved value); false reads "
                       "back as omitted (one driver: the plan resolves false)"),
+        field_row("cdi.nriPluginEnabled", "cdi.nriPluginEnabled", False, inv=_bool_inv),
         field_row("delivery.operator.gds", "gds.enabled", False, inv=_bool_inv),
         field_row("delivery.operator.gdrcopy", "gdrcopy.enabled", False, inv=_bool_inv),
         field_row("delivery.operator.clusterPolicy", "clusterPolicy.deployCR", True, policy=(), inv=_bool_inv),
@@ -947,7 +948,7 @@ DERIVED_PATHS: tuple[str, ...] = tuple(p for r in ROWS if r.kind == "derived" fo
 UNEXPRESSED: tuple[tuple[str, str], ...] = (
     ("operator", "the operator Deployment's image settings (its image follows spec.images.registry)"),
     ("psa", "pod security admission labels by the operator"),
-    ("cdi.nriPluginEnabled", "the NRI plugin"), ("cdi.default", "CDI as the default runtime mode"),
+    ("cdi.default", "CDI as the default runtime mode"),
     ("sandboxWorkloads", "sandboxed (VM) workloads"),
     ("daemonsets.updateStrategy", "the operands' update strategy"),
     ("daemonsets.rollingUpdate", "the operands' rolling update"),

@@ -8,8 +8,10 @@
   the node labels of plan/pools.py), the feature gates the profile sets (omitted ones: the driver's
   defaults), ComputeDomains on/off, `nvidiaDriverRoot` (/run/nvidia/driver where gpuop's driver DaemonSet
   installs the driver, / where the host has it), and the kubelet plugin restricted to
-  `nvidia.com/gpu.deploy.dra-driver=true` nodes (the GPU Operator's own selector, FACTS §7) with the
-  stack's tolerations and priority class.
+  `nvidia.com/gpu.deploy.dra-driver=true` nodes (the GPU Operator's own selector, FACTS §7) and to
+  `nvidia.com/gpu.deploy.client=true` ones (NVIDIA's GPU client contract: the MIG manager and the driver
+  manager pause that label, so the plugin is stopped for a MIG change or a driver reload and restarted
+  after it), with the stack's tolerations and priority class.
 - gpuop's DeviceClasses, one per DRA pool x device: the whole GPU (pools without a static MIG layout) and
   each MIG profile of the pool's layout (under DynamicMIG: every profile of the GPU's MIG family, since
   the driver creates them on demand). Names `<pool>.<device>.gpuop` never collide with the chart's
@@ -183,7 +185,9 @@ def build(spec, defaults: Defaults | None = None, *, tolerations=(),
         "featureGates": dict(sorted(spec.dra.featureGates.items())),
         "resources": {"gpus": {"enabled": True},
                       "computeDomains": {"enabled": spec.dra.computeDomains.enabled}},
-        "kubeletPlugin": {"nodeSelector": {cat.deployLabel: "true"},
+        # the client label: the MIG manager and the driver manager stop the plugin before a MIG change or a
+        # driver reload and start it again afterwards (it holds GPU handles; dra.yaml clientLabel)
+        "kubeletPlugin": {"nodeSelector": {cat.clientLabel: "true", cat.deployLabel: "true"},
                           "priorityClassName": priority_class,
                           "tolerations": [dict(t) for t in tolerations]},
     }

@@ -25,7 +25,8 @@ select them, and the rules that refuse what the MIG manager and the device plugi
   from the node group template (`manual`, with a located warning; outputs/node_labels.py writes them to dist/).
 - the planes (plan/dra.py): when any pool has `allocation: dra`, every pool wants
   `nvidia.com/gpu.deploy.device-plugin` (false on DRA pools, true elsewhere; the general deploy rule then
-  leaves that label out, stack/derive.py) and DRA pools want `nvidia.com/gpu.deploy.dra-driver=true`;
+  leaves that label out, stack/derive.py) and DRA pools want `nvidia.com/gpu.deploy.dra-driver=true` and
+  `nvidia.com/gpu.deploy.client=true` (the kubelet plugin's nodeSelector: plan/dra.py);
   DRA pools get no device-plugin config and do not count for the MIG strategy; under DynamicMIG they get
   no mig.config and `nvidia.com/gpu.deploy.mig-manager=false`. Same mechanism as above: a DRA pool that
   shares its GPU model with a device-plugin pool gets those labels from its node group (warned).
@@ -53,6 +54,7 @@ MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"   # with DRA pools: per pool, not for every GPU node
 DRA_LABEL = "nvidia.com/gpu.deploy.dra-driver"                # the DRA kubelet plugin's nodeSelector
+CLIENT_LABEL = "nvidia.com/gpu.deploy.client"                 # and the GPU client contract's (catalog dra.yaml)
 MIG_MANAGER_LABEL = "nvidia.com/gpu.deploy.mig-manager"
 ALL_DISABLED = "all-disabled"
 DEFAULT_PLUGIN_CONFIG = "default"
@@ -170,6 +172,7 @@ def build(spec, cat) -> PoolConfigs:
             wanted[i][DEVICE_PLUGIN_LABEL] = "false" if dra else "true"
             if dra:
                 wanted[i][DRA_LABEL] = "true"
+                wanted[i][CLIENT_LABEL] = "true"      # what the MIG / driver manager pause to stop the plugin
 
     # MIG-capable pools without a layout: `all-disabled` enforced (the operator's default on MIG-capable
     # nodes without a config), so a GPU that arrives with MIG mode on is returned to whole GPUs

@@ -99,6 +99,20 @@ class Platform(Model):
         "containerd major version of the GPU nodes; on k3s and rke2 it picks the config template "
         "(config.toml.tmpl for 1.x, config-v3.toml.tmpl for 2.x); elsewhere the toolkit reads either config "
         "version itself. Omitted: 1."))
+    containerdVersion: str | None = Field(None, pattern=r"^[12]\.\d+(\.\d+)?$", description=(
+        "containerd version of the GPU nodes, e.g. \"2.1\" or \"1.7.30\": what the NRI plugin's containerd "
+        "floor (spec.cdi.nriPluginEnabled) is checked against. Omitted: unknown (the NRI plugin on containerd is "
+        "then a warning: its floor cannot be checked)."))
+
+
+class Cdi(Model):
+    """The Container Device Interface settings of NVIDIA's GPU Operator (ClusterPolicy spec.cdi)."""
+    nriPluginEnabled: bool = Field(False, description=(
+        "Run the container toolkit as an NRI plugin (NVIDIA's chart cdi.nriPluginEnabled): it injects GPUs "
+        "into GPU management containers itself, no `nvidia` RuntimeClass is created and the container "
+        "runtime's config is left untouched. Needs containerd 1.7.30+ (of 1.7) or 2.1+, or CRI-O 1.34+ "
+        "(catalog/data/distributions.yaml nri). Operator mode only (gpuop's stack configures the runtime with "
+        "the toolkit). Omitted: false."))
 
 
 class ComponentSettings(Model):
@@ -906,6 +920,7 @@ class ClusterSpec(Model):
     release: str | None = Field(None, description=(
         "Stack release (component versions) from the catalog, e.g. \"26.7\". Omitted: the newest."))
     driver: Driver = Field(default_factory=Driver, description="Omitted: enabled, release default version.")
+    cdi: Cdi = Field(default_factory=Cdi, description="Omitted: CDI on, the NRI plugin off.")
     toolkit: OperandSettings = Field(default_factory=OperandSettings, description="Omitted: enabled.")
     devicePlugin: OperandSettings = Field(default_factory=OperandSettings, description="Omitted: enabled.")
     proxy: Proxy | None = Field(None, description=(

@@ -13,6 +13,9 @@ what a managed node image already installs.
   are each component's GPUOP_ENV), never the driver's DRIVER_CONFIG_DIGEST; no name twice.
 - pod-labels: spec.daemonsets.labels never replaces a label the DaemonSets select their pods by.
 - driver-config-files: repoConfig / certConfig only for driver OSes the Operator has a path for.
+- nri-plugin: spec.cdi.nriPluginEnabled only in operator mode, on a runtime NVIDIA supports it on and at or
+  above its floor (catalog distributions.yaml nri: containerd 1.7.30+ of 1.7, 2.1, 2.2, 2.3; CRI-O 1.34+,
+  whose minor is the cluster's Kubernetes minor); a containerd version the profile does not give is a warning.
 - stack-only: what operator mode cannot pass to NVIDIA's operator is refused by validate/operator.py.
 - driver-sidecars: RDMA / GDS / GDRCopy (spec.driver's, and each pool's own, reported at the pool's field)
   need a driver DaemonSet; GDS and GDRCopy not with precompiled drivers, GDS only with the open kernel
@@ -22,6 +25,7 @@ what a managed node image already installs.
 from __future__ import annotations
 
 from gpuop.catalog import distributions as dist_catalog
+from gpuop.catalog import versions
 from gpuop.components import env_names   # not the construct modules: they start Node
 from gpuop.errors import Issue, field_path
 from gpuop.plan import defaults as defaulting
@@ -84,13 +88,19 @@ def check_distribution_runtime(ctx: Context) -> list:
 
 @rule("containerd-major", source="NVIDIA container toolkit: containerd config versions 2 and 3 (containerd 1.x, 2.x)")
 def check_containerd_major(ctx: Context) -> list:
-    """spec.platform.containerdMajor on nodes that do not run containerd."""
+    """spec.platform.containerdMajor / containerdVersion on nodes that do not run containerd, or disagreeing."""
     spec = ctx.spec
     rt = ctx.defaults.runtime
-    if spec.platform.containerdMajor is not None and rt != "containerd":
-        return [ctx.at(("spec", "platform", "containerdMajor"), f"containerdMajor is for containerd nodes; this "
-                       f"cluster runs {rt}; remove the field")]
-    return []
+    out = []
+    for key in ("containerdMajor", "containerdVersion"):
+        if getattr(spec.platform, key) is not None and rt != "containerd":
+            out.append(ctx.at(("spec", "platform", key), f"{key} is for containerd nodes; this cluster runs {rt}; "
+                              "remove the field"))
+    major, version = spec.platform.containerdMajor, spec.platform.containerdVersion
+    if rt == "containerd" and major is not None and version is not None and version.split(".")[0] != str(major):
+        out.append(ctx.at(("spec", "platform", "containerdVersion"), f"containerd {version} is not containerd "
+                          f"{major}.x (spec.platform.containerdMajor: {major}); make the two agree"))
+    return out
 
 
 @rule("second-copy",
@@ -297,9 +307,64 @@ def check_operator_only_in_stack_mode(ctx: Context) -> list:
             for path in OPERATOR_ONLY if _written(ctx, *path)]
 
 
+NRI = ("spec", "cdi", "nriPluginEnabled")
+
+
+@rule("nri-plugin", source="catalog/data/distributions.yaml nri (NVIDIA cloud-native-docs gpu-operator/cdi.rst "
+      "Enabling the NRI Plugin; GPU Operator release notes 26.3.0, 26.3.2; cri-o compatibility matrix)")
+def check_nri_plugin(ctx: Context) -> list:
+    """The NRI plugin in stack mode, without the container toolkit, on Docker, on CRI-O below 1.34, or on a
+    containerd NVIDIA does not list."""
+    spec = ctx.spec
+    if not spec.cdi.nriPluginEnabled:
+        return []
+    floors = dist_catalog.load().nri
+    if spec.delivery.mode != "operator":
+        return [ctx.at(NRI, "the NRI plugin is run by NVIDIA's operator (its toolkit DaemonSet); gpuop's stack "
+                       "configures the container runtime with the toolkit and creates the nvidia RuntimeClass; "
+                       "remove it or use spec.delivery.mode: operator")]
+    if not spec.toolkit.enabled:        # NVIDIA's chart: templates/validations.yaml
+        return [ctx.at(NRI, "the NRI plugin is the container toolkit's, and spec.toolkit.enabled is false: NVIDIA's "
+                       "chart refuses it (\"the NRI Plugin cannot be enabled when the Container Toolkit is "
+                       "disabled\", templates/validations.yaml); turn the toolkit on or leave the NRI plugin off")]
+    rt = ctx.defaults.runtime
+    if rt == "crio":
+        p = spec.platform
+        kube = ctx.release.matrix.openshiftKubernetes.get(p.version) if p.type == "openshift" else p.version
+        if kube is not None and versions.older(kube, floors.crio):
+            shown, use = f"Kubernetes {kube}", f"Kubernetes {floors.crio}"
+            if p.type == "openshift":
+                shown += f" (OpenShift {p.version})"
+                fit = sorted((o for o, k in ctx.release.matrix.openshiftKubernetes.items()
+                              if not versions.older(k, floors.crio)), key=versions.key)
+                use = f"OpenShift {fit[0]}" if fit else use
+            return [ctx.at(("spec", "platform", "version"), f"the NRI plugin needs CRI-O {floors.crio} or later; "
+                           f"this cluster's CRI-O is {kube} (CRI-O's minor is the Kubernetes minor it serves, "
+                           f"{shown}); use {use} or later, or leave {'.'.join(NRI)} off ({floors.source})")]
+        return []
+    if rt != "containerd":
+        return [ctx.at(NRI, f"the NRI plugin runs on containerd or CRI-O; this cluster runs {rt} ({floors.source})")]
+    accepted = ", ".join(f"{first}+ of {line}" if first != f"{line}.0" else f"{line}.x"
+                         for line, first in floors.containerd.items())
+    given = spec.platform.containerdVersion
+    if given is None:
+        # unknown is not below the floor (an imported cluster says nothing of its containerd): a warning
+        return [ctx.at(NRI, f"the NRI plugin needs containerd {accepted}; set spec.platform.containerdVersion to "
+                       f"the GPU nodes' containerd so the floor can be checked ({floors.source})", "warning")]
+    line = ".".join(given.split(".")[:2])
+    first = floors.containerd.get(line)
+    patch_unknown = given == line and first is not None and first != f"{line}.0"
+    if first is None or versions.older(given, first) or patch_unknown:
+        why = (f"containerd {given} does not say its patch level, and {line} needs {first} or later" if patch_unknown
+               else f"containerd {given} is not a version NVIDIA supports it on")
+        return [ctx.at(("spec", "platform", "containerdVersion"), f"the NRI plugin needs containerd {accepted}: "
+                       f"{why}; upgrade the nodes' containerd, or leave {'.'.join(NRI)} off ({floors.source})")]
+    return []
+
+
 RULES = ((check_os_required, check_distribution_platform, check_distribution_runtime, check_containerd_major,
           check_second_copy, check_operand_env, check_pod_labels, check_driver_config_files,
-          check_driver_sidecars, check_operator_only_in_stack_mode),)     # operator mode's refusals: validate/operator.py
+          check_driver_sidecars, check_operator_only_in_stack_mode, check_nri_plugin),)     # operator mode's refusals: validate/operator.py
 
 
 def applies(ctx: Context) -> bool:

@@ -378,6 +378,28 @@ def check_device_classes(ctx: Context):
     return out
 
 
+@rule("dra-gpu-client-contract", severity="warning",
+      source="NVIDIA GPU Operator v26.7.0 release notes (nvidia.com/gpu.deploy.client, PR 2607); mig-parted PR 426 "
+      "(v0.15.0); catalog/data/dra.yaml clientLabel")
+def check_gpu_client_contract(ctx: Context):
+    """A DRA pool with a MIG layout the MIG manager applies, under a MIG manager pinned older than the one that
+    stops GPU clients (DaemonSets selecting nvidia.com/gpu.deploy.client): the DRA kubelet plugin keeps its GPU
+    handles through the MIG change."""
+    out, dra = Found(ctx), _dra(ctx)
+    pinned = ctx.spec.migManager.version
+    if not pinned or not ctx.spec.migManager.enabled or dra_plan.dynamic_mig(ctx.spec):
+        return out                             # the release's MIG manager, or DynamicMIG: the DRA driver partitions
+    if not any(p.mig and p.mig.layout for _, p in _dra_pools(ctx)):
+        return out
+    if versions.older(pinned, dra.clientMigManagerSince):
+        out.warn(("spec", "migManager", "version"), f"MIG manager {pinned} does not stop the DRA kubelet plugin for a "
+                 f"MIG change: only MIG managers from {dra.clientMigManagerSince} pause {dra.clientLabel}, the label "
+                 "the plugin's nodeSelector carries, so the plugin keeps its GPU handles and the GPU reset of a MIG "
+                 f"mode change can fail; use {dra.clientMigManagerSince} or later (drop spec.migManager.version for "
+                 "the release's)")
+    return out
+
+
 def applies(ctx: Context) -> bool:
     spec = ctx.spec
     return bool(_dra_pools(ctx)) or spec.dra is not None or bool(spec.claimTemplates)
@@ -386,7 +408,7 @@ def applies(ctx: Context) -> bool:
 RULES = (
     (check_version,),             # an unknown version: every other rule would read a missing catalog entry
     (check_dra_declared, check_kubernetes, check_driver_floor, check_cdi, check_gates, check_extended_resources,
-     check_pools, check_double_allocation, check_claims, check_device_classes),
+     check_pools, check_double_allocation, check_claims, check_device_classes, check_gpu_client_contract),
 )
 
 

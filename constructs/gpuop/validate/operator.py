@@ -31,10 +31,12 @@ after the merge:
 from __future__ import annotations
 
 from gpuop.catalog import distributions as dist_catalog
+from gpuop.catalog import dra as dra_catalog
+from gpuop.catalog import versions
 from gpuop.catalog import operator as operator_catalog
 from gpuop.kube.validation import invalid
 from gpuop.plan import pools as plan_pools
-from gpuop.plan.drivers import pools_overlap
+from gpuop.plan.drivers import full_version, pools_overlap
 from gpuop.plan.operator import (DEFAULT_INSTALL, RUNTIME_ENV_DISTRIBUTIONS, driver_groups, operator_sidecars,
                                  uses_driver_crd)
 from gpuop.validate.distribution import gds_open_modules, no_driver_reason, sidecar_levels
@@ -309,6 +311,46 @@ def check_cluster_policy_with_gpu_cluster(ctx: Context) -> list:
     return []
 
 
+@rule("operator-gpu-cluster", source="catalog/data/dra.yaml gpuCluster (GPU Operator v26.7.0 release notes: "
+      "the GPUCluster workflow's prerequisites)")
+def check_gpu_cluster_prerequisites(ctx: Context) -> list:
+    """A GPUCluster (NVIDIA's operator deploying the DRA driver) below its Kubernetes or driver floor, on a runtime
+    without CDI, or beside gpuop's own DRA driver chart."""
+    spec = ctx.spec
+    if not spec.delivery.operator.gpuCluster:
+        return []
+    floors = dra_catalog.load().gpuCluster
+    why = "the GPUCluster (spec.delivery.operator.gpuCluster) needs"
+    out = []
+    p = spec.platform
+    kube = ctx.release.matrix.openshiftKubernetes.get(p.version) if p.type == "openshift" else p.version
+    if kube is not None and versions.older(kube, floors.kubernetesMin):
+        out.append(ctx.at(("spec", "platform", "version"), f"{why} Kubernetes {floors.kubernetesMin} or later; this "
+                          f"cluster is {kube} ({floors.source})"))
+    if ctx.defaults.runtime not in floors.cdiRuntimes:
+        out.append(ctx.at(OP + ("gpuCluster",), f"{why} a CDI container runtime ({', '.join(floors.cdiRuntimes)}); "
+                          f"this cluster runs {ctx.defaults.runtime} ({floors.source})"))
+    default = ctx.release.components["driver"].version
+    for i, d in enumerate(ctx.defaults.pools):
+        if not d.driver:
+            continue                                          # the host's driver: its version is not the profile's
+        branch = full_version(d.driver_version, default, ctx.cat).split(".")[0]
+        if versions.older(branch, floors.driverMin):
+            where = ("spec", "nodePools", i, "driver", "version") if d.driver_version_own else ("spec", "driver", "version")
+            issue = ctx.at(where, f"{why} GPU driver {floors.driverMin} or later; pool {d.name!r} gets branch "
+                           f"{branch} ({floors.source})")
+            if issue not in out:
+                out.append(issue)
+    for i, pool in enumerate(spec.nodePools):
+        if plan_pools.dra_rules.is_dra(pool):
+            out.append(ctx.at(("spec", "nodePools", i, "allocation"), "the GPUCluster's DRA driver (NVIDIA's "
+                              "operator runs it on every GPU node) already allocates this pool's GPUs, and "
+                              "allocation: dra makes gpuop deliver its own DRA driver chart beside it: two "
+                              "gpu.nvidia.com drivers would publish the same GPUs; remove allocation: dra, or turn "
+                              "spec.delivery.operator.gpuCluster off"))
+    return out
+
+
 @rule("operator-mig-strategy", source="NVIDIA/gpu-operator nvidia.com_clusterpolicies.yaml spec.mig.strategy (one "
       "per cluster, set as MIG_STRATEGY on the device plugin and GFD); NVIDIA/k8s-device-plugin (an env variable "
       "overrides the config file's flags.migStrategy)")
@@ -460,6 +502,6 @@ def applies(ctx: Context) -> bool:
 RULES = ((check_overlapping_driver_selectors, check_operand_placement, check_distribution_fit,
           check_gpu_pod_deletion_off, check_node_status_exporter_monitor, check_gds_with_precompiled,
           check_gds_without_open_modules, check_pool_sidecars_without_driver, check_pool_sidecars_without_driver_crd,
-          check_digest_with_precompiled, check_cluster_policy_with_gpu_cluster, check_one_mig_strategy, check_device_plugin_and_dra,
+          check_digest_with_precompiled, check_cluster_policy_with_gpu_cluster, check_gpu_cluster_prerequisites, check_one_mig_strategy, check_device_plugin_and_dra,
           check_version_settings, check_version_catalog, check_olm_fit, check_not_carried, check_kubelet_root_dir,
           check_preinstalled_driver_label),)
