@@ -229,9 +229,14 @@ def hand_built_kinds(source: str) -> list[str]:
     return found
 
 
+# not gpuop's output: the Applications Argo CD's ApplicationSet controller would create from gpuop's
+# ApplicationSets (the rehearsal's generator lane), typed the way that controller types them
+NOT_OUTPUT = {PKG / "rehearse" / "argocd.py"}
+
+
 def test_gitops_objects_have_one_builder():
     hand = {str(f.relative_to(PKG)): kinds for f in sorted(PKG.rglob("*.py"))
-            if f != GITOPS_BUILDER and (kinds := hand_built_kinds(f.read_text()))}
+            if f != GITOPS_BUILDER and f not in NOT_OUTPUT and (kinds := hand_built_kinds(f.read_text()))}
     assert hand == {}
     assert set(hand_built_kinds(GITOPS_BUILDER.read_text())) == GITOPS_KINDS
 

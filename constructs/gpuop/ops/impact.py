@@ -479,7 +479,7 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
         ds = a or b
         component = _component(ds)
         template_changed.add(component)
-        common = {"nodes": all_nodes, "waves": 1, "objects": (_obj_key(ds),)}
+        common = {"nodes": all_nodes, "waves": 1, "objects": (_obj_key(ds), *_deploy_rule(before, after, component))}
         if component == "driver":
             continue                               # per pool below: a pool may move between DaemonSets
         elif component == "container-toolkit":
@@ -737,6 +737,22 @@ def _driver_effects(cluster, before, after, pools, pool_keys, nodes, policy: dic
         text = roll.pop("text")
         out.append(Effect(cluster, scope, "driver-reinstall", text, pool=pool, objects=keys, **roll))
     return out
+
+
+def _deploy_rule(before: dict, after: dict, component: str | None) -> tuple[str, ...]:
+    """The NodeFeatureRule whose rules gained or lost the component's deploy label (a component turned on or
+    off): it relabels the nodes the component's DaemonSet selects, so it is a cause of the pods coming or
+    going beside the DaemonSet itself."""
+    if component is None:
+        return ()
+    label = f"{DEPLOY}{component}"
+
+    def labelled(objs: dict) -> dict[str, bool]:
+        return {_obj_key(o): any(label in (r.get("labels") or {}) for r in o["spec"].get("rules", []))
+                for (kind, _), o in objs.items() if kind == "NodeFeatureRule"}
+
+    old, new = labelled(before), labelled(after)
+    return tuple(sorted(k for k in set(old) | set(new) if old.get(k, False) != new.get(k, False)))
 
 
 def _pod(ds: dict) -> dict:

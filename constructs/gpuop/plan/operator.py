@@ -250,7 +250,7 @@ def build(spec, plan: StackPlan, cat) -> OperatorPlan | None:
     drivers = nvidia_drivers(values, groups, spec, sidecar_images(plan.values["imageRegistry"], plan.release))
     return OperatorPlan(
         version=version, install=install, namespace=plan.namespace,
-        chart_repository=ocat.helm.repository, chart=ocat.helm.chart,
+        chart_repository=op.chartRepository or ocat.helm.repository, chart=ocat.helm.chart,
         olm_package=ocat.olm.package, olm_channel=entry.channel if entry else "",
         olm_csv=entry.csv if entry else "", olm_source=ocat.olm.source,
         olm_source_namespace=ocat.olm.sourceNamespace, install_plan_approval=op.installPlanApproval,

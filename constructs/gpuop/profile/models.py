@@ -681,6 +681,11 @@ class OperatorDelivery(Model):
         "helm: NVIDIA's Helm chart of that version, with gpuop's values, installed by Argo CD / Flux. olm: the "
         "certified operator from OperatorHub (Namespace, OperatorGroup, Subscription, then the ClusterPolicy). "
         "Omitted: olm on OpenShift, helm elsewhere."))
+    chartRepository: DeliveryChartUrl | None = Field(None, description=(
+        "install helm: where NVIDIA's chart is pulled from, an https:// chart repository or an oci:// registry "
+        "path holding the chart `gpu-operator` at the operator's version (`helm pull` it from NVIDIA's "
+        "repository, `helm push` it there), for a cluster that reaches only its own mirror. Omitted: NVIDIA's "
+        "repository (the operator catalog's, https://helm.ngc.nvidia.com/nvidia)."))
     installPlanApproval: Literal["Automatic", "Manual"] = Field("Manual", description=(
         "OLM only: whether OLM installs new operator versions of the channel by itself. Omitted: Manual (an "
         "operator upgrade is a reviewed change, as NVIDIA's OpenShift docs show)."))

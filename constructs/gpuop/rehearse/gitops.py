@@ -255,6 +255,86 @@ def package_chart(src: Path, version: str) -> tuple[dict, bytes]:
     return meta, buf.getvalue()
 
 
+REGISTRY_NAMES = ("docker-registry", "registry")      # Debian's distribution registry, upstream's name
+HELM_CONFIG = "application/vnd.cncf.helm.config.v1+json"
+HELM_LAYER = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+
+
+class OciRegistry:
+    """The distribution registry (Debian's docker-registry) on a free loopback port, over HTTPS with the
+    Loopback server's certificate: what a mirror-only cluster's `oci://` chart sources point at. Charts are
+    pushed as `helm push` does (an OCI manifest: Chart.yaml as the config, the archive as the one layer)."""
+
+    def __init__(self, root: Path, pki: Path):
+        self.root, self.pki = Path(root), Path(pki)
+        self.port = 0
+        self._proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> OciRegistry:
+        exe = next((shutil.which(n) for n in REGISTRY_NAMES if shutil.which(n)), None)
+        if exe is None:
+            raise GitOpsError("no docker-registry (Debian's package of the distribution registry) on PATH")
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.port = rig.free_port()
+        config = {"version": 0.1, "storage": {"filesystem": {"rootdirectory": str(self.root / "data")}},
+                  "http": {"addr": f"127.0.0.1:{self.port}",
+                           "tls": {"certificate": str(self.pki / "serving.crt"), "key": str(self.pki / "serving.key")}}}
+        (self.root / "config.yml").write_text(yaml.safe_dump(config))
+        log = (self.root / "registry.log").open("wb")
+        self._proc = subprocess.Popen([exe, "serve", str(self.root / "config.yml")], stdout=log,
+                                      stderr=subprocess.STDOUT, preexec_fn=rig._die_with_parent)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                self._call("GET", "/v2/")
+                return self
+            except OSError as e:
+                if self._proc.poll() is not None or time.monotonic() > deadline:
+                    self.__exit__()
+                    tail = (self.root / "registry.log").read_text(errors="replace")[-2000:]
+                    raise GitOpsError(f"docker-registry did not start ({e}):\n{tail}") from None
+                time.sleep(0.2)
+
+    def __exit__(self, *exc) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait(timeout=10)
+        self._proc = None
+
+    @property
+    def host(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _call(self, method: str, path: str, body: bytes = b"", kind: str = "application/octet-stream"):
+        import urllib.request
+        ctx = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
+        req = urllib.request.Request(f"https://{self.host}{path}", data=body if method != "GET" else None,
+                                     method=method, headers={"Content-Type": kind})
+        with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:
+            return resp.headers, resp.read()
+
+    def _blob(self, repo: str, data: bytes) -> dict:
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        headers, _ = self._call("POST", f"/v2/{repo}/blobs/uploads/")
+        where = urlsplit(headers["Location"])               # a path or a URL, with the upload's state in its query
+        query = f"{where.query}&digest={digest}" if where.query else f"digest={digest}"
+        self._call("PUT", f"{where.path}?{query}", data)
+        return {"digest": digest, "size": len(data)}
+
+    def push_chart(self, path: str, src: Path, version: str) -> str:
+        """The chart folder packaged at `version`, pushed to oci://<host>/<path>/<name>:<version>; the ref."""
+        import json
+        meta, data = package_chart(src, version)
+        repo = f"{path}/{meta['name']}".strip("/")
+        config = json.dumps(meta, sort_keys=True).encode()
+        manifest = {"schemaVersion": 2, "mediaType": OCI_MANIFEST,
+                    "config": {"mediaType": HELM_CONFIG, **self._blob(repo, config)},
+                    "layers": [{"mediaType": HELM_LAYER, **self._blob(repo, data)}]}
+        self._call("PUT", f"/v2/{repo}/manifests/{version}", json.dumps(manifest).encode(), OCI_MANIFEST)
+        return f"oci://{self.host}/{repo}:{version}"
+
+
 # ---- Flux ------------------------------------------------------------------------------------------------
 
 class Flux:
