@@ -19,19 +19,10 @@ from gpuop.ops import impact, moves
 
 import test_operator_impact as toi
 from conftest import REPO, run_gpuop
-from test_operator_impact import git
+from test_operator_impact import git, project  # noqa: F401 (the compiled-project fixture)
 
 OPERATOR = {"25.10": "v25.10.1", "26.3": "v26.3.3", "26.7": "v26.7.0"}
 SUPPORTED = [("25.10", "26.3"), ("26.3", "26.7")]
-
-
-@pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
-    w = tmp_path_factory.mktemp("moves")
-    (w / "profiles").mkdir()
-    shutil.copy(REPO / "profiles" / "_base.yaml", w / "profiles" / "_base.yaml")
-    shutil.copy(REPO / "gpuop.yaml", w / "gpuop.yaml")
-    return w
 
 
 def at(project: Path, mode: str, release: str) -> dict:
