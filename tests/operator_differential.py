@@ -25,6 +25,20 @@ from conftest import REFS, TOOL_PATHS, TOOLS
 
 RENDER = TOOLS / TOOL_PATHS["nvidia-operator"]          # GPUOP_TOOLS, else ../shared/tools (conftest)
 CHART = REFS / "gpu-operator" / "chart"
+# NVIDIA's controller code of the other operator versions, each built at its tag by the renderer's own build.sh
+# (../shared/tools/nvidia-operator/README.md) into BUILDS/<version>/tool/ (bin/, root/ beside a copy of
+# render.sh); the build output stays out of the repository
+BUILDS_ENV = "GPUOP_NVIDIA_OPERATOR_BUILDS"
+BUILDS = Path(os.environ.get(BUILDS_ENV) or Path.home() / ".cache" / "gpuop" / "nvidia-operator")
+
+
+def oracle(version: str) -> tuple[Path, Path]:
+    """(render.sh, NVIDIA's chart folder) of one operator version: the shared tool and chart for the newest,
+    a build at the tag and ../shared/refs/gpu-operator-releases/<version>/chart for the others."""
+    from gpuop.verify import nvidia_chart
+    if version == nvidia_chart.REFS_CHART_VERSION:
+        return RENDER, CHART
+    return BUILDS / version / "tool" / "render.sh", REFS / "gpu-operator-releases" / version / "chart"
 RUNTIMES = {"containerd": "containerd://2.1.3", "crio": "cri-o://1.33.2", "docker": "docker://28.0.1"}
 OPENSHIFT_KUBE = {"4.18": "v1.31.6", "4.19": "v1.32.5", "4.20": "v1.33.2", "4.21": "v1.34.1", "4.22": "v1.35.0"}
 KERNEL = "6.8.0-60-generic"
@@ -90,11 +104,12 @@ def facts(profile, plan, cat) -> dict:
                           for j, b in enumerate(builds)} if openshift else {}}
 
 
-def operator_daemonsets(plan, node_facts: dict, work: Path) -> tuple[dict[str, dict], dict, dict]:
+def operator_daemonsets(plan, node_facts: dict, work: Path, render: Path = RENDER,
+                        chart: Path = CHART) -> tuple[dict[str, dict], dict, dict]:
     """NVIDIA's chart with gpuop's values, CRs defaulted, then NVIDIA's controller code: its DaemonSets, the
     values used, and the nodes as the operator labels them."""
     values = operator_out.chart_values(plan)
-    rendered = nvidia_chart.render(values, CHART, namespace=plan.namespace)
+    rendered = nvidia_chart.render(values, chart, namespace=plan.namespace)
     work.mkdir(parents=True, exist_ok=True)
     (work / "facts.json").write_text(json.dumps(node_facts))
     cp = rendered.cluster_policy
@@ -106,7 +121,7 @@ def operator_daemonsets(plan, node_facts: dict, work: Path) -> tuple[dict[str, d
         (work / "nvd.yaml").write_text(yaml.safe_dump_all(drivers))
         runs.append(("nvidiadriver", [str(work / "nvd.yaml"), str(work / "cp.yaml")], work / "nvd-out"))
     for mode, inputs, dest in runs:
-        proc = subprocess.run([str(RENDER), mode, *inputs, str(work / "facts.json"), str(dest)],
+        proc = subprocess.run([str(render), mode, *inputs, str(work / "facts.json"), str(dest)],
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         for f in sorted(dest.glob("DaemonSet_*.yaml")):
@@ -143,17 +158,17 @@ def paired(ours: dict[str, dict], theirs: dict[str, dict]) -> tuple[dict, dict]:
     return key(ours), key(theirs)
 
 
-def olm_daemonsets(plan, node_facts: dict, work: Path) -> dict[str, dict]:
+def olm_daemonsets(plan, node_facts: dict, work: Path, render: Path = RENDER, chart: Path = CHART) -> dict[str, dict]:
     """install: olm: the ClusterPolicy gpuop writes itself (outputs/operator.py olm_cluster_policy), defaulted as
     the API server would, through NVIDIA's controller code run with the image env the bundle's CSV gives the
     operator Deployment (where the ClusterPolicy names no image, the operator runs that one). By DaemonSet name."""
-    schema = nvidia_chart._schema(str(CHART / "crds"), "ClusterPolicy")
+    schema = nvidia_chart._schema(str(chart / "crds"), "ClusterPolicy")
     cp = nvidia_chart.crd_defaults(operator_out.olm_cluster_policy(plan), schema)
     work.mkdir(parents=True, exist_ok=True)
     (work / "cp.yaml").write_text(yaml.safe_dump(cp))
     (work / "facts.json").write_text(json.dumps(node_facts))
     env = {**os.environ, **operator_catalog.olm_operator_env(plan.operator.version)}
-    proc = subprocess.run([str(RENDER), "clusterpolicy", str(work / "cp.yaml"), str(work / "facts.json"),
+    proc = subprocess.run([str(render), "clusterpolicy", str(work / "cp.yaml"), str(work / "facts.json"),
                            str(work / "out")], capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return {d["metadata"]["name"]: d for d in (yaml.safe_load(f.read_text())

@@ -49,8 +49,8 @@ EXACT = {
     "stack release component (releases.yaml)": (
         "releases.yaml", "version: 4.6.0-4.8.3-distroless}", "version: 4.6.0-4.8.4-distroless}", True),
     "stack release os entry no cluster runs (releases.yaml)": (
-        "releases.yaml", "ubuntu22.04: {tag: ubuntu22.04, platform: kubernetes,",
-        "ubuntu22.04: {tag: ubuntu22.04-lts, platform: kubernetes,", False),
+        "releases.yaml", 'ubuntu22.04: {tag: ubuntu22.04, platform: kubernetes, kubernetes: ["1.33"',
+        'ubuntu22.04: {tag: ubuntu22.04-lts, platform: kubernetes, kubernetes: ["1.33"', False),
     "distribution (distributions.yaml)": ("distributions.yaml", K3S, K3S.replace("containerd.sock", "containerd-gpu.sock"),
                                           True),
     "DRA driver version (dra.yaml)": ("dra.yaml", "tag: v0.5.0}", "tag: v0.5.0-1}", True),
@@ -78,7 +78,9 @@ CHECKED = {
         'latest: "580.180.01"\n    versions: ["580.180.01", "580.173.02"]',
         [("catalog", "drivers", "580", "versions"), ("catalog", "drivers", "580", "latest")]),
     "stack release os entry (releases.yaml)": (
-        "releases.yaml", 'select: {osId: rhcos, osVersionId: "4.19"}', 'select: {osId: rhcos, osVersionId: "4.19.0"}',
+        "releases.yaml", 'rhcos4.19:   {tag: rhcos4.19, platform: openshift, openshift: ["4.19"], select: {osId: rhcos, '
+        'osVersionId: "4.19"}', 'rhcos4.19:   {tag: rhcos4.19, platform: openshift, openshift: ["4.19"], select: {osId: '
+        'rhcos, osVersionId: "4.19.0"}',
         [("catalog", "releases", "26.7", "matrix", "os", "rhcos4.19", "select")]),
     "operator version bundle (operator.yaml)": (
         "operator.yaml", "csv: gpu-operator-certified.v26.7.0", "csv: gpu-operator-certified.v26.7.0-1",

@@ -513,7 +513,7 @@ def test_refuses_unknown_driver_branch(project):
 def test_refuses_unknown_stack_release(project):
     write(project, "a.yaml", VALID.replace("      nodePools:", '      release: "25.3"\n      nodePools:'))
     refused(cli(project, "validate"), f"""\
-        profiles/a.yaml:8:3: spec.release: '25.3' is not a known stack release; allowed: {release()}
+        profiles/a.yaml:8:3: spec.release: '25.3' is not a known stack release (did you mean 26.3, 25.10?); allowed: {', '.join(r.name for r in catalog.load().releases)}
         gpuop: 1 error; nothing written
     """)
 

@@ -252,4 +252,6 @@ def test_chart_defaults_are_known_without_chart_defaults(tmp_path):
     assert "driver.rdma.enabled" not in proc.stdout           # equal to NVIDIA's chart default (gpuop's catalog)
     assert "daemonsets.updateStrategy: OnDelete cannot be expressed in a gpuop profile" in proc.stdout
     assert "(chart default: RollingUpdate)" in proc.stdout
-    assert proc.stdout.count("# gpuop import:") <= 4          # placeholders and the one setting, no chart defaults
+    # placeholders, the one setting and the operator version the input does not name; no chart defaults
+    assert proc.stdout.count("# gpuop import:") <= 5
+    assert "the input names no GPU Operator version" in proc.stdout

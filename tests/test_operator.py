@@ -560,9 +560,9 @@ def test_dra_pool_beside_the_operator_keeps_the_device_plugin_off_its_plane(tmp_
     assert values["clusterPolicy"]["deployCR"] is True and values["gpuCluster"]["deployCR"] is False
 
 
-NO_CATALOG_DATA = ('Unsupported value: "v26.3.3": gpuop has no catalog data (chart defaults, operand versions) for GPU '
-                   "Operator v26.3.3, so its values would carry GPU Operator v26.7.0's operand versions (stack release "
-                   '26.7) into the v26.3.3 chart; supported values: "v26.7.0"')
+def not_the_release(version: str) -> str:
+    return (f'Unsupported value: "{version}": stack release 26.7 (spec.release) ships the operands of GPU Operator '
+            f"v26.7.0, not {version}; pin the release that ships {version} or drop spec.delivery.operator.version")
 
 
 def test_refuses_settings_the_chosen_operator_version_does_not_have(tmp_path):
@@ -571,7 +571,7 @@ def test_refuses_settings_the_chosen_operator_version_does_not_have(tmp_path):
       nodePools:
         - {name: a, gpu: L40S}
     """)
-    assert sorted(got) == [("spec.delivery.operator.version", NO_CATALOG_DATA),
+    assert sorted(got) == [("spec.delivery.operator.version", not_the_release("v26.3.3")),
                            ("spec.driver.upgradePolicy",
                             "GPU Operator v26.3.3 does not have the setting nvidiaDriverUpgradePolicy "
                             "(catalog/data/operator.yaml); use a newer spec.delivery.operator.version or drop it")]
@@ -584,7 +584,7 @@ def test_refuses_an_unknown_operator_version(tmp_path):
         - {name: a, gpu: L40S}
     """)
     assert got == [("spec.delivery.operator.version",
-                    "'v1.0.0' is not a known GPU Operator version; allowed: v26.7.0, v26.3.3")]
+                    "'v1.0.0' is not a known GPU Operator version; allowed: v26.7.0, v26.3.3, v25.10.1")]
 
 
 def test_refuses_olm_on_kubernetes(tmp_path):
@@ -602,19 +602,19 @@ def test_refuses_olm_for_an_openshift_version_the_bundle_does_not_declare(tmp_pa
     path = write_profile(tmp_path, "rules", """
 metadata: {name: rules}
 spec:
-  platform: {type: openshift, version: "4.19"}
-  os: rhcos4.19
-  driver: {rhcosVersions: ["419.96.202507091512-0"]}
-  delivery: {mode: operator, operator: {version: v26.3.3}}
+  platform: {type: openshift, version: "4.21"}
+  os: rhcos4.21
+  driver: {rhcosVersions: ["421.96.202507091512-0"]}
+  delivery: {mode: operator, operator: {version: v25.10.1}}
   nodePools:
     - {name: a, gpu: L40S}
 """)
     with pytest.raises(UserError) as err:
         validate(load_profile(path))
     assert sorted((i.path, i.message) for i in err.value.issues) == [
-        ("spec.delivery.operator.version", NO_CATALOG_DATA),
-        ("spec.platform.version", "GPU Operator v26.3.3 (OLM channel v26.3) is not published for OpenShift 4.19 "
-         "(bundle com.redhat.openshift.versions); allowed: none known (not in the reference bundle)")]
+        ("spec.delivery.operator.version", not_the_release("v25.10.1")),
+        ("spec.platform.version", "GPU Operator v25.10.1 (OLM channel v25.10) is not published for OpenShift 4.21 "
+         "(bundle com.redhat.openshift.versions); allowed: 4.14, 4.15, 4.16, 4.17, 4.18, 4.19, 4.20")]
 
 
 def test_mig_layout_rules_apply_in_operator_mode(tmp_path):

@@ -1,10 +1,12 @@
 """Operator mode, proven against NVIDIA's own code: for every example profile that can run in operator mode and
 a corpus of profiles (tests/data/operator-corpus: every setting the mapping table covers, each platform), the
 profile compiled in operator mode -> NVIDIA's chart (Helm 4's engine) with gpuop's values -> the CRDs'
-structural defaults -> NVIDIA's GPU Operator v26.7.0 controller code (../shared/tools/nvidia-operator) gives
+structural defaults -> NVIDIA's GPU Operator controller code of the profile's release (v26.7.0: the shared
+../shared/tools/nvidia-operator; v26.3.3 and v25.10.1: the same tool built at their tags, `od.oracle`) gives
 DaemonSets equal to gpuop's static stack for the same profile on every node-visible field (images, containers,
 command/args, env, volumes and mounts, security context, host namespaces, tolerations, placement, runtimeClass,
-probes, resources), except the differences in ALLOWED, each with its reason.
+probes, resources), except the differences in ALLOWED, each with its reason. Every case runs once per stack
+release gpuop has (RELEASES), the profile pinned to it.
 
 Placement is compared as the nodes each DaemonSet runs on (one node per pool, labelled as NVIDIA's operator
 labels it): the two sides express it their own way (gpuop's stack with its opt-out labels and pool selectors,
@@ -32,7 +34,7 @@ from gpuop.profile.load import load_profile
 from gpuop.validate.runner import validate
 
 import operator_differential as od
-from conftest import REPO
+from conftest import REPO, tool
 
 CORPUS = REPO / "tests" / "data" / "operator-corpus"
 # example profiles that cannot run in operator mode, and why (each is refused with a located error)
@@ -119,26 +121,56 @@ class Case:
     plan: object = None
 
 
-def operator_profiles(tmp: Path) -> list[Path]:
-    """The example profiles switched to operator mode (those that validate), plus the corpus."""
+# the releases compared, newest first: each profile pinned to the release (spec.release and, where the profile pins
+# one, its operator version) against NVIDIA's code at that release's tag
+RELEASES = ("26.7", "26.3", "25.10")
+NEWEST = RELEASES[0]
+# what an older release cannot compile, by the located message that says so: settings the release's chart and CRDs
+# do not have, OS and Kubernetes versions outside its support matrix
+OLDER_REFUSALS = ("does not have the setting", "is not in the support matrix", "not a supported",
+                  "is not supported", "not in stack release", "Unsupported value")
+
+
+def _pinned(doc: dict, release: str) -> dict:
+    spec = doc["spec"]
+    if release != NEWEST:
+        spec["release"] = release
+        op = spec.get("delivery", {}).get("operator")
+        if isinstance(op, dict) and "version" in op:
+            op["version"] = catalog.load().release(release).operatorVersion
+    return doc
+
+
+def operator_profiles(tmp: Path, release: str = NEWEST) -> list[Path]:
+    """The example profiles switched to operator mode (those that validate), plus the corpus, each on `release`;
+    on an older release, a profile that release cannot compile is left out (its refusal is located, and says
+    what the release lacks)."""
     work = tmp / "examples"
     work.mkdir()
     shutil.copy(REPO / "profiles" / "_base.yaml", work / "_base.yaml")
+    corpus = tmp / "corpus"
+    corpus.mkdir()
     out, refused = [], set()
-    for f in sorted((REPO / "profiles").glob("*.yaml")):
-        if f.name.startswith("_"):
-            continue
+    sources = [(f, work) for f in sorted((REPO / "profiles").glob("*.yaml")) if not f.name.startswith("_")]
+    sources += [(f, corpus) for f in sorted(CORPUS.glob("*.yaml")) if not f.name.startswith("_")]
+    for f, dest in sources:
         doc = yaml.safe_load(f.read_text())
-        doc["spec"].setdefault("delivery", {})["mode"] = "operator"
-        (work / f.name).write_text(yaml.safe_dump(doc, sort_keys=False))
+        if dest is work:
+            doc["spec"].setdefault("delivery", {})["mode"] = "operator"
+        _pinned(doc, release)
+        (dest / f.name).write_text(yaml.safe_dump(doc, sort_keys=False))
         try:
-            validate(load_profile(work / f.name))
-        except UserError:
-            refused.add(doc["metadata"]["name"])
+            validate(load_profile(dest / f.name))
+        except UserError as exc:
+            if dest is work and doc["metadata"]["name"] in NOT_OPERATOR:
+                refused.add(doc["metadata"]["name"])
+                continue
+            assert release != NEWEST, exc.issues
+            assert all(any(r in i.message for r in OLDER_REFUSALS) for i in exc.issues), exc.issues
             continue
-        out.append(work / f.name)
+        out.append(dest / f.name)
     assert refused == set(NOT_OPERATOR), refused       # an example that cannot run in operator mode says why
-    return out + sorted(CORPUS.glob("*.yaml"))
+    return out
 
 
 def stack_variant(path: Path, tmp: Path) -> Path:
@@ -161,23 +193,32 @@ def stack_variant(path: Path, tmp: Path) -> Path:
     return out
 
 
-@pytest.fixture(scope="module")
-def cases(tmp_path_factory) -> list[Case]:
-    tmp = tmp_path_factory.mktemp("differential")
+@pytest.fixture(scope="module", params=RELEASES)
+def cases(request, tmp_path_factory) -> list[Case]:
+    release = request.param
+    tmp = tmp_path_factory.mktemp(f"differential-{release}")
     cat = catalog.load()
+    render, chart = od.oracle(cat.release(release).operatorVersion)
+    if not os.access(render.parent / "bin" / "controllers.test", os.X_OK):     # what build.sh writes
+        if release == NEWEST:
+            tool("nvidia-operator")          # the shared tool: skipped or failed as every tool is (conftest)
+        pytest.skip(f"NVIDIA's operator code at {cat.release(release).operatorVersion} is not built at {render}: run "
+                    "../shared/tools/nvidia-operator/build.sh on a checkout of that tag from a copy of the tool folder "
+                    f"there (under nice -n 15), or set {od.BUILDS_ENV}")
 
     def one(path: Path) -> Case:
         (plan,), _ = plan_all([path])
         profile = validate(load_profile(path)).profile
         (stack_plan,), _ = plan_all([stack_variant(path, tmp)])
         facts = od.facts(profile, plan, cat)
-        by_name, _, nodes = od.operator_daemonsets(plan, facts, tmp / plan.name)
-        olm = od.olm_daemonsets(plan, facts, tmp / plan.name / "olm") if plan.operator.install == "olm" else None
+        by_name, _, nodes = od.operator_daemonsets(plan, facts, tmp / plan.name, render, chart)
+        olm = od.olm_daemonsets(plan, facts, tmp / plan.name / "olm", render, chart) \
+            if plan.operator.install == "olm" else None
         ours, theirs = od.paired(od.stack_daemonsets(stack_plan), by_name)
         return Case(plan.name, profile.spec, ours, theirs, nodes, olm, by_name, plan)
 
     with ThreadPoolExecutor(max_workers=2) as pool:      # the renderer runs while the next profile is planned
-        return list(pool.map(one, operator_profiles(tmp)))
+        return list(pool.map(one, operator_profiles(tmp, release)))
 
 
 def unexplained(case: Case) -> list[str]:
@@ -197,7 +238,8 @@ def unexplained(case: Case) -> list[str]:
 
 @pytest.mark.slow
 def test_operator_mode_deploys_what_the_static_stack_deploys(cases):
-    assert len(cases) >= 15
+    # every example and corpus profile on the newest release; on an older one those its chart and matrix allow
+    assert len(cases) >= (15 if all(c.spec.release in (None, NEWEST) for c in cases) else 10)
     problems = [p for c in cases for p in unexplained(c)]
     assert problems == []
 
@@ -263,12 +305,14 @@ def test_every_platform_and_table_row_is_exercised(cases):
     assert any(s.delivery.operator.gds for s in specs.values())
 
 
-if __name__ == "__main__":          # print the differences: python tests/test_operator_differential.py
+if __name__ == "__main__":          # print the differences: python tests/test_operator_differential.py [RELEASE]
     import tempfile
 
     class _F:
         def mktemp(self, n):
             return Path(tempfile.mkdtemp(prefix=n))
-    for c in cases.__wrapped__(_F()):
+    import sys
+    from types import SimpleNamespace
+    for c in cases.__wrapped__(SimpleNamespace(param=sys.argv[1] if len(sys.argv) > 1 else NEWEST), _F()):
         for p in unexplained(c):
             print(p[:400])

@@ -324,16 +324,15 @@ def test_a_pool_driver_named_by_version_moves_to_a_new_nvidiadriver_at_once(keep
 
 # ---- a pinned operator version: compiled with its own catalog data, or refused ----------------------
 
-def test_a_pinned_operator_version_without_catalog_data_is_refused_located(keep):
+def test_a_pinned_operator_version_of_another_release_is_refused_located(keep):
     edit(keep, "operator: {version: v26.7.0, install: helm}", "operator: {version: v26.3.3, install: helm}")
     before = git(keep, "status", "--porcelain", "--", "dist")
     proc = run_gpuop("synth", cwd=keep)
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == (
-        'profiles/keep-operator.yaml:18:16: spec.delivery.operator.version: Unsupported value: "v26.3.3": gpuop has '
-        "no catalog data (chart defaults, operand versions) for GPU Operator v26.3.3, so its values would carry GPU "
-        "Operator v26.7.0's operand versions (stack release 26.7) into the v26.3.3 chart; supported values: "
-        '"v26.7.0"\n'
+        'profiles/keep-operator.yaml:18:16: spec.delivery.operator.version: Unsupported value: "v26.3.3": stack '
+        "release 26.7 (spec.release) ships the operands of GPU Operator v26.7.0, not v26.3.3; pin the release that "
+        "ships v26.3.3 or drop spec.delivery.operator.version\n"
         "profiles/keep-operator.yaml:19:35: spec.driver.upgradePolicy: GPU Operator v26.3.3 does not have the setting "
         "nvidiaDriverUpgradePolicy (catalog/data/operator.yaml); use a newer spec.delivery.operator.version or drop "
         "it\n"

@@ -133,6 +133,13 @@ class Release(_Frozen):
     nodeLabels: NodeLabels | None = None
     precompiled: dict[str, tuple[str, ...]] = Field(default_factory=dict)   # os -> driver branches
     openshift: OpenShiftFacts | None = None
+    crds: dict[str, str] = Field(default_factory=dict)   # CRD name -> git blob of the release chart's copy
+
+
+class UpgradeRule(_Frozen):
+    """Which moves between releases NVIDIA supports: to the same major or the next one (releases in order)."""
+    rule: str
+    source: str
 
 
 class Gpu(_Frozen):
@@ -163,6 +170,21 @@ class Catalog(_Frozen):
     pci: PciIdentity
     drivers: tuple[DriverBranch, ...] = Field(default=())
     digest: str
+    upgrades: UpgradeRule | None = None
+
+    def unsupported_move(self, old: str, new: str) -> str | None:
+        """Why NVIDIA does not support moving a cluster from release `old` to `new` (the releases it skips and the
+        documented path through them), or None: the same or the next release, a downgrade (documented nowhere,
+        left to the review), or a release gpuop does not know."""
+        names = [r.name for r in self.releases]
+        if self.upgrades is None or old not in names or new not in names:
+            return None
+        i, j = names.index(old), names.index(new)
+        if j - i <= 1:
+            return None
+        path = " -> ".join(names[i:j + 1])
+        return (f"moving from release {old} to {new} skips {', '.join(names[i + 1:j])}: NVIDIA supports upgrades only "
+                f"within a major release or to the next one ({self.upgrades.source}); move through each: {path}")
 
     def release(self, name: str | None) -> Release | None:
         if name is None:
@@ -199,7 +221,9 @@ def load() -> Catalog:
         if extra.name not in ("releases.yaml", "gpus.yaml", "drivers.yaml"):   # change invalidates caches
             h.update(extra.name.encode() + b"\0" + extra.read_bytes())
     releases = tuple(sorted((Release(**r) for r in rel["releases"]), key=lambda r: versions.key(r.name)))
-    return register("catalog", Catalog(releases=releases, gpus=gpus, drivers=drivers, pci=pci, digest=h.hexdigest()))
+    upgrades = UpgradeRule(**rel["upgrades"]) if "upgrades" in rel else None
+    return register("catalog", Catalog(releases=releases, gpus=gpus, drivers=drivers, pci=pci, digest=h.hexdigest(),
+                                       upgrades=upgrades))
 
 
 root("catalog", load)

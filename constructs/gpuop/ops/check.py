@@ -114,6 +114,8 @@ def run(paths: list[Path], against: str | None, output: Path, settings_path: Pat
     for name, why in sorted(sel.clusters.items()):
         print(f"  {name}: {why}", file=sys.stderr)
     old, new, _ = review_trees(sel, output)
+    from gpuop.ops import moves
+    moves.refuse(old, new, paths)             # a move between releases NVIDIA does not support: located exit 2
     diffs = diff_trees(old, new, settings.gitops.path.rstrip("/"))
     sys.stdout.write(render(diffs))
     sys.stdout.write(impact.render(impact.impact(old, new)))

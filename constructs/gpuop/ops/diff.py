@@ -586,7 +586,10 @@ def compile_trees(paths: list[Path], against: str | None, output: Path, settings
                               CompileOptions(cache_dir=Path(".gpuop-cache"), reuse=False))
     if note:
         print(note, file=sys.stderr)
-    return old, new_tree(result.files, result.reuse, output), settings
+    new = new_tree(result.files, result.reuse, output)
+    from gpuop.ops import moves
+    moves.refuse(old, new, paths)             # a move between releases NVIDIA does not support: located exit 2
+    return old, new, settings
 
 
 def run(paths: list[Path], against: str | None, output: Path, settings_path: Path,

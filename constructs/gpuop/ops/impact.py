@@ -61,6 +61,7 @@ EFFECTS = {
     "mig-reconfigure": (2, True, "mig-repartition"),
     "mig-config-lost": (2, True, "mig-repartition"),
     "operator-upgrade": (3, False, "operand-restart"),
+    "release-move": (3, False, "release-move"),
     "driver-restart": (3, False, "operand-restart"),
     "runtime-reconfigure": (4, False, "operand-restart"),
     "plugin-config-switch": (5, False, "config-relabel"),
@@ -467,6 +468,7 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
     switch = _delivery_switch(cluster, old_entry, new_entry, all_nodes, planned)
     bump = _operator_bump(cluster, old_entry, new_entry) if switch is None else None
     effects += [e for e in (switch, bump) if e is not None]
+    effects += _release_move(cluster, old_entry, new_entry) if switch is None else []
     # an operator version change rolls every operand: the chart's helm.sh/chart label is on each pod template
     rolled = {k for k, o in after.items() if k[0] == "DaemonSet"} if bump is not None else set()
     for key in sorted(changed_objects | rolled):
@@ -585,10 +587,99 @@ def _bumped_drivers(cluster, before, after, pools, pool_keys, nodes, bump: Effec
                   and _matches(d, p, pool_keys)), None)
         if a is None or before.get(("DaemonSet", a["metadata"]["name"])) != a:
             continue
-        out.append(Effect(cluster, f"pool {p['pool']}" if p["pool"] else "all GPU nodes", "driver-restart",
+        scope = f"pool {p['pool']}" if p["pool"] else "all GPU nodes"
+        if _before_in_place_restart(bump):
+            out.append(Effect(cluster, scope, "driver-reinstall", f"driver pods of {a['metadata']['name']} are replaced "
+                              f"({bump.text.split(':')[0]}): {IN_PLACE_RESTART[1]} the upgrade controller evicts the GPU "
+                              "pods and drains each node first, though the install config is the same",
+                              pool=p["pool"] or None, nodes=nodes.get(p["pool"]), objects=(_obj_key(a),)))
+            continue
+        out.append(Effect(cluster, scope, "driver-restart",
                           f"driver pods of {a['metadata']['name']} restart ({bump.text.split(':')[0]}) with the same "
                           f"install config ({DIGEST_ENV}): the driver manager keeps the loaded driver; GPU pods keep "
                           "running", pool=p["pool"] or None, nodes=nodes.get(p["pool"]), objects=(_obj_key(a),)))
+    return out
+
+
+# the first operator version whose upgrade controller restarts a driver pod in place when its install config is
+# unchanged, and what older ones do (NVIDIA/cloud-native-docs gpu-operator/release-notes.rst 26.7.0, PR #2527:
+# "Previously, a chart upgrade that changed only cosmetic pod-template metadata, such as the helm.sh/chart label,
+# evicted running GPU workloads and drained the node.")
+IN_PLACE_RESTART = ("v26.7.0", "before GPU Operator v26.7.0 (release notes 26.7.0, PR #2527)")
+
+
+def _before_in_place_restart(bump: Effect) -> bool:
+    from gpuop.catalog import versions
+    new = bump.text.split(":")[0].rpartition(" -> ")[2]
+    try:
+        return versions.older(new, IN_PLACE_RESTART[0])
+    except ValueError:
+        return False
+
+
+def _release(entry: dict | None) -> str:
+    return str((entry or {}).get("stackRelease") or "")
+
+
+def _release_move(cluster: str, old_entry: dict | None, new_entry: dict | None) -> list[Effect]:
+    """A move between stack releases (spec.release; in operator mode with delivery.operator.version): which
+    components change image, the CRDs the new release's chart adds, changes or drops (catalog releases.yaml
+    `crds`), and in operator mode the chart settings it drops and the defaults it changes (catalog
+    operator-chart/<version>.yaml, NVIDIA's values.yaml of each tag). The DaemonSets that roll, with their waves,
+    are the per-component effects beside it."""
+    from gpuop import catalog as catalog_mod
+    from gpuop.catalog import operator as operator_catalog
+
+    old, new = _release(old_entry), _release(new_entry)
+    if not old or not new or old == new:
+        return []
+    cat = catalog_mod.load()
+    a, b = cat.release(old), cat.release(new)
+    if a is None or b is None:
+        return []
+    parts = [f"stack release {old} -> {new} (GPU Operator {a.operatorVersion} -> {b.operatorVersion})"]
+    images = [f"{k} {a.components[k].version} -> {b.components[k].version}" for k in sorted(b.components)
+              if k in a.components and a.components[k] != b.components[k]]
+    if images:
+        parts.append("release images: " + ", ".join(images))
+    if _mode(new_entry) == "operator":
+        # stack mode installs none of NVIDIA's CRDs: only the operator's chart carries them
+        crds = [f"{n} added" for n in sorted(set(b.crds) - set(a.crds))]
+        crds += [f"{n} schema changed" for n in sorted(set(a.crds) & set(b.crds)) if a.crds[n] != b.crds[n]]
+        crds += [f"{n} no longer shipped (left in place)" for n in sorted(set(a.crds) - set(b.crds))]
+        if crds:
+            parts.append("CRDs (upgraded by the chart's pre-upgrade hook, operator.upgradeCRD): " + ", ".join(crds))
+        removed, changed = _chart_changes(operator_catalog.chart_defaults(a.operatorVersion) or {},
+                                          operator_catalog.chart_defaults(b.operatorVersion) or {})
+        if removed:
+            parts.append("chart settings removed: " + ", ".join(removed))
+        if changed:
+            parts.append("chart defaults changed: " + ", ".join(changed))
+    return [Effect(cluster, "cluster", "release-move", "; ".join(parts), objects=(f"{cluster}/",))]
+
+
+def _chart_changes(old: dict, new: dict) -> tuple[list[str], list[str]]:
+    """(settings of the old chart the new one no longer has, 'path: old -> new' of each default that changed);
+    image versions are the release's images, not listed here."""
+    from gpuop.plan.chartmap import leaves
+    a, b = dict(leaves(old)), dict(leaves(new))
+    removed = sorted(k for k in a if k not in b and not any(x.startswith(k + ".") for x in b))
+    changed = sorted(f"{k}: {json.dumps(a[k])} -> {json.dumps(b[k])}" for k in a
+                     if k in b and a[k] != b[k] and not k.endswith((".version", ".repository", ".image"))
+                     and not isinstance(a[k], (list, dict)))
+    return removed, changed
+
+
+def refused_moves(old: dict, new: dict) -> list[tuple[str, str]]:
+    """(cluster, why) of every move between releases NVIDIA does not support (catalog Catalog.unsupported_move)."""
+    from gpuop import catalog as catalog_mod
+    cat = catalog_mod.load()
+    before, after = _index(old), _index(new)
+    out = []
+    for cluster in sorted(set(before) & set(after)):
+        why = cat.unsupported_move(_release(before[cluster]), _release(after[cluster]))
+        if why:
+            out.append((cluster, why))
     return out
 
 

@@ -222,7 +222,7 @@ def imported_objects(got, chart: Path | None, namespace: str = "gpu-operator") -
     from gpuop.verify import nvidia_chart
 
     cms = [{k: v for k, v in cm.items() if k != "_doc"} for cm in got.configmaps.values()]
-    chart = Path(chart or nvidia_chart.default_chart())
+    chart = Path(chart or nvidia_chart.default_chart(got.version))
     crds = str(chart / "crds")
     drivers = [nvidia_chart.crd_defaults(d, nvidia_chart._schema(crds, "NVIDIADriver")) for d in got.drivers]
     if got.policy is not None:
@@ -233,7 +233,7 @@ def imported_objects(got, chart: Path | None, namespace: str = "gpu-operator") -
 
     # a key left out means the chart default of the operator version (the table's catalog data, which records
     # the published chart's appVersion where the chart renders it for an unset version)
-    rendered = _render(chartmap.effective(got.values), chart, namespace)
+    rendered = _render(chartmap.effective(got.values, got.version), chart, namespace)
     return _side(rendered.objects + drivers + cms, namespace)
 
 
@@ -257,7 +257,8 @@ def ours_objects(profile: Path, chart: Path | None, label: str | None = None):
 
         raise UserError(Issue(label or display(profile), 1, 1, "spec.delivery.mode", "must be operator: `gpuop import "
                               "--check` compares what NVIDIA's operator is given"))
-    chart = Path(chart or nvidia_chart.default_chart())
+    version = plan.operator.version or plan.operator_version
+    chart = Path(chart or nvidia_chart.default_chart(version))
     if plan.operator.install == "olm":
         crds = str(chart / "crds")
         out = []
@@ -270,7 +271,7 @@ def ours_objects(profile: Path, chart: Path | None, label: str | None = None):
                 o = nvidia_chart.crd_defaults(o, nvidia_chart._schema(crds, o["kind"]))
             out.append(o)
         return plan, _side(out, plan.namespace)
-    rendered = _render(chartmap.effective(operator_out.chart_values(plan)), chart, plan.namespace)
+    rendered = _render(chartmap.effective(operator_out.chart_values(plan), version), chart, plan.namespace)
     return plan, _side(rendered.objects, plan.namespace)
 
 

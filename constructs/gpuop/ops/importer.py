@@ -54,7 +54,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from gpuop import catalog as catalog_mod
 from gpuop.errors import Issue, UserError
 from gpuop.kube.yamlio import quote_ambiguous
-from gpuop.ops import import_io
+from gpuop.ops import import_io, import_version
 from gpuop.ops.import_io import Doc, one_line
 from gpuop.plan import chartmap
 from gpuop.plan import pools as plan_pools
@@ -96,7 +96,7 @@ def values_from_policy(spec: dict) -> dict:
 
 # ------------------------------------------------------------------------------------------ the mapping
 
-SECTIONS = ("platform", "os", "delivery", "images", "driver", "toolkit", "devicePlugin", "proxy", "hostPaths", "dcgm",
+SECTIONS = ("platform", "os", "release", "delivery", "images", "driver", "toolkit", "devicePlugin", "proxy", "hostPaths", "dcgm",
             "dcgmExporter",
             "gfd", "migManager", "nodeStatusExporter", "validator", "daemonsets", "nfd", "nodePools")
 VALUE_SECTIONS = {k: (k if k in SECTIONS else "delivery") for k in chartmap.COMPONENTS}
@@ -109,7 +109,8 @@ class Importer:
     the mapping table (plan/chartmap.py): its inverse gives every setting a row covers; the derived rows (driver,
     NFD, MIG strategy, per-pool configs) are rebuilt here from the same value paths."""
 
-    def __init__(self, got: Inputs, cat, defaults: dict | None = None, version: str = chartmap.DEFAULT_VERSION):
+    def __init__(self, got: Inputs, cat, defaults: dict | None = None, version: str = chartmap.DEFAULT_VERSION,
+                 decided=None):
         self.got = got
         self.v = got.values
         self.drivers = got.drivers
@@ -117,7 +118,9 @@ class Importer:
         self.policy = got.policy is not None
         self.cat = cat
         self.version = version
-        self.release = cat.release(None)
+        self.decided = decided                  # import_version.Version: how the version was known
+        # the stack release that ships this operator version: its images, driver and support matrix are the defaults
+        self.release = next((r for r in cat.releases if r.operatorVersion == version), None) or cat.release(None)
         self.user_defaults = defaults            # --chart-defaults: settings equal to it are not reported either
         self.eff = chartmap.effective(self.v, version)
         self.notes: dict[str, list[str]] = {}       # profile section -> comments
@@ -423,7 +426,9 @@ class Importer:
             spec["platform"]["distribution"] = distribution
         _eol(spec, f"{NOTE} the operator's input does not say; set your cluster's version", "platform")
         _eol(spec, f"{NOTE} the operator's input does not say; set your nodes' OS", "os")
+        spec["release"] = self.release.name
         op = CommentedMap()
+        op["version"] = self.version
         op["install"] = "olm" if (openshift and self.policy) or self.got.subscription is not None else "helm"
         sub = self.got.subscription.data["spec"] if self.got.subscription is not None else {}
         if sub.get("installPlanApproval") == "Automatic":      # the profile's omitted is Manual
@@ -431,6 +436,9 @@ class Importer:
         for k, v in (chartmap.get_path(frag, "delivery.operator") or {}).items():
             op[k] = v
         spec["delivery"] = CommentedMap(mode="operator", operator=op)
+        if self.decided is not None:
+            why = (f"read from {self.decided.reason}" if self.decided.state == "read" else self.decided.reason)
+            _eol(op, f"{NOTE} {one_line(why)}", "version")
         for section in SECTIONS:
             if section in ("platform", "os", "delivery", "nodePools"):
                 continue
@@ -551,6 +559,7 @@ class Inputs:
     ignored: list = field(default_factory=list)      # "file: Kind/name" of objects that are no operator input
     driver_docs: dict = field(default_factory=dict)  # NVIDIADriver name -> its document (positions)
     files: list = field(default_factory=list)
+    version: str = chartmap.DEFAULT_VERSION           # the GPU Operator version the install runs (import_version)
 
 
 def _kind_name(doc: Doc) -> tuple[str, str]:
@@ -720,9 +729,11 @@ class Imported:
 
 def import_all(docs: list[Doc], name: str = "imported", defaults: dict | None = None) -> Imported:
     cat = catalog_mod.load()
-    known = chartmap.chart_defaults()
+    known = chartmap.chart_defaults()          # the newest chart's keys name what chart values are
     got = classify(docs, set(known) | set(defaults or {}))
-    issues = shape_issues(got, known)
+    decided = import_version.decide(docs)
+    got.version = decided.version
+    issues = shape_issues(got, chartmap.chart_defaults(decided.version))
     if issues:
         raise UserError(issues)
     default_cr = next((d["spec"] for d in got.drivers if d["spec"].get("default")), None)
@@ -732,7 +743,7 @@ def import_all(docs: list[Doc], name: str = "imported", defaults: dict | None = 
                   "imagePullSecrets"):
             if k in default_cr:
                 drv.setdefault(k, copy.deepcopy(default_cr[k]))
-    imp = Importer(got, cat, defaults)
+    imp = Importer(got, cat, defaults, decided.version, decided)
     for i in got.ignored:
         imp.note("delivery", f"ignored {i} (not an operator input)")
     doc = imp.profile(name)
@@ -819,7 +830,7 @@ def run(paths: list[Path], output: Path | None, name: str | None = None, chart_d
         if chart is not None and not (chart / "Chart.yaml").is_file():
             raise UserError(Issue(str(chart), 0, 0, "", "--chart is the folder of NVIDIA's gpu-operator chart (with "
                                   "Chart.yaml), e.g. from `helm pull nvidia/gpu-operator --version v26.7.0 --untar`"))
-        if chart is None and nvidia_chart.default_chart() is None:
+        if chart is None and nvidia_chart.default_chart(result.inputs.version) is None:
             raise UserError(Issue("--check", 0, 0, "", f"needs NVIDIA's gpu-operator chart: pass --chart DIR or set "
                                   f"{nvidia_chart.CHART_ENV}"))
     with tempfile.TemporaryDirectory(prefix="gpuop-import-") as tmp:

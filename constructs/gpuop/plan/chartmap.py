@@ -420,8 +420,8 @@ def _passthrough_row(profile: str, key: str, subkeys: tuple[str, ...] | None, wh
             return (copy.deepcopy(v) or None,)
         return tuple(copy.deepcopy(v[k]) if k in v else None for k in subkeys)
 
-    def inv(vals, _):
-        defaults = chart_defaults()
+    def inv(vals, rel):
+        defaults = chart_defaults(rel.operator_version)
         if subkeys is None:
             return _tree_delta(vals[0] or {}, get_path(defaults, key, {})) or {}
         out = {}
@@ -870,7 +870,9 @@ def _rows() -> tuple[Row, ...]:
         field_row("cdi.nriPluginEnabled", "cdi.nriPluginEnabled", False, inv=_bool_inv),
         field_row("delivery.operator.gds", "gds.enabled", False, inv=_bool_inv),
         field_row("delivery.operator.gdrcopy", "gdrcopy.enabled", False, inv=_bool_inv),
-        field_row("delivery.operator.clusterPolicy", "clusterPolicy.deployCR", True, policy=(), inv=_bool_inv),
+        # charts before v26.7.0 have no clusterPolicy.deployCR: they always render the ClusterPolicy
+        field_row("delivery.operator.clusterPolicy", "clusterPolicy.deployCR", True, policy=(),
+                  inv=lambda vals, _: True if vals[0] is None else bool(vals[0])),
         field_row("delivery.operator.gpuCluster", "gpuCluster.deployCR", False, policy=(), inv=_bool_inv),
         field_row("daemonsets.priorityClassName", "daemonsets.priorityClassName", "system-node-critical"),
         _tolerations_row(),

@@ -28,12 +28,21 @@ KINDS = {"ClusterPolicy": "nvidia.com_clusterpolicies.yaml", "NVIDIADriver": "nv
          "GPUCluster": "nvidia.com_gpuclusters.yaml"}
 
 
-def default_chart() -> Path | None:
-    """$GPUOP_NVIDIA_CHART, else the reference copy beside a development checkout (../shared/refs)."""
+# the operator version whose chart ../shared/refs/gpu-operator/chart is; the others' are under
+# ../shared/refs/gpu-operator-releases/<version>/chart (each folder's SOURCES.md)
+REFS_CHART_VERSION = "v26.7.0"
+
+
+def default_chart(version: str | None = None) -> Path | None:
+    """$GPUOP_NVIDIA_CHART, else the reference copy of `version`'s chart (default: the newest) beside a development
+    checkout (../shared/refs); None when there is none. `version` comes from gpuop's catalog, never from input
+    text: only catalogued versions reach here (ops/import_version.py refuses the others)."""
     env = os.environ.get(CHART_ENV)
     if env:
         return Path(env)
-    here = Path(__file__).resolve().parents[3].parent / "shared" / "refs" / "gpu-operator" / "chart"
+    refs = Path(__file__).resolve().parents[3].parent / "shared" / "refs"
+    here = (refs / "gpu-operator" / "chart" if version in (None, REFS_CHART_VERSION)
+            else refs / "gpu-operator-releases" / version / "chart")
     return here if here.is_dir() else None
 
 
