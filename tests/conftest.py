@@ -69,7 +69,9 @@ def refs_problems(folder: Path = REFS, limit: int = 5) -> list[str]:
     checksums)."""
     if not folder.is_dir():
         return [f"{folder} does not exist"]
-    files = json.loads(REFS_LOCK.read_text())["files"]
+    # optional entries (the older GPU Operator releases' charts and bundles, tests/test_import_releases.py) are
+    # fetched by `make refs` too, but a folder without them is complete: the tests that read them skip
+    files = [e for e in json.loads(REFS_LOCK.read_text())["files"] if not e.get("optional")]
     missing = [e["path"] for e in files if not (folder / e["path"]).is_file()]
     out = [f"{folder / m} is missing" for m in missing[:limit]]
     if len(missing) > limit:

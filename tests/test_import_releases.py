@@ -20,6 +20,11 @@ from conftest import REFS, REPO, run_gpuop
 CORPUS = REPO / "tests" / "data" / "import-releases"
 RELEASES = {"v26.3.3": "26.3", "v25.10.1": "25.10"}
 CASES = sorted(CORPUS.glob("v*/*.yaml"))
+# NVIDIA's charts and bundles of the older releases are optional reference data (refs.lock "optional": `make refs`
+# fetches them; the reference folder provisioned beside a checkout may predate them)
+MISSING = [v for v in RELEASES if not (REFS / "gpu-operator-releases" / v / "chart" / "Chart.yaml").is_file()]
+pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"no reference chart of {', '.join(MISSING)} in {REFS}: "
+                                "`make refs` fetches the optional older releases")
 
 
 def _chart(version: str) -> Path:
