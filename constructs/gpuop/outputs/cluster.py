@@ -145,7 +145,7 @@ def build_cluster(stack, settings) -> ClusterBuild:
     kinds = sorted({(o.body["apiVersion"].rpartition("/")[0], o.body["kind"], "namespace" in o.body["metadata"])
                     for o in stack.objects})
     daemonsets = tuple(o.body["metadata"]["name"] for o in stack.objects if o.body["kind"] == "DaemonSet")
-    files.update(flux.write(plan, gitops, f"{c}/flux", chart_path, frozenset(kinds), daemonsets))
+    files.update(flux.write(plan, gitops, f"{c}/flux", chart_path, frozenset(kinds), daemonsets, settings.signing))
     digest = version.content_digest(chart)
     entry = {
         "name": c, "chart": f"{c}/chart", "digest": digest,
