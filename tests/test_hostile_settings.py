@@ -11,6 +11,7 @@ lands (URLs, Go durations, git refs, Kubernetes names) or refused with a located
 from __future__ import annotations
 
 import io
+import re
 import shutil
 import subprocess
 import sys
@@ -83,6 +84,32 @@ def test_every_settings_string_is_refused_or_reads_back_as_itself(field, value):
         host = value.split("://", 1)[-1].split("/")[0]
         assert ":" not in host.rpartition("@")[0] if "://" in value else True   # no user:password@
         assert not host.rpartition("@")[2].startswith("-")
+
+
+@hsettings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(field=st.sampled_from(["publicKeySecret", "passwordEnv", "provider"]), value=st.one_of(strings, prefixed))
+def test_every_signing_string_is_refused_or_reads_back_in_spec_verify(field, value):
+    """The signing block: the public key Secret's name reaches every OCIRepository's spec.verify, the
+    password's variable name reaches only gpuop's own environment lookup; each is a Kubernetes name / an
+    environment variable name or refused."""
+    signing = {"publicKeySecret": "cosign-pub", field: value}
+    try:
+        s = Settings.model_validate({"apiVersion": "gpuop/v1alpha1", "kind": "Settings",
+                                     "gitops": {"repoURL": "https://git.example.com/fleet.git"}, "signing": signing})
+    except ValidationError:
+        return
+    obj = flux.verify(s.signing)
+    assert obj == {"verify": {"provider": "cosign", "secretRef": {"name": s.signing.publicKeySecret}}}
+    text = dump(obj)
+    assert yaml.safe_load(text) == obj and _yaml12(text) == obj
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", s.signing.publicKeySecret)
+    assert re.fullmatch(r"[A-Z_][A-Z0-9_]*", s.signing.passwordEnv)
+
+
+def test_no_signing_block_means_no_spec_verify():
+    s = Settings.model_validate({"apiVersion": "gpuop/v1alpha1", "kind": "Settings",
+                                 "gitops": {"repoURL": "https://git.example.com/fleet.git"}})
+    assert s.signing is None and flux.verify(s.signing) == {}
 
 
 # ---- the command line ------------------------------------------------------------------------------

@@ -467,7 +467,8 @@ ARCHITECTURE: dict[str, tuple[str, set[str]]] = {
     "verify": ("checks of compiled output (`gpuop validate DIST`): strict schemas, CRDs, CEL, the semantic rules "
                "(one registry, same `@rule` shape)", {"errors", "kube"}),
     "ops": ("operations on compiled output: `diff`, `check`, `publish`, `report`, `capacity`, `images`, `import`, "
-            "impact; `init` (the starter project, its files in `ops/scaffold/`)",
+            "impact, `signing` (cosign: charts signed on publish, upstream images verified before they are locked); `init` "
+            "(the starter project, its files in `ops/scaffold/`)",
             {"catalog", "errors", "kube", "mig", "outputs", "pipeline", "plan", "profile", "stack", "validate",
              "verify"}),
     "rehearse": ("the rehearsal: the control plane built from the Go module proxy (`rig.py`, reaching no other stage), "

@@ -17,11 +17,14 @@ digest that has it (a new pin of one module rebuilds that module only). Standard
     python3 tools/rehearsal/build.py --print-dir  print the folder only (nothing built)
     python3 tools/rehearsal/build.py --check      exit 0 when every binary is built, 1 when not
     python3 tools/rehearsal/build.py --flux ...   the same for Flux's controllers (the GitOps rehearsal)
+    python3 tools/rehearsal/build.py --cosign ... the same for cosign (chart signing and its tests)
 
 Flux's source-, kustomize- and helm-controller (one Flux release, FLUX_RELEASE) are a group of their own:
 flux-source/, flux-kustomize/, flux-helm/ build into ~/.cache/gpuop/flux/<digest>/bin ($GPUOP_FLUX_DIR when
 set), so the rig's folder and digest do not change with them. Flux builds on k8s.io v0.36, newer than the
 rig's Kubernetes 1.35: each controller is a wrapper module of its own.
+
+cosign (COSIGN_VERSION, cosign/) builds into ~/.cache/gpuop/cosign/<digest>/bin ($GPUOP_COSIGN_DIR when set).
 """
 
 from __future__ import annotations
@@ -77,6 +80,18 @@ FLUX_MODULES = (
     Module("flux-helm", (("github.com/fluxcd/helm-controller", "helm-controller"),)),
 )
 FLUX_BINARIES = tuple(name for m in FLUX_MODULES for _, name in m.commands)
+
+# cosign, sigstore's signer and verifier: `gpuop publish --oci` signs charts with it, `gpuop images resolve`
+# verifies upstream signatures with it, and the publish tests verify with it
+COSIGN_VERSION = "v3.1.3"
+COSIGN_MODULES = (
+    Module("cosign", (("github.com/sigstore/cosign/v3/cmd/cosign", "cosign"),),
+           # without it `cosign version` says devel
+           (f"-X sigs.k8s.io/release-utils/version.gitVersion={COSIGN_VERSION}",
+            "-X sigs.k8s.io/release-utils/version.gitTreeState=clean",
+            "-X sigs.k8s.io/release-utils/version.buildDate=1970-01-01T00:00:00Z")),
+)
+COSIGN_BINARIES = tuple(name for m in COSIGN_MODULES for _, name in m.commands)
 
 # -trimpath: no build folder in the binaries; -s -w: no symbol or DWARF tables (a shorter link);
 # CGO_ENABLED=0: static binaries, no C compiler needed (etcd's bbolt and the rest are pure Go).
@@ -181,7 +196,10 @@ EXTRAS = {
                   ("config/crd/bases/helm.toolkit.fluxcd.io_helmreleases.yaml",), "flux-helm-crds.yaml"),
 }
 # group -> (the environment variable naming its folder, its modules)
-GROUPS = {"rig": ("GPUOP_RIG_DIR", MODULES), "flux": ("GPUOP_FLUX_DIR", FLUX_MODULES)}
+GROUPS = {"rig": ("GPUOP_RIG_DIR", MODULES), "flux": ("GPUOP_FLUX_DIR", FLUX_MODULES),
+          "cosign": ("GPUOP_COSIGN_DIR", COSIGN_MODULES)}
+# group -> its binaries (what --only may name)
+GROUP_BINARIES = {"rig": BINARIES, "flux": FLUX_BINARIES, "cosign": COSIGN_BINARIES}
 
 
 def write_extras(out: Path, m: Module, env: dict[str, str]) -> None:
@@ -249,12 +267,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--print-dir", action="store_true", help="print the binaries' folder, build nothing")
     ap.add_argument("--check", action="store_true", help="exit 0 when every binary is built, 1 when not")
-    ap.add_argument("--flux", action="store_true", help="Flux's controllers instead of the rig")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--flux", action="store_true", help="Flux's controllers instead of the rig")
+    which.add_argument("--cosign", action="store_true", help="cosign instead of the rig")
     ap.add_argument("--only", default="", help="with --flux: these controllers only (comma-separated binary names)")
     args = ap.parse_args(argv)
-    group = "flux" if args.flux else "rig"
+    group = "flux" if args.flux else "cosign" if args.cosign else "rig"
     only = {n for n in args.only.split(",") if n}
-    unknown = only - set(BINARIES if group == "rig" else FLUX_BINARIES)
+    unknown = only - set(GROUP_BINARIES[group])
     if unknown:
         print(f"rig: --only: no such binary: {', '.join(sorted(unknown))}", file=sys.stderr)
         return 2

@@ -53,6 +53,10 @@ def _parser() -> argparse.ArgumentParser:
     pb = sub.add_parser("publish", help="push the packaged charts to an OCI registry")
     pb.add_argument("--oci", required=True, help="oci://HOST[:PORT]/PATH")
     pb.add_argument("--plain-http", action="store_true", help="registry without TLS (e.g. on loopback)")
+    pb.add_argument("--sign-key", type=Path, default=None, help="cosign private key file (cosign generate-key-pair) "
+                    "signing each chart; required when the settings configure signing (its password: the "
+                    "environment variable signing.passwordEnv names)")
+    pb.add_argument("--settings", type=Path, default=None, help="settings file (default: gpuop.yaml when present)")
     pb.add_argument("dist", nargs="?", type=Path, default=Path("dist"))
     m = sub.add_parser("merge", help="merge the output folders of `synth --shard` runs into one")
     m.add_argument("shards", nargs="+", type=Path)
@@ -249,13 +253,34 @@ def cmd_publish(args) -> int:
     from gpuop.ops.publish import publish_oci, summary
 
     _settle_journal(args.dist, strict=True)        # never publish from a half-applied output
-    outcomes, issues = publish_oci(args.dist, args.oci, plain_http=args.plain_http)
+    outcomes, issues = publish_oci(args.dist, args.oci, plain_http=args.plain_http, sign_with=_sign_with(args))
     for o in outcomes:
-        print(f"gpuop: {o.chart} {o.version}: {o.action}", file=sys.stderr)
+        print(f"gpuop: {o.chart} {o.version}: {o.action}{', ' + o.signature if o.signature else ''}", file=sys.stderr)
     for issue in issues:
         print(issue, file=sys.stderr)
     print(summary(outcomes), file=sys.stderr)     # exactly what the registry now holds: never "nothing written"
     return 2 if issues else 0
+
+
+def _sign_with(args):
+    """How publish signs: settings `signing` and --sign-key go together (Flux verifies exactly what the
+    settings say is signed: an unsigned chart would be refused by every cluster, a signature nobody checks
+    is a false assurance)."""
+    from gpuop.errors import Issue
+    from gpuop.ops.publish import SignWith
+    from gpuop.profile.load import display
+    from gpuop.profile.settings import load_settings
+
+    path = args.settings if args.settings is not None else Path("gpuop.yaml")
+    signing = load_settings(path).signing if args.settings is not None or path.is_file() else None
+    if signing is not None and args.sign_key is None:
+        raise UserError(Issue(display(path), 0, 0, "signing", "signing is configured, so every OCIRepository verifies "
+                              "the charts (spec.verify); pass --sign-key FILE (the cosign private key)"))
+    if signing is None and args.sign_key is not None:
+        raise UserError(Issue("--sign-key", 0, 0, "", f"{display(path)} configures no signing (add signing."
+                              "publicKeySecret, the Secret Flux verifies with, and recompile); refusing to sign "
+                              "what no OCIRepository verifies"))
+    return None if signing is None else SignWith(args.sign_key, signing.passwordEnv)
 
 
 def cmd_merge(args) -> int:
@@ -448,6 +473,8 @@ def _images_parser(resolve: bool) -> argparse.ArgumentParser:
         ip.add_argument("--plain-http", action="store_true", help="registry without TLS (e.g. on loopback)")
         ip.add_argument("--lock", type=Path, default=Path("images.lock.json"), help="the digest lock to write "
                         "(default: images.lock.json); profiles pin with spec.images.digestLock")
+        ip.add_argument("--verify-key", type=Path, default=None, help="cosign public key: every image's signature "
+                        "is verified with it (offline, at the digest resolved) before the lock is written")
         ip.add_argument("--timeout", type=_seconds, default=30.0, help="seconds one registry request may take, "
                         "connect, headers and body together (default: 30)")
     return ip
@@ -460,7 +487,7 @@ def cmd_images(args) -> int:
     a = _images_parser(resolve).parse_args((args.rest[1:] if resolve else args.rest) + (["-h"] if args.help else []))
     paths = a.paths or [Path("profiles")]
     if resolve:
-        found = images.resolve(paths, a.registry, a.lock, a.plain_http, timeout=a.timeout)
+        found = images.resolve(paths, a.registry, a.lock, a.plain_http, timeout=a.timeout, verify_key=a.verify_key)
         print(f"gpuop: {len(found)} image digest{'s' if len(found) != 1 else ''} written to {a.lock}",
               file=sys.stderr)
         return 0

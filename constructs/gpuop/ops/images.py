@@ -13,6 +13,10 @@ filled from a registry, for air-gapped and pinned sites.
   realm=...), from a realm over https or on the registry's own host only. The lock (kind ImageDigests) keeps entries of other images, so
   one lock can serve several profiles; keys are below the registry, so the digests hold in any mirror.
   A profile pins with spec.images.digestLock.
+- Verify (`resolve --verify-key FILE`): before anything is locked, each resolved digest's cosign signature is
+  verified against the public key (ops/signing.py: the real cosign, keyed and offline), at the digest just
+  resolved, in the same registry (a mirror must carry the signatures: `cosign copy`). One image whose
+  signature the key does not verify refuses the whole lock, every such image named with cosign's reason.
 """
 
 from __future__ import annotations
@@ -161,10 +165,29 @@ def manifest_digest(scheme: str, host: str, name: str, tag: str, timeout: float 
     raise UserError([Issue(url, 0, 0, "", "registry error: authorization refused")])
 
 
+def verify_signatures(host: str, prefix: str, found: dict[str, str], public_key: Path, plain_http: bool) -> None:
+    """Every resolved digest's cosign signature verified against the public key, or a UserError naming
+    each image the key does not verify (nothing is locked then)."""
+    from gpuop.ops import signing
+
+    signing.check_key(public_key, "--verify-key")
+    issues = []
+    for key, digest in sorted(found.items()):
+        path, _, tag = key.rpartition(":")
+        name = f"{prefix}/{path}" if prefix else path
+        problem = signing.verify(f"{host}/{name}@{digest}", public_key, plain_http)
+        if problem:
+            issues.append(Issue(f"{host}/{name}:{tag}", 0, 0, "", f"signature not verified by {public_key} at "
+                                f"{digest}: {problem}; refusing to lock it"))
+    if issues:
+        raise UserError(issues)
+
+
 def resolve(paths: list[Path], registry: str, lock_path: Path, plain_http: bool = False,
-            timeout: float = TIMEOUT) -> dict[str, str]:
+            timeout: float = TIMEOUT, verify_key: Path | None = None) -> dict[str, str]:
     """Fill `lock_path` with the digest of every image the profiles use; returns the entries resolved.
-    Every image must be in the registry (a UserError lists the ones that are not)."""
+    Every image must be in the registry (a UserError lists the ones that are not) and, with `verify_key`,
+    signed with that key's pair."""
     scheme, host, prefix = parse_registry(registry, plain_http)
     keys = sorted({k for plan in _unpinned_plans(paths) for k in plan.image_keys()})
     found, missing = {}, []
@@ -179,6 +202,8 @@ def resolve(paths: list[Path], registry: str, lock_path: Path, plain_http: bool 
     if missing:
         raise UserError([Issue(registry_http.redact(registry), 0, 0, "", f"not in the registry: {', '.join(missing)}; mirror them first "
                                "(`gpuop images` lists them)")])
+    if verify_key is not None:
+        verify_signatures(host, prefix, found, verify_key, plain_http)
     old = {}
     if os.path.lexists(lock_path):      # the previous lock: bounded, never through a symlink
         doc = read_json(lock_path, str(lock_path), limit=MAX_LOCK_BYTES, what="a digest lock")

@@ -144,7 +144,7 @@ def build_cluster(stack, settings) -> ClusterBuild:
     here, once, with the same value, and writes its own files where the folders say."""
     plan = stack.plan
     mode = OPERATOR if plan.operator is not None else STACK
-    t = Target(stack, settings.gitops, Folders(plan.name, mode))
+    t = Target(stack, settings.gitops, Folders(plan.name, mode), settings.signing)
     files: dict = {}
     entry: dict = {**t.identity(), **t.folders.entry()}
     if plan.user_created:            # the ConfigMaps the stack mounts that the user creates (`gpuop validate DIST`)

@@ -2,6 +2,11 @@
 chart path and, in `spec.nfd.mode: deploy`, a HelmRepository and HelmRelease for Node Feature
 Discovery's own upstream chart (the objects' shape: outputs/gitops.py).
 
+Signing: with `signing` in the settings the OCIRepository of the chart (`gitops.flux.source: oci`) carries
+`spec.verify` (provider cosign, secretRef to the settings' publicKeySecret), so source-controller refuses a
+chart version that the key did not sign. HelmRepository has no `verify` in Flux's API (its charts are verified
+through a HelmChart's); the only one gpuop writes serves NFD's upstream chart, which gpuop does not sign.
+
 Rollouts (outputs/rollout.py): the GPU HelmRelease's `timeout` is sized for a node-by-node driver
 roll (the driver upgrade policy's maxParallelUpgrades, ~21 minutes per node) and an upgrade that times
 out is not rolled back (that would roll every driver again); Flux's defaults (5 minutes, 3 rollbacks)
@@ -50,22 +55,31 @@ def source(gitops) -> dict:
     return gitops_objects.git_repository(gitops)
 
 
-def oci_repository(plan: StackPlan, gitops) -> dict:
-    """The chart as an OCI artifact (`gpuop publish --oci`), pinned to the chart version of this compile."""
+def verify(signing) -> dict:
+    """`spec.verify` of an OCIRepository of gpuop's charts: exactly when the settings configure signing
+    (`gpuop publish --oci --sign-key` signs them with cosign), against the public key Secret they name."""
+    if signing is None:
+        return {}
+    return {"verify": {"provider": signing.provider, "secretRef": {"name": signing.publicKeySecret}}}
+
+
+def oci_repository(plan: StackPlan, gitops, signing=None) -> dict:
+    """The chart as an OCI artifact (`gpuop publish --oci`), pinned to the chart version of this compile,
+    verified by Flux when signing is configured."""
     f = gitops.flux
     return {"apiVersion": gitops_objects.SOURCE_API, "kind": "OCIRepository",
             "metadata": {"name": f"gpuop-{plan.name}", "namespace": f.namespace, "labels": gitops_objects.cluster_labels(plan)},
             "spec": {"url": f"{f.oci.rstrip('/')}/{plan.name}", "interval": f.interval,
                      "ref": {"tag": VERSION_PLACEHOLDER}, **gitops_objects.secret_ref(f.secretRef),
                      "layerSelector": {"mediaType": "application/vnd.cncf.helm.chart.content.v1.tar+gzip",
-                                       "operation": "copy"}}}
+                                       "operation": "copy"}, **verify(signing)}}
 
 
-def objects(plan: StackPlan, gitops, chart_path: str, kinds: frozenset = frozenset()) -> list[dict]:
+def objects(plan: StackPlan, gitops, chart_path: str, kinds: frozenset = frozenset(), signing=None) -> list[dict]:
     f = gitops.flux
     if f.source == "oci":
         chart = {"chartRef": {"kind": "OCIRepository", "name": f"gpuop-{plan.name}", "namespace": f.namespace}}
-        src = oci_repository(plan, gitops)
+        src = oci_repository(plan, gitops, signing)
     else:
         chart = {"chart": {"spec": {"chart": f"./{chart_path}", "reconcileStrategy": "ChartVersion",
                                     "interval": f.interval,
@@ -115,8 +129,8 @@ def overlay_kustomizations(plan: StackPlan, gitops, overlay_path: str, nfd_path:
 
 
 def files(plan: StackPlan, gitops, base: str, chart_path: str, kinds: frozenset = frozenset(),
-          daemonsets: tuple = ()) -> dict[str, str]:
-    src, release, *nfd = objects(plan, gitops, chart_path, kinds)
+          daemonsets: tuple = (), signing=None) -> dict[str, str]:
+    src, release, *nfd = objects(plan, gitops, chart_path, kinds, signing)
     files = {f"{base}/{src['kind'].lower()}.yaml": dump(src), f"{base}/helmrelease.yaml": dump(release)}
     if nfd:
         files[f"{base}/nfd-helmrepository.yaml"] = dump(nfd[0])

@@ -73,6 +73,7 @@ class Target:
     stack: object                        # stack/objects.Synthesized
     gitops: object                       # profile/settings.GitOps
     folders: Folders
+    signing: object = None               # profile/settings.Signing: the charts are signed (Flux verifies them)
 
     @property
     def plan(self):

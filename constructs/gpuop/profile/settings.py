@@ -11,6 +11,9 @@ gitops:
   path: dist                # dist/ inside the repository. Omitted: dist
   argocd: {namespace: argocd, project: default, server: https://kubernetes.default.svc}
   flux: {namespace: flux-system, interval: 10m}
+signing:                    # optional: `gpuop publish --oci --sign-key FILE` signs, Flux verifies (spec.verify)
+  publicKeySecret: cosign-pub   # the Secret in Flux's namespace with the public key (cosign.pub)
+  passwordEnv: COSIGN_PASSWORD  # the environment variable with the private key's password
 ```
 
 Every string is checked before it reaches an object or a command line: URLs by scheme (Git: https, http,
@@ -214,10 +217,29 @@ class GitOps(_M):
         return {self.ref.kind: self.ref.value} if self.ref is not None else {"branch": self.revision}
 
 
+class Signing(_M):
+    """Chart signing with cosign: `gpuop publish --oci --sign-key FILE` signs each chart it pushes, and the Flux
+    OCIRepository of every cluster verifies it (spec.verify). The private key and its password never live in
+    the repository: the key file is named on the command line, its password is read from an environment
+    variable this block names."""
+    provider: Literal["cosign"] = Field("cosign", description=(
+        "The signature format: cosign's (sigstore), keyed and offline (no transparency log, no Fulcio). "
+        "Omitted: cosign."))
+    publicKeySecret: Annotated[str, AfterValidator(dns_subdomain)] = Field(description=(
+        "A Secret in Flux's namespace, by name, holding the cosign public key(s) (keys ending in .pub), set as "
+        "spec.verify.secretRef of every OCIRepository gpuop writes. gpuop never reads it. Required."))
+    passwordEnv: str = Field("COSIGN_PASSWORD", pattern=r"^[A-Z_][A-Z0-9_]{0,127}$", description=(
+        "The environment variable holding the private key's password when `gpuop publish --sign-key` signs "
+        "(unset: an unencrypted key). Omitted: COSIGN_PASSWORD."))
+
+
 class Settings(_M):
     apiVersion: Literal["gpuop/v1alpha1"]
     kind: Literal["Settings"]
     gitops: GitOps
+    signing: Signing | None = Field(None, description=(
+        "Chart signing: the charts `gpuop publish --oci` pushes are signed and Flux verifies them. Omitted: "
+        "charts are published unsigned and no OCIRepository carries spec.verify."))
 
 
 def load_settings(path: Path) -> Settings:
