@@ -5,10 +5,11 @@ located at the field to change."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
+
+from conftest import write_profile
 
 from gpuop.catalog import dra as dra_catalog
 from gpuop.errors import UserError
@@ -28,10 +29,7 @@ nodePools:
 
 
 def write(folder: Path, spec: str) -> Path:
-    path = folder / "c1.yaml"
-    path.write_text("apiVersion: gpuop/v1alpha1\nkind: ClusterProfile\nmetadata: {name: c1}\nspec:\n"
-                    + textwrap.indent(spec, "  "))
-    return path
+    return write_profile(folder, spec)         # conftest's one profile builder (c1.yaml, spec from line 5)
 
 
 @pytest.fixture

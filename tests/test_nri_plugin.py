@@ -6,13 +6,12 @@ on; refused, located, in stack mode and below the container runtime floors of ca
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import helm_python as helm
 import pytest
 
-from conftest import REFS
+from conftest import REFS, write_profile
 from gpuop import catalog
 from gpuop.catalog import distributions as dist_catalog
 from gpuop.errors import UserError
@@ -35,10 +34,7 @@ nodePools:
 
 
 def write(folder: Path, spec: str) -> Path:
-    path = folder / "c1.yaml"
-    path.write_text("apiVersion: gpuop/v1alpha1\nkind: ClusterProfile\nmetadata: {name: c1}\nspec:\n"
-                    + textwrap.indent(spec, "  "))
-    return path
+    return write_profile(folder, spec)         # conftest's one profile builder (c1.yaml, spec from line 5)
 
 
 @pytest.fixture
