@@ -234,3 +234,17 @@ def test_the_gate_compiles_only_the_clusters_a_catalog_change_selects(base, tmp_
     assert proc.returncode == 3, out
     assert "1 cluster(s) to check, 8 proven unchanged" in out, out
     assert "edge-k3s: inputs changed" in out, out
+
+
+def test_the_recheck_imports_every_catalog_module_that_names_a_root():
+    """A root whose module the recheck does not import reads as absent: every cluster would look changed."""
+    import ast
+    import inspect
+
+    from gpuop.pipeline import keys
+
+    folder = Path(keys.__file__).parents[1] / "catalog"
+    naming = {p.stem for p in folder.glob("*.py") if p.stem != "__init__" and "\nroot(" in p.read_text()}
+    imported = {a.name for n in ast.walk(ast.parse(inspect.getsource(keys.catalog_now)))
+                if isinstance(n, ast.ImportFrom) and n.module == "gpuop.catalog" for a in n.names}
+    assert naming <= imported, sorted(naming - imported)

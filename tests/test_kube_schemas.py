@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import kubernetes_validate
 
+from gpuop.verify.output import check_kueue_schema
 from gpuop.verify.kubeschema import KubeValidator
 
 from conftest import load_dir
@@ -18,6 +19,7 @@ from conftest import load_dir
 CRD_KINDS = {("nfd.k8s-sigs.io/v1alpha1", "NodeFeatureRule"), ("monitoring.coreos.com/v1", "ServiceMonitor"),
              ("monitoring.coreos.com/v1", "PrometheusRule"), ("security.openshift.io/v1", "SecurityContextConstraints"),
              ("image.openshift.io/v1", "ImageStream")}
+KUEUE = "kueue.x-k8s.io/v1beta2"        # Kueue's kinds: checked against Kueue's own CRDs (verify/crds/kueue)
 
 
 def test_every_object_passes_strict_kubernetes_schemas(dist, index):
@@ -26,6 +28,9 @@ def test_every_object_passes_strict_kubernetes_schemas(dist, index):
         v = KubeValidator(entry["kubeVersion"])
         for obj in load_dir(dist / entry["manifests"]):
             if (obj["apiVersion"], obj["kind"]) in CRD_KINDS:
+                continue
+            if obj["apiVersion"] == KUEUE:
+                assert check_kueue_schema(obj) == [], (entry["name"], obj["kind"], check_kueue_schema(obj))
                 continue
             assert v.errors(obj) == [], (entry["name"], obj["kind"], obj["metadata"]["name"], v.errors(obj))
             checked += 1

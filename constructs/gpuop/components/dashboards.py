@@ -28,6 +28,7 @@ from gpuop.components.builders import meta
 from gpuop.components.props import Props
 from gpuop.kube.promql import ANY_GPU_NODE, on_pool, pool_nodes, prom_resource
 
+NAME = "gpuop-dashboards"               # one per cluster, in the stack's namespace (validate/reserved.py)
 SIDECAR_LABEL = "grafana_dashboard"      # the kiwigrid k8s-sidecar convention of Grafana's Helm chart
 FOLDER_ANNOTATION = "grafana_folder"
 DATASOURCE = gmodel.DataSourceRef(type_val="prometheus", uid="${datasource}")
@@ -127,7 +128,7 @@ class Dashboards(Component):
     @classmethod
     def render(cls, props: DashboardsProps) -> list[dict]:
         return [{"apiVersion": "v1", "kind": "ConfigMap",
-                 "metadata": meta(f"gpuop-dashboard-{props.cluster}", props.namespace,
+                 "metadata": meta(NAME, props.namespace,
                                   labels={SIDECAR_LABEL: "1", "app.kubernetes.io/component": "gpu-dashboards"},
                                   annotations={FOLDER_ANNOTATION: props.folder}),
                  "data": {f"{props.cluster}-gpus.json": dashboard_json(props)}}]

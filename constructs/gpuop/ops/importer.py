@@ -96,7 +96,7 @@ def values_from_policy(spec: dict) -> dict:
 
 # ------------------------------------------------------------------------------------------ the mapping
 
-SECTIONS = ("platform", "os", "release", "delivery", "images", "driver", "toolkit", "devicePlugin", "proxy", "hostPaths", "dcgm",
+SECTIONS = ("platform", "os", "release", "delivery", "images", "driver", "toolkit", "cdi", "devicePlugin", "proxy", "hostPaths", "dcgm",
             "dcgmExporter",
             "gfd", "migManager", "nodeStatusExporter", "validator", "daemonsets", "nfd", "nodePools")
 VALUE_SECTIONS = {k: (k if k in SECTIONS else "delivery") for k in chartmap.COMPONENTS}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuop.components import dcgm_exporter, device_plugin, driver, mig_manager, plugin_config, toolkit
+from gpuop.components import dashboards, dcgm_exporter, device_plugin, driver, mig_manager, plugin_config, toolkit
 from gpuop.kube.validation import duplicate, invalid
 from gpuop.plan import chartmap
 from gpuop.plan.pools import (ALL_DISABLED, DEFAULT_PLUGIN_CONFIG, PLUGIN_CONFIG_LABEL, _layout_from_name, build,
@@ -43,7 +43,7 @@ RESERVED: dict[str, Reserved] = {
     CONFIG_MAP: Reserved(frozenset({
         plugin_config.NAME, mig_manager.CONFIG_CM, mig_manager.CLIENTS_CM, mig_manager.ENTRYPOINT_CM,
         dcgm_exporter.METRICS_CM, toolkit.ENTRYPOINT_CM, driver.PROBE_CM, device_plugin.ENTRYPOINT_CM,
-        chartmap.PLUGIN_CONFIG_MAP, chartmap.MIG_CONFIG_MAP, chartmap.DCGM_METRICS_MAP}),
+        chartmap.PLUGIN_CONFIG_MAP, chartmap.MIG_CONFIG_MAP, chartmap.DCGM_METRICS_MAP, dashboards.NAME}),
         "a ConfigMap gpuop writes in the stack's namespace"),
     # keys of the device plugin's ConfigMap, values of nvidia.com/device-plugin.config
     PLUGIN_CONFIG: Reserved(frozenset({DEFAULT_PLUGIN_CONFIG, plugin_config.DEFAULT}),   # the plan's and the component's
