@@ -23,7 +23,8 @@ DESIGNS = [
 ]
 
 
-def make_fleet(root: Path, n: int = 12) -> Path:
+def make_fleet(root: Path, n: int = 12, dashboards: bool = True) -> Path:
+    """n clusters of the DESIGNS over two parents; `dashboards`: whether the parents leave the dashboards on."""
     prof = root / "profiles"
     prof.mkdir(parents=True)
     shutil.copy(REPO / "gpuop.yaml", root / "gpuop.yaml")
@@ -31,7 +32,8 @@ def make_fleet(root: Path, n: int = 12) -> Path:
         (prof / parent).write_text(yaml.safe_dump({
             "apiVersion": "gpuop/v1alpha1", "kind": "ClusterProfile",
             "spec": {"platform": {"type": "kubernetes", "version": kube}, "os": "ubuntu24.04",
-                     "driver": {"version": "580.173.02"}}}))
+                     "driver": {"version": "580.173.02"},
+                     **({} if dashboards else {"dashboards": {"enabled": False}})}}))
     for i in range(n):
         design = DESIGNS[i % len(DESIGNS)]
         (prof / f"c{i:02d}.yaml").write_text(yaml.safe_dump({
