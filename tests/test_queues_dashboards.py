@@ -180,3 +180,11 @@ def test_a_tolerated_taint_and_known_capacity_compile(tmp_path):
     shutil.copy(REPO / "gpuop.yaml", tmp_path / "gpuop.yaml")
     r = run_main("synth", str(path), "-o", str(tmp_path / "out"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+
+
+def test_queues_in_operator_mode_are_refused_not_left_in_the_preview(tmp_path):
+    text = QUEUED.replace("namespaces: [a, a]", "namespaces: [a]") + "delivery: {mode: operator}\n"
+    path = write_profile(tmp_path, text)
+    r = run_main("synth", str(path), "-o", str(tmp_path / "out"), cwd=tmp_path)
+    assert r.returncode == 2
+    assert "c1.yaml:7:12: spec.queues.enabled: Forbidden: the queue objects are part of gpuop's stack" in r.stderr, r.stderr
