@@ -119,7 +119,7 @@ EXAMPLES = {       # a non-default value per profile path, for the per-row test
     "driver.env": [{"name": "HTTPS_PROXY", "value": "http://proxy.example.com:3128"}],
     "delivery.operator.env": {"dcgmExporter": [{"name": "DCGM_EXPORTER_INTERVAL", "value": "10000"}]},
     "devicePlugin.env": [{"name": "LOG_LEVEL", "value": "debug"}], "devicePlugin.args": ["-v=4"],
-    "devicePlugin.health": {"checks": False, "fatalXids": [48, 79]},
+    "devicePlugin.health": {"ignoreXids": [63, 94], "fatalXids": [109]},
     "daemonsets.labels": {"team": "gpu"}, "daemonsets.annotations": {"example.com/owner": "gpu"},
     "driver.repoConfig": {"configMapName": "repo-config"}, "driver.certConfig": {"configMapName": "cert-config"},
 }

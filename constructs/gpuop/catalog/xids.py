@@ -44,6 +44,7 @@ class PluginHealth(_Frozen):
     from_: str
     ignoredByDefault: tuple[int, ...]
     enableEnv: bool
+    fatalWithChecksOff: bool
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
@@ -159,8 +160,8 @@ def read_policy_env(env: dict[str, str]) -> Policy | None:
 def unhealthy(p: Policy, xid: int, plugin: PluginHealth) -> bool:
     """Whether the plugin marks a GPU unhealthy on this XID under the policy (getDisabledHealthCheckXids and
     IsDisabled; DP_ENABLE_HEALTHCHECKS only where the version reads it)."""
+    if not p.checks:                       # IsAllDisabled: nothing watched, unless the version honours the list
+        return plugin.enableEnv and plugin.fatalWithChecksOff and xid in p.fatal
     if plugin.enableEnv and xid in p.fatal:
         return True
-    if not p.checks:
-        return False
     return xid not in plugin.ignoredByDefault and xid not in p.ignore

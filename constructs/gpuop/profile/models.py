@@ -176,15 +176,15 @@ class DevicePluginHealth(Model):
     (13, 31, 43, 45, 68, 109; catalog/data/xids.yaml) -- and these overrides, given to the plugin as its env
     DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS."""
     checks: bool = Field(True, description=(
-        "false: XID health checks off (DP_DISABLE_HEALTHCHECKS=all): no XID marks a GPU unhealthy but those of "
-        "fatalXids. Omitted: true (checks on)."))
+        "false: XID health checks off (DP_DISABLE_HEALTHCHECKS=all): no XID marks a GPU unhealthy (the device "
+        "plugin then watches none, so fatalXids is refused beside it). Omitted: true (checks on)."))
     ignoreXids: list[XidCode] = Field(default_factory=list, max_length=MAX_XIDS, description=(
         "XIDs that leave the GPU healthy, in addition to the ones NVIDIA's plugin ignores by default "
         "(DP_DISABLE_HEALTHCHECKS=<list>); each must be in NVIDIA's XID catalog, and ignoring one NVIDIA says "
         "needs a GPU reset or a reboot is warned. Omitted: none beyond NVIDIA's defaults."))
     fatalXids: list[XidCode] = Field(default_factory=list, max_length=MAX_XIDS, description=(
-        "XIDs that always mark the GPU unhealthy, even one ignored by default or with checks false "
-        "(DP_ENABLE_HEALTHCHECKS=<list>; device plugin v0.18.0 and later). Omitted: none."))
+        "XIDs that always mark the GPU unhealthy, even one the plugin ignores by default, e.g. 109 "
+        "(DP_ENABLE_HEALTHCHECKS=<list>; device plugin v0.18.0 and later; not with checks false). Omitted: none."))
 
 
 class DevicePluginSettings(OperandSettings):

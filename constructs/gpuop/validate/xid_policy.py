@@ -4,7 +4,7 @@ against NVIDIA's XID catalog and against what the deployed device plugin reads.
 Refuses, located: an XID NVIDIA's catalog does not list; an XID both ignored and fatal, listed twice, or ignored
 with the checks off (entries that do nothing); DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS in
 spec.devicePlugin.env beside a health policy (two writers of one variable); fatalXids on a device plugin older
-than v0.18.0 (it never reads DP_ENABLE_HEALTHCHECKS); a policy on a DRA pool (no device plugin runs there); in
+than v0.18.0 (it never reads DP_ENABLE_HEALTHCHECKS) or beside checks false (the plugin then watches nothing); a policy on a DRA pool (no device plugin runs there); in
 operator mode, pools whose policies differ (the ClusterPolicy has one devicePlugin.env for every node).
 Warns: ignoring an XID whose immediate action in NVIDIA's catalog needs a GPU reset or a reboot (see
 check_ignored_reset_required for why a warning), ignoring one the plugin already ignores, a policy with the
@@ -80,7 +80,7 @@ def check_conflicts(ctx: Context) -> list:
                           "(DP_ENABLE_HEALTHCHECKS overrides DP_DISABLE_HEALTHCHECKS), so ignoring it does nothing")
         if not h.checks and h.ignoreXids:
             out.error(loc + ("ignoreXids",), "Forbidden: checks is false, so every XID is already ignored "
-                      "(DP_DISABLE_HEALTHCHECKS=all); list the XIDs that must still mark a GPU unhealthy in fatalXids")
+                      "(DP_DISABLE_HEALTHCHECKS=all); drop ignoreXids, or keep checks on")
     if any(True for _ in _policies(ctx)):
         for j, e in enumerate(ctx.spec.devicePlugin.env):
             if e.name in xid_catalog.HEALTH_ENV:
@@ -121,19 +121,27 @@ def check_ignored_reset_required(ctx: Context) -> list:
 
 
 @rule("xid-fatal-unsupported", source="NVIDIA/k8s-device-plugin internal/rm/health.go: DP_ENABLE_HEALTHCHECKS from "
-      "v0.18.0 (commit 0900fac41, PR #1443); catalog/data/xids.yaml devicePlugin")
+      "v0.18.0 (commit 0900fac41, PR #1443), checkHealth's IsAllDisabled return; catalog/data/xids.yaml devicePlugin")
 def check_version_supports(ctx: Context) -> list:
-    """fatalXids on a device plugin that never reads DP_ENABLE_HEALTHCHECKS (before v0.18.0)."""
+    """fatalXids the deployed device plugin would not act on: before v0.18.0 it never reads DP_ENABLE_HEALTHCHECKS;
+    with checks false it watches no XID at all, the listed ones included (catalog fatalWithChecksOff)."""
     version = plugin_version(ctx)
     plugin = xid_catalog.load().plugin(version)
-    if plugin is None or plugin.enableEnv:
+    if plugin is None:
         return []
     out = Found(ctx)
     for loc, h in _policies(ctx):
-        if h.fatalXids:
+        if not h.fatalXids:
+            continue
+        if not plugin.enableEnv:
             out.error(loc + ("fatalXids",), f"Forbidden: the device plugin {version} does not read "
                       "DP_ENABLE_HEALTHCHECKS (from v0.18.0 on), so these XIDs would not mark a GPU unhealthy; "
                       "use a release whose device plugin is v0.18.0 or later, or drop fatalXids")
+        elif not h.checks and not plugin.fatalWithChecksOff:
+            out.error(loc + ("fatalXids",), f"Forbidden: with checks false the device plugin {version} watches no "
+                      "XID at all (DP_DISABLE_HEALTHCHECKS=all: checkHealth returns on IsAllDisabled before "
+                      "DP_ENABLE_HEALTHCHECKS counts), so these XIDs would not mark a GPU unhealthy; keep checks on "
+                      "and list the XIDs to leave out in ignoreXids")
     return out
 
 
