@@ -21,6 +21,12 @@ client). With a plugin config the `config-manager` sidecar watches the node's la
 GDS / GDRCopy cluster-wide (`gds`, `gdrcopy`): GDS_ENABLED + MOFED_ENABLED and GDRCOPY_ENABLED, as
 TransformDevicePlugin sets them for the ClusterPolicy's gds / gdrcopy.
 
+XID health policy (spec.devicePlugin.health, nodePools[].devicePluginHealth; catalog/xids.py): the cluster's policy
+as DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS on this DaemonSet; each other policy a pool has gets a
+DaemonSet `nvidia-device-plugin-<policy name>` of its own on the nodes labelled
+nvidia.com/device-plugin.health=<policy name> (the plugin reads the policy from its env only), and this one stays
+off them. The Operator has one devicePlugin.env, so it has no such split (operator mode refuses differing pools).
+
 Pass-through: `env_overrides` / `args` are the Operator's devicePlugin.env / args;
 `kubelet_root_dir` moves the `device-plugin` volume to <hostPaths.kubeletRootDir>/device-plugins (the
 container keeps /var/lib/kubelet/device-plugins, where the plugin registers).
