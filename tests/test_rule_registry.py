@@ -158,6 +158,12 @@ VALIDATE_CASES: dict[str, tuple[dict, ...]] = {
                                                                      "licensingConfig": {"secretName": "nls"}}}}),
     "licence-entitled-pull-secret": ({"spec": {"images": {"registry": "nvcr.io/nvaie"}}},),
     "licence-allowed-drivers": ({"spec": {"licensing": {"allowedDrivers": ["open"]}}},),
+    "xid-unknown": ({"spec": {"devicePlugin": {"health": {"ignoreXids": [999]}}}},),
+    "xid-lists-conflict": ({"spec": {"devicePlugin": {"health": {"ignoreXids": [94, 94]}}}},),
+    "xid-ignored-reset-required": ({"spec": {"devicePlugin": {"health": {"ignoreXids": [79]}}}},),
+    "xid-fatal-unsupported": ({"spec": {"devicePlugin": {"health": {"checks": False, "fatalXids": [48]}}}},),
+    "operator-device-plugin-health": (OPERATOR, pools({**POOL_A, "devicePluginHealth": {"fatalXids": [109]}})),
+    "device-plugin-health-off": ({"spec": {"devicePlugin": {"enabled": False, "health": {"fatalXids": [109]}}}},),
 }
 
 # Rules that fire together with a case's rule by nature (one mistake, seen by both).

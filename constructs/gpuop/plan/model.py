@@ -271,6 +271,10 @@ class PoolConfigs:
     mps: bool = False
     pools: tuple[PoolLabels, ...] = ()
     nfd_rules: tuple[NfdPoolRule, ...] = ()
+    # the device plugin's health env (DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS): the cluster's, on the
+    # main DaemonSet, and one (label value, env) per other policy a pool has, each a DaemonSet of its own
+    health_env: tuple[tuple[str, str], ...] = ()
+    health_policies: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
 
     @property
     def manual(self) -> tuple[PoolLabels, ...]:

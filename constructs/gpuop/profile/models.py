@@ -163,6 +163,38 @@ class OperandSettings(ComponentSettings):
         "container's command stays). Omitted: gpuop's args."))
 
 
+# An XID code as NVIDIA's device plugin reads it: a positive number (0 is the plugin's own marker for "every XID",
+# so an entry 0 would turn every check off or make every XID fatal); validate/xid_policy.py checks it against
+# NVIDIA's XID catalog (catalog/data/xids.yaml).
+XidCode = Annotated[int, Field(ge=1, le=4294967295)]
+MAX_XIDS = 64
+
+
+class DevicePluginHealth(Model):
+    """Which XIDs mark a GPU unhealthy in NVIDIA's device plugin (it stops advertising that GPU until the plugin
+    restarts): NVIDIA's defaults -- every critical XID but the application errors the plugin ignores
+    (13, 31, 43, 45, 68, 109; catalog/data/xids.yaml) -- and these overrides, given to the plugin as its env
+    DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS."""
+    checks: bool = Field(True, description=(
+        "false: XID health checks off (DP_DISABLE_HEALTHCHECKS=all): no XID marks a GPU unhealthy (the device "
+        "plugin then watches none, so fatalXids is refused beside it). Omitted: true (checks on)."))
+    ignoreXids: list[XidCode] = Field(default_factory=list, max_length=MAX_XIDS, description=(
+        "XIDs that leave the GPU healthy, in addition to the ones NVIDIA's plugin ignores by default "
+        "(DP_DISABLE_HEALTHCHECKS=<list>); each must be in NVIDIA's XID catalog, and ignoring one NVIDIA says "
+        "needs a GPU reset or a reboot is warned. Omitted: none beyond NVIDIA's defaults."))
+    fatalXids: list[XidCode] = Field(default_factory=list, max_length=MAX_XIDS, description=(
+        "XIDs that always mark the GPU unhealthy, even one the plugin ignores by default, e.g. 109 "
+        "(DP_ENABLE_HEALTHCHECKS=<list>; device plugin v0.18.0 and later; not with checks false). Omitted: none."))
+
+
+class DevicePluginSettings(OperandSettings):
+    """The device plugin's settings: the Operator's pass-through knobs and its XID health policy."""
+    health: DevicePluginHealth | None = Field(None, description=(
+        "The cluster's device plugin health policy; a pool's devicePluginHealth replaces it on that pool's nodes "
+        "(pools with different policies get device plugin DaemonSets of their own). Omitted: NVIDIA's defaults "
+        "(no DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS env)."))
+
+
 class ConfigMapFiles(Model):
     configMapName: Annotated[str, AfterValidator(_dns_subdomain)] = Field(description=(
         "A ConfigMap in the stack's namespace (you create it, e.g. next to the GitOps objects). Required."))
@@ -647,6 +679,12 @@ class NodePool(Model):
         "(spec.daemonsets.tolerations), or the pool gets no driver, toolkit or device plugin; the pool's Kueue "
         "ResourceFlavor gives admitted workloads the matching tolerations; the rehearsal taints its nodes so. "
         "Omitted: none known."))
+    devicePluginHealth: DevicePluginHealth | None = Field(None, description=(
+        "This pool's device plugin health policy, replacing spec.devicePlugin.health as a whole on its nodes: pools "
+        "whose policy differs from the cluster's get a device plugin DaemonSet of their own (the plugin reads its "
+        "policy from its env only), selected by the node label nvidia.com/device-plugin.health. Not on a DRA pool. "
+        "Operator mode: the ClusterPolicy has one device plugin env, so every pool must have the same policy. "
+        "Omitted: spec.devicePlugin.health."))
     keepMigConfigs: list[Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")]] = Field(
         default_factory=list, max_length=16, description=(
             "Names of former MIG configs (nvidia.com/mig.config values) of this pool that stay in the MIG "
@@ -927,7 +965,7 @@ class ClusterSpec(Model):
     driver: Driver = Field(default_factory=Driver, description="Omitted: enabled, release default version.")
     cdi: Cdi = Field(default_factory=Cdi, description="Omitted: CDI on, the NRI plugin off.")
     toolkit: OperandSettings = Field(default_factory=OperandSettings, description="Omitted: enabled.")
-    devicePlugin: OperandSettings = Field(default_factory=OperandSettings, description="Omitted: enabled.")
+    devicePlugin: DevicePluginSettings = Field(default_factory=DevicePluginSettings, description="Omitted: enabled.")
     proxy: Proxy | None = Field(None, description=(
         "Proxy env for the driver and the toolkit containers (spec.<component>.env entries of the same name win). "
         "Omitted: no proxy."))

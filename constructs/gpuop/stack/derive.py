@@ -13,7 +13,7 @@ import json
 from gpuop.components.dashboards import DashboardsProps, PoolPanelProps
 from gpuop.components.dcgm import DcgmProps
 from gpuop.components.dcgm_exporter import DcgmExporterProps
-from gpuop.components.device_plugin import DevicePluginProps
+from gpuop.components.device_plugin import DevicePluginProps, HealthPolicyProps
 from gpuop.components.dra import ClaimRequestProps, ClaimTemplateProps, DeviceClassProps, DraProps
 from gpuop.components.driver import DriverProps, Variant
 from gpuop.components.gfd import GfdProps
@@ -31,6 +31,7 @@ from gpuop.components.toolkit import ASSET_HOOKS_DIR, ToolkitProps
 from gpuop.components.validator import ValidatorProps
 from gpuop.kube.slots import slot
 from gpuop.plan.model import Monitor, StackPlan, sidecar_os_tag
+from gpuop.plan.pools import HEALTH_LABEL
 
 
 
@@ -155,7 +156,10 @@ def device_plugin(plan: StackPlan) -> DevicePluginProps | None:
                              plugin_config=bool(plan.pool_configs.plugin_configs),
                              toolkit_install_dir=toolkit_install_dir(plan), kubelet_root_dir=plan.kubelet_root_dir,
                              gds="gds" in plan.device_sidecars, gdrcopy="gdrcopy" in plan.device_sidecars,
-                             **_operand(plan, "devicePlugin"))
+                             health_env=plan.pool_configs.health_env,
+                             health_policies=tuple(HealthPolicyProps(name=n, env=e)
+                                                   for n, e in plan.pool_configs.health_policies),
+                             health_label=HEALTH_LABEL, **_operand(plan, "devicePlugin"))
 
 
 def mps_control_daemon(plan: StackPlan) -> MpsControlDaemonProps | None:
