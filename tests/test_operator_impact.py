@@ -48,8 +48,6 @@ def _mode(doc: dict, mode: str) -> dict:
     delivery["mode"] = mode
     if mode == "stack":
         delivery.pop("operator", None)
-    else:
-        doc["spec"].pop("queues", None)      # operator mode refuses gpuop's own Kueue objects (validate/queues.py)
     for pool in doc["spec"]["nodePools"]:
         pool.setdefault("nodes", NODES)
     return doc
