@@ -23,6 +23,7 @@ from gpuop.ops import impact
 from gpuop.outputs import addons
 from gpuop.pipeline.run import CompileOptions, compile_profiles
 from gpuop.profile.settings import load_settings
+from gpuop.verify import cel
 from gpuop.verify.crdschema import CrdValidator
 from gpuop.verify.kubeschema import KubeValidator
 from gpuop.verify.output import check_kueue_schema
@@ -66,7 +67,7 @@ def test_keep_operator_companion_chart_lints_and_renders_with_helm_to_its_manife
     assert a["name"] == "keep-operator-gpuop-addons" and a["components"] == ["gpu-alerts", "dashboards"]
     result = helm.lint(str(dist / a["chart"]), strict=True, kube_version=f"v{e['kubeVersion']}.0")
     assert not [m for m in result.get("messages", []) if m.get("severity", 0) >= 2] and not result.get("errors"), result
-    rendered = by_key(_render(dist / a["chart"], a["name"], e["namespace"]))
+    rendered = by_key(_render(dist / a["chart"], a["releaseName"], e["namespace"]))
     manifests = by_key(load_dir(dist / a["manifests"]))
     assert rendered == manifests
     preview = by_key(load_dir(dist / e["manifests"]))          # operator mode: the preview's manifests
@@ -102,7 +103,7 @@ def test_companion_flux_and_argocd_objects_validate_against_the_engines_crds_and
     argo = {o["metadata"]["name"]: o for o in load_dir(dist / e["argocd"])}
     fleet = load((dist / "fleet" / "argocd" / "applicationset-addons.yaml").read_text())
     for obj in [*flux.values(), *argo.values(), fleet]:
-        assert engine_crds.errors(obj) == [], (obj["kind"], engine_crds.errors(obj))
+        assert engine_crds.errors(obj) == [] and cel.errors(obj) == [], (obj["kind"], engine_crds.errors(obj))
     release, nvidia = flux["gpuop-keep-operator-addons"], flux["gpuop-keep-operator"]
     assert release["spec"]["dependsOn"] == [{"name": nvidia["metadata"]["name"], "namespace": nvidia["metadata"]["namespace"]}]
     assert release["spec"]["targetNamespace"] == nvidia["spec"]["targetNamespace"] == e["namespace"]
@@ -116,7 +117,8 @@ def test_companion_flux_and_argocd_objects_validate_against_the_engines_crds_and
     assert app["spec"]["source"]["path"].endswith(e["addons"]["chart"])
     assert "CreateNamespace=false" in app["spec"]["syncPolicy"]["syncOptions"]
     params = json.loads((dist / KEEP / "params" / "addons.json").read_text())
-    assert params["path"] == app["spec"]["source"]["path"] and params["releaseName"] == e["addons"]["name"]
+    assert params["path"] == app["spec"]["source"]["path"] and params["releaseName"] == e["addons"]["releaseName"]
+    assert release["spec"]["releaseName"] == app["spec"]["source"]["helm"]["releaseName"] == "gpuop-addons"
     assert "addons" in e["hub"]
 
 
@@ -228,3 +230,23 @@ def test_a_companion_object_written_wrong_is_refused_by_validate_dist(dist, tmp_
     r = run_main("validate", str(out), cwd=tmp_path)
     assert r.returncode == 2 and "16-dashboards.yaml" in r.stderr and "bogus" in r.stderr, r.stderr
 
+
+
+@pytest.mark.parametrize("extra", [50, 51])
+def test_a_cluster_name_too_long_for_the_companions_objects_is_refused_located(tmp_path, extra):
+    shutil.copytree(REPO / "profiles", tmp_path / "profiles")
+    shutil.copy(REPO / "gpuop.yaml", tmp_path / "gpuop.yaml")
+    path = tmp_path / "profiles" / f"{KEEP}.yaml"
+    name = (KEEP + "-" + "x" * 60)[:extra]
+    path.write_text(path.read_text().replace(f"  name: {KEEP}\n", f"  name: {name}\n"))
+    r = run_main("validate", str(path.relative_to(tmp_path)), cwd=tmp_path)
+    if extra == 50:
+        assert r.returncode == 0, r.stderr
+        return
+    assert r.returncode == 2
+    assert r.stderr == (
+        f'profiles/{KEEP}.yaml:13:3: metadata.name: Invalid value: "{name}": Too long: must have at most 50 bytes in '
+        "operator mode: gpuop's own objects (alerts, dashboards, queues) are delivered beside NVIDIA's operator by the "
+        f'Flux HelmRelease and Argo CD Application "gpuop-{name}-addons", a name the engines write as a label value '
+        "(at most 63 characters); choose a shorter cluster name, or turn spec.dashboards, spec.queues and "
+        "spec.alerts.prometheusRule off\ngpuop: 1 error; nothing written\n")

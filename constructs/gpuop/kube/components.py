@@ -77,6 +77,8 @@ OPERATOR_SWITCHABLE: tuple[str, ...] = tuple(r.key for r in TABLE if r.key and r
 OPERATOR_DEFAULT_ON: dict[str, bool] = {r.key: r.operator_switch for r in TABLE
                                         if r.key and r.operator_switch is not None}
 COMPANION: tuple[str, ...] = tuple(r.name for r in BY_RANK if r.companion)   # outputs/addons.py, registry order
+# the companion's Argo CD Application / Flux HelmRelease: gpuop-<cluster>-addons (validate/operator.py bounds <cluster>)
+COMPANION_OBJECT = ("gpuop-", "-addons")
 PROXIED: tuple[str, ...] = tuple(r.key for r in TABLE if r.key and r.proxied)
 # NVIDIA chart values key -> (profile section or None, release component): every operand image the chart names
 CHART_IMAGES: dict[str, tuple[str | None, str]] = {

@@ -26,7 +26,7 @@ in the stack's own chart, so nothing here):
 from __future__ import annotations
 
 from gpuop import __version__
-from gpuop.kube.components import COMPANION
+from gpuop.kube.components import COMPANION, COMPANION_OBJECT
 from gpuop.kube.order import by_component, file_name
 from gpuop.kube.slots import slot_paths
 from gpuop.kube.yamlio import dump, dump_plain
@@ -39,8 +39,11 @@ from gpuop.outputs.target import OPERATOR, Target, Written
 from gpuop.outputs.version import VERSION_PLACEHOLDER
 from gpuop.stack.objects import Synthesized
 
-SUFFIX = "gpuop-addons"                 # the chart and Helm release: <cluster>-gpuop-addons
-APP_SUFFIX = "-addons"                  # the Argo CD Application and Flux HelmRelease: gpuop-<cluster>-addons
+SUFFIX = "gpuop-addons"                 # the chart: <cluster>-gpuop-addons
+# the Helm release, one per cluster in its namespace as NVIDIA's `gpu-operator` is: a constant, so no cluster name
+# meets Helm's 53-character release-name limit through it
+RELEASE = "gpuop-addons"
+APP_SUFFIX = COMPANION_OBJECT[1]        # the Argo CD Application and Flux HelmRelease: gpuop-<cluster>-addons
 WAVE = "1"                              # after NVIDIA's chart (wave 0 by default)
 # Kueue's and the Prometheus operator's CRDs come with their own installs, not with this chart
 SYNC_OPTIONS = ("ServerSideApply=true", "CreateNamespace=false", "SkipDryRunOnMissingResource=true")
@@ -48,6 +51,11 @@ SYNC_OPTIONS = ("ServerSideApply=true", "CreateNamespace=false", "SkipDryRunOnMi
 
 def chart_name(cluster: str) -> str:
     return f"{cluster}-{SUFFIX}"
+
+
+def object_name(cluster: str) -> str:
+    """The Argo CD Application's and the Flux HelmRelease's name."""
+    return f"{COMPANION_OBJECT[0]}{cluster}{COMPANION_OBJECT[1]}"
 
 
 def companion(stack: Synthesized) -> Synthesized | None:
@@ -105,7 +113,7 @@ def readme(stack: Synthesized) -> str:
         "the profile and run `gpuop synth`.",
         "",
         "```sh",
-        f"helm install {name} . -n {plan.namespace}      # after NVIDIA's chart created the namespace",
+        f"helm install {RELEASE} . -n {plan.namespace}      # after NVIDIA's chart created the namespace",
         "```",
         "",
     ])
@@ -113,9 +121,9 @@ def readme(stack: Synthesized) -> str:
 
 def argocd_application(plan, gitops, chart_path: str) -> dict:
     source = gitops_objects.git_source(gitops.repoURL, gitops.revision, chart_path,
-                                       gitops_objects.helm(chart_name(plan.name), plan.kube_version, skipTests=True))
+                                       gitops_objects.helm(RELEASE, plan.kube_version, skipTests=True))
     return gitops_objects.application(
-        gitops, f"gpuop-{plan.name}{APP_SUFFIX}", gitops_objects.cluster_labels(plan), plan=plan,
+        gitops, object_name(plan.name), gitops_objects.cluster_labels(plan), plan=plan,
         project=gitops.argocd.project, namespace=plan.namespace, source=source, wave=WAVE,
         sync=gitops_objects.sync_policy(list(SYNC_OPTIONS), gitops_objects.CHART_RETRY))
 
@@ -127,8 +135,8 @@ def flux_release(plan, gitops, chart_path: str) -> dict:
     chart = {"chart": {"spec": {"chart": f"./{chart_path}", "reconcileStrategy": "ChartVersion", "interval": f.interval,
                                 "sourceRef": {"kind": "GitRepository", "name": "gpuop", "namespace": f.namespace}}}}
     return gitops_objects.helm_release(
-        f"gpuop-{plan.name}{APP_SUFFIX}", f.namespace, gitops_objects.cluster_labels(plan), interval=f.interval,
-        release_name=chart_name(plan.name), target_namespace=plan.namespace,
+        object_name(plan.name), f.namespace, gitops_objects.cluster_labels(plan), interval=f.interval,
+        release_name=RELEASE, target_namespace=plan.namespace,
         storage_namespace=gitops_objects.storage_namespace(plan, gitops, plan.namespace), chart=chart,
         # the namespace is NVIDIA's release's (createNamespace off); the chart has no CRDs
         install={"remediation": {"retries": 3}}, upgrade={"remediation": {"retries": 3}},
@@ -153,11 +161,11 @@ def write(t: Target) -> Written:
     app = argocd_application(plan, gitops, chart_path)
     files[f"{f.argocd}/addons-application.yaml"] = dump(app)
     files[f"{f.params}/addons.json"] = gitops_objects.hub_params(    # the fleet's `gpuop-fleet-addons`
-        plan, app, releaseName=chart_name(plan.name), kubeVersion=plan.kube_version)
+        plan, app, releaseName=RELEASE, kubeVersion=plan.kube_version)
     files[f"{f.flux}/addons-helmrelease.yaml"] = dump(flux_release(plan, gitops, chart_path))
     if plan.operator.install == "helm":     # NVIDIA's chart comes from its HelmRepository; this one from git
         files[f"{f.flux}/gitrepository.yaml"] = dump(operator.flux_git_repository(plan, gitops))
     return Written(files, {"addons": {
-        "name": chart_name(plan.name), "chart": f"{base}/chart", "manifests": f"{base}/manifests",
+        "name": chart_name(plan.name), "releaseName": RELEASE, "chart": f"{base}/chart", "manifests": f"{base}/manifests",
         "overlay": f"{base}/overlay", "components": [c for c, _ in by_component(stack.objects)],
         "objects": len(stack.objects)}})
