@@ -21,8 +21,6 @@ from gpuop.kube import components
 from gpuop.kube.yamlio import load, load_all
 from gpuop.ops import impact
 from gpuop.outputs import addons
-from gpuop.pipeline.run import CompileOptions, compile_profiles
-from gpuop.profile.settings import load_settings
 from gpuop.verify import cel
 from gpuop.verify.crdschema import CrdValidator
 from gpuop.verify.kubeschema import KubeValidator
@@ -30,6 +28,7 @@ from gpuop.verify.output import check_kueue_schema
 
 from conftest import CRDS, REPO, by_key, load_dir, run_main
 from test_openshift import PROMRULE_SCHEMA, _crd
+from test_operator_impact import compiled, project  # noqa: F401 - the in-process compile and its project fixture
 
 GOLDEN = Path(__file__).parent / "golden" / "keep-operator-addons"
 KEEP = "keep-operator"
@@ -139,27 +138,6 @@ def test_golden_files_of_the_companion_delivery(dist, index):
 
 # ---- in-process compiles ----------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
-    w = tmp_path_factory.mktemp("addons")
-    shutil.copytree(REPO / "profiles", w / "profiles")
-    shutil.copy(REPO / "gpuop.yaml", w / "gpuop.yaml")
-    return w
-
-
-def _compile(project: Path, doc: dict) -> dict:
-    path = project / "profiles" / f"{doc['metadata']['name']}.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    cwd = os.getcwd()
-    os.chdir(project)
-    try:
-        result = compile_profiles([path.relative_to(project)], load_settings(Path("gpuop.yaml")), None,
-                                  CompileOptions(reuse=False))
-    finally:
-        os.chdir(cwd)
-    return {k: (v.encode() if isinstance(v, str) else v) for k, v in result.files.items()}
-
-
 def _operator(doc: dict) -> dict:
     doc = json.loads(json.dumps(doc))
     doc["spec"]["delivery"] = {"mode": "operator", "operator": {"install": "helm"}}
@@ -170,7 +148,7 @@ def test_an_operator_profile_with_queues_alerts_and_dashboards_delivers_all_thre
     doc = _operator(yaml.safe_load((REPO / "profiles" / "mig-sharing.yaml").read_text()))
     doc["spec"]["alerts"] = {"prometheusRule": True}
     assert doc["spec"]["queues"]["enabled"]
-    tree = _compile(project, doc)
+    tree = compiled(project, doc)
     base = "mig-sharing/addons/manifests/"
     kinds = {o["kind"] for p, t in tree.items() if p.startswith(base) and not p.endswith("kustomization.yaml")
              for o in load_all(t.decode())}
@@ -189,21 +167,21 @@ def test_stack_mode_outputs_do_not_depend_on_the_companion_marks(project, monkey
     docs = {p.stem: yaml.safe_load(p.read_text()) for p in sorted((REPO / "profiles").glob("[!_]*.yaml"))}
     stack = [d for d in docs.values() if (d["spec"].get("delivery") or {}).get("mode", "stack") == "stack"]
     assert len(stack) >= 5
-    with_marks = {d["metadata"]["name"]: _compile(project, d) for d in stack}
-    keep = _compile(project, docs[KEEP])
+    with_marks = {d["metadata"]["name"]: compiled(project, d) for d in stack}
+    keep = compiled(project, docs[KEEP])
     monkeypatch.setattr(addons, "COMPANION", ())
     for d in stack:
         name = d["metadata"]["name"]
-        assert _compile(project, d) == with_marks[name], name
-    assert not any(p.startswith(f"{KEEP}/addons/") for p in _compile(project, docs[KEEP]))
+        assert compiled(project, d) == with_marks[name], name
+    assert not any(p.startswith(f"{KEEP}/addons/") for p in compiled(project, docs[KEEP]))
     assert any(p.startswith(f"{KEEP}/addons/") for p in keep)
 
 
 def test_a_dashboard_change_in_operator_mode_is_a_non_destructive_companion_effect(project):
     doc = yaml.safe_load((REPO / "profiles" / f"{KEEP}.yaml").read_text())
-    old = _compile(project, doc)
+    old = compiled(project, doc)
     doc["spec"]["dashboards"] = {"folder": "GPU fleet"}
-    new = _compile(project, doc)
+    new = compiled(project, doc)
     effects = impact.impact(old, new)
     assert [(e.kind, e.destructive, e.type) for e in effects] == [("companion-update", False, "companion")]
     assert effects[0].text == ("gpuop's own objects beside NVIDIA's operator change (dashboards): the companion "
