@@ -157,7 +157,6 @@ def operator_profiles(tmp: Path, release: str = NEWEST) -> list[Path]:
         doc = yaml.safe_load(f.read_text())
         if dest is work:
             doc["spec"].setdefault("delivery", {})["mode"] = "operator"
-            doc["spec"].pop("queues", None)      # operator mode refuses gpuop's own Kueue objects
         _pinned(doc, release)
         (dest / f.name).write_text(yaml.safe_dump(doc, sort_keys=False))
         try:

@@ -98,6 +98,7 @@ VALIDATE_CASES: dict[str, tuple[dict, ...]] = {
     "operator-one-cr": (OPERATOR, {"spec": {"platform": {"version": "1.34"},
                                             "delivery": {"operator": {"gpuCluster": True}}}}),
     "operator-gpu-cluster": (OPERATOR, {"spec": {"delivery": {"operator": {"gpuCluster": True, "clusterPolicy": False}}}}),
+    "operator-companion-name": (OPERATOR, {"metadata": {"name": "c" * 51}}),
     "nri-plugin": ({"spec": {"cdi": {"nriPluginEnabled": True}}},),
     "dra-gpu-client-contract": (DRA, {"spec": {"migManager": {"version": "v0.12.3"}}}),
     "operator-device-plugin-dra": (OPERATOR, {"spec": {"platform": {"version": "1.34"}, "dra": {"version": "0.5.0"}}},

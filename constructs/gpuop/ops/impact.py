@@ -69,6 +69,7 @@ EFFECTS = {
     "metrics-gap": (7, False, "operand-restart"),
     "labels-refresh": (8, False, "operand-restart"),
     "stack-added": (9, False, "install"),
+    "companion-update": (9, False, "companion"),
     "nothing": (10, False, "none"),
 }
 # what makes an effect happen: the merge (Argo CD / Flux apply the change), a change of the node group's
@@ -81,6 +82,7 @@ MIG_LABEL = "nvidia.com/mig.config"
 DIGEST_ENV = "DRIVER_CONFIG_DIGEST"
 PLUGIN_LABEL = "nvidia.com/device-plugin.config"
 PREVIEW = "preview"      # operator mode: dist/<cluster>/preview/ holds the operands (outputs/operator.py PREVIEW)
+ADDONS = "addons"        # operator mode: dist/<cluster>/addons/ holds gpuop's own objects (outputs/addons.py)
 RESTARTS = {"device-plugin": ("device-plugin-restart", "device plugin restarts: no new GPU allocations meanwhile"),
             "dcgm-exporter": ("metrics-gap", "metrics gap while the DCGM exporter restarts"),
             "dcgm": ("metrics-gap", "metrics gap while the DCGM host engine restarts"),
@@ -546,10 +548,29 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
                                   f"({what}): {head}the plugin restarts with it; no new GPU allocations meanwhile, "
                                   "running pods keep their devices", pool=name, nodes=n_nodes,
                                   objects=tuple(k for k in (plugin_cm, nfr) if k), **how))
+    effects += _companion_effects(cluster, old, new, old_entry, new_entry)
     if not effects and changed_objects | _other_changes(old, new, cluster):
         effects.append(Effect(cluster, "cluster", "nothing", "labels, annotations or delivery objects only: nothing "
                               "on the nodes"))
     return sorted(set(effects), key=lambda e: (EFFECTS[e.kind][0], e.scope, e.text))
+
+
+def _companion_effects(cluster: str, old: dict, new: dict, old_entry: dict | None,
+                       new_entry: dict | None) -> list[Effect]:
+    """Operator mode: a change of gpuop's own objects beside NVIDIA's operator (alerts, dashboards, queues: the
+    companion release, outputs/addons.py), an upgrade of that release that touches no node."""
+    if _mode(new_entry) != "operator" or _mode(old_entry) != "operator":
+        return []                   # a delivery switch is its own effect
+    prefix = f"{cluster}/{ADDONS}/manifests/"
+    changed = {p for p in set(old) | set(new) if p.startswith(prefix) and old.get(p) != new.get(p)}
+    if not changed:
+        return []
+    name = ((new_entry or {}).get("addons") or (old_entry or {}).get("addons") or {}).get("name", f"{cluster}-gpuop-addons")
+    parts = sorted(p[len(prefix):].removesuffix(".yaml").split("-", 1)[-1] for p in changed
+                   if not p.endswith("/kustomization.yaml")) or ["its objects"]
+    return [Effect(cluster, "cluster", "companion-update", f"gpuop's own objects beside NVIDIA's operator change "
+                   f"({', '.join(parts)}): the companion release {name} upgrades; nothing on the nodes",
+                   objects=tuple(sorted(changed)))]
 
 
 def _operator_version(entry: dict | None) -> str:

@@ -34,7 +34,8 @@ from gpuop.catalog import distributions as dist_catalog
 from gpuop.catalog import dra as dra_catalog
 from gpuop.catalog import versions
 from gpuop.catalog import operator as operator_catalog
-from gpuop.kube.validation import invalid
+from gpuop.kube.components import COMPANION_OBJECT
+from gpuop.kube.validation import invalid, too_long
 from gpuop.plan import pools as plan_pools
 from gpuop.plan.drivers import full_version, pools_overlap
 from gpuop.plan.operator import (DEFAULT_INSTALL, RUNTIME_ENV_DISTRIBUTIONS, driver_groups, operator_sidecars,
@@ -494,6 +495,29 @@ def check_preinstalled_driver_label(ctx: Context) -> list:
             for i, p in enumerate(ctx.spec.nodePools) if p.driver is not None and p.driver.enabled is False]
 
 
+LABEL_VALUE = 63      # k8s.io/apimachinery validation.LabelValueMaxLength
+COMPANION_NAME_MAX = LABEL_VALUE - sum(len(p) for p in COMPANION_OBJECT)
+
+
+@rule("operator-companion-name", source="Flux helm-controller (labels every object of a release "
+      "helm.toolkit.fluxcd.io/name: <HelmRelease>), Argo CD (app.kubernetes.io/instance: <Application> under label "
+      "tracking); k8s.io/apimachinery validation.LabelValueMaxLength (63)")
+def check_companion_name(ctx: Context) -> list:
+    """A cluster name too long for the companion's HelmRelease / Application `gpuop-<name>-addons`, which the
+    engines write as a label value, when some companion object (alerts, dashboards, queues) may be written."""
+    spec, name = ctx.spec, ctx.profile.metadata.name
+    companion = spec.dashboards.enabled or spec.queues.enabled or (spec.alerts.enabled and spec.alerts.prometheusRule
+                                                                   is not False)
+    if not companion or len(name) <= COMPANION_NAME_MAX:
+        return []
+    shown = f"{COMPANION_OBJECT[0]}{name}{COMPANION_OBJECT[1]}"
+    return [ctx.at(("metadata", "name"), invalid(name, (
+        f"{too_long(COMPANION_NAME_MAX)} in operator mode: gpuop's own objects (alerts, dashboards, queues) are "
+        f"delivered beside NVIDIA's operator by the Flux HelmRelease and Argo CD Application \"{shown}\", a name the "
+        f"engines write as a label value (at most {LABEL_VALUE} characters); choose a shorter cluster name, or turn "
+        "spec.dashboards, spec.queues and spec.alerts.prometheusRule off")))]
+
+
 def applies(ctx: Context) -> bool:
     # the catalog pass reports an unknown release
     return ctx.spec.delivery.mode == "operator" and ctx.release is not None
@@ -504,4 +528,4 @@ RULES = ((check_overlapping_driver_selectors, check_operand_placement, check_dis
           check_gds_without_open_modules, check_pool_sidecars_without_driver, check_pool_sidecars_without_driver_crd,
           check_digest_with_precompiled, check_cluster_policy_with_gpu_cluster, check_gpu_cluster_prerequisites, check_one_mig_strategy, check_device_plugin_and_dra,
           check_version_settings, check_version_catalog, check_olm_fit, check_not_carried, check_kubelet_root_dir,
-          check_preinstalled_driver_label),)
+          check_preinstalled_driver_label, check_companion_name),)
