@@ -85,18 +85,25 @@ def test_render_with_defaults_leaves_the_namespace_to_helm_create_namespace(dist
         assert load((dist / entry["chart"] / "values.yaml").read_text())["createNamespace"] is False
 
 
-def test_gitops_objects_install_the_chart_with_its_namespace_and_without_tests(dist, index):
+def test_gitops_objects_install_the_chart_with_its_namespace_and_the_health_gate_as_their_test(dist, index):
     for entry in index["clusters"]:
         if (dist / entry["name"] / "operator").is_dir():     # operator mode: NVIDIA's chart, not this one
             continue
         (app,) = [a for a in load_dir(dist / entry["argocd"]) if a["metadata"]["name"] == f"gpuop-{entry['name']}"]
         assert app["spec"]["source"]["helm"]["valuesObject"] == {"createNamespace": True}
-        assert app["spec"]["source"]["helm"]["skipTests"] is True
+        # Argo CD renders the test hooks: the gate's Jobs carry its PostSync hook (helm template --skip-tests drops them)
+        assert app["spec"]["source"]["helm"]["skipTests"] is False
         (hr,) = [o for o in load_dir(dist / entry["flux"]) if o["metadata"]["name"] == f"gpuop-{entry['name']}"]
-        assert hr["spec"]["values"] == {"createNamespace": True} and "test" not in hr["spec"]
+        gated = any(d["kind"] == "Job" for d in load_dir(dist / entry["name"] / "manifests")
+                    if d["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "health-gate")
+        assert hr["spec"]["values"] == {"createNamespace": True}
+        assert (hr["spec"].get("test", {}).get("enable") is True) is gated
+        if gated:      # a failed check holds the release, never uninstalls or rolls the stack back
+            assert hr["spec"]["install"]["remediation"]["ignoreTestFailures"] is True
+            assert hr["spec"]["upgrade"]["remediation"]["ignoreTestFailures"] is True
     appset = load((dist / "fleet" / "argocd" / "applicationset.yaml").read_text())
     helm_ = appset["spec"]["template"]["spec"]["source"]["helm"]
-    assert helm_["valuesObject"] == {"createNamespace": True} and helm_["skipTests"] is True
+    assert helm_["valuesObject"] == {"createNamespace": True} and helm_["skipTests"] is False
 
 
 def test_chart_accepts_global_so_it_can_be_a_subchart(dist, index):

@@ -59,6 +59,7 @@ TABLE: tuple[Row, ...] = (
     Row("gpu-alerts", "gpu_alerts", 15),
     Row("dashboards", "dashboards", 16),      # gpuop's own: no Operator state, written after every operand
     Row("queues", "queues", 17),              # gpuop's own: Kueue's flavors and queues over the GPU pools
+    Row("health-gate", "health_gate", 18),    # gpuop's own: the checks the engines run after the stack rolls
     # the profile and NVIDIA's chart name the validator last; its state comes right after the toolkit's
     Row("operator-validator", "validator", 5, "validator", versioned=True),
 )

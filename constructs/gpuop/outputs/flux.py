@@ -75,6 +75,11 @@ def oci_repository(plan: StackPlan, gitops, signing=None) -> dict:
                                        "operation": "copy"}, **verify(signing)}}
 
 
+def _gated(action: dict, plan: StackPlan) -> dict:
+    """An install / upgrade spec whose remediation ignores the health gate's test failures."""
+    return {**action, "remediation": rollout.flux_gate_remediation(action["remediation"], plan)}
+
+
 def objects(plan: StackPlan, gitops, chart_path: str, kinds: frozenset = frozenset(), signing=None) -> list[dict]:
     f = gitops.flux
     if f.source == "oci":
@@ -90,8 +95,9 @@ def objects(plan: StackPlan, gitops, chart_path: str, kinds: frozenset = frozens
         target_namespace=plan.namespace, storage_namespace=gitops_objects.storage_namespace(plan, gitops, plan.namespace),
         chart=chart,
         timeout=rollout.flux_timeout(plan),          # sized for the driver roll (outputs/rollout.py)
-        install=rollout.flux_install(),
-        upgrade=rollout.flux_upgrade(),              # never rolls a slow driver upgrade back
+        install=_gated(rollout.flux_install(), plan),
+        upgrade=_gated(rollout.flux_upgrade(), plan),   # never rolls a slow driver upgrade back
+        **rollout.flux_test(plan),                   # the health gate: helm test after each release
         driftDetection=drift.flux_drift_detection(),
         **rollout.move_uninstall(plan),              # a planned move: the old release's objects orphan what they own
         **gitops_objects.flux_remote(plan),          # a Flux hub: the cluster's kubeconfig Secret

@@ -120,3 +120,29 @@ def move_uninstall(plan: StackPlan) -> dict:
     """HelmRelease spec fields during a planned move: Flux uninstalls the old release (its chart and release name
     change) orphaning what its objects own; {} otherwise."""
     return {"uninstall": {"deletionPropagation": "orphan"}} if plan.move_from else {}
+
+
+# The health gate (components/health_gate.py): Flux runs the chart's test hooks after each install and upgrade
+# (`spec.test.enable`); a failed check leaves the HelmRelease Ready=False (reason TestFailed), which holds every
+# HelmRelease that dependsOn it. Test failures never remediate (`ignoreTestFailures` on install and upgrade):
+# uninstalling or rolling back the stack because a GPU failed its check would take the driver off every pool.
+def gate_seconds(plan: StackPlan) -> int:
+    """The longest check's budget (Helm waits for each test hook in turn, each within the test timeout)."""
+    from gpuop.catalog import health_gate as cat     # catalog facts: the checks' durations
+    c = cat.load()
+    longest = 0
+    for g in plan.health_gate.pools:
+        longest = max(longest, c.dcgmDiag.levels[g.dcgm_level].seconds if g.dcgm_level else 0,
+                      c.cudaSample.seconds if g.samples else 0, c.nccl.seconds if g.nccl_gpus else 0)
+    return 2 * longest + OPERAND_SECONDS
+
+
+def flux_test(plan: StackPlan) -> dict:
+    """HelmRelease spec fields of the health gate; {} without one."""
+    if plan.health_gate is None:
+        return {}
+    return {"test": {"enable": True, "timeout": _duration(gate_seconds(plan))}}
+
+
+def flux_gate_remediation(remediation: dict, plan: StackPlan) -> dict:
+    return {**remediation, "ignoreTestFailures": True} if plan.health_gate is not None else remediation

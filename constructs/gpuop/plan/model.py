@@ -456,6 +456,29 @@ class QueuesPlan:
 
 
 @dataclass(frozen=True)
+class PoolGate:
+    """One pool's health checks (plan/health_gate.py): what runs on its nodes after the stack rolls."""
+    pool: str
+    node_selector: tuple[tuple[str, str], ...]       # the pool's nodeSelector
+    tolerations: tuple[tuple[str, str, str], ...]    # (key, value, effect) of each taint of the pool's nodes
+    nodes: int                                       # nodes each check covers (one pod per node): min nodes, >= 1
+    dcgm_level: int                                  # dcgmi diag -r <level>; 0: no diagnostics
+    samples: tuple[str, ...]                         # one CUDA sample per advertised resource
+    nccl_gpus: int                                   # GPUs of the NCCL test across a node; 0: none
+    nccl_image: Image | None = None                  # below imageRegistry (spec.images.registry)
+
+
+@dataclass(frozen=True)
+class HealthGatePlan:
+    pools: tuple[PoolGate, ...]
+    dcgm_image: Image | None                         # the cluster's DCGM image (dcgmi), where a pool runs diagnostics
+    sample_image: Image | None                       # NVIDIA's CUDA vectorAdd sample (catalog releases.yaml smokeTest)
+
+    def images(self) -> list[Image]:
+        return [i for i in (self.dcgm_image, self.sample_image, *(p.nccl_image for p in self.pools)) if i is not None]
+
+
+@dataclass(frozen=True)
 class DashboardsPlan:
     folder: str
 
@@ -549,7 +572,8 @@ class StackPlan:
     move_from: str | None = None                      # spec.delivery.moveFrom: the delivery moved from (None: no move)
     capacity: ClusterCapacity = field(default_factory=ClusterCapacity)   # per pool resources (plan/capacity.py)
     queues: QueuesPlan | None = None                  # None: spec.queues.enabled false (plan/queues.py)
-    dashboards: DashboardsPlan | None = None          # None: spec.dashboards.enabled false
+    dashboards: DashboardsPlan | None = None
+    health_gate: HealthGatePlan | None = None         # None: no pool runs a check (plan/health_gate.py)          # None: spec.dashboards.enabled false
     alerts: AlertsPlan | None = None                  # spec.alerts (plan/alerts.py); None: alerts off
     distribution: str = "generic"                      # spec.platform.distribution (catalog/distributions.py)
     runtime_config_source: str | None = None          # toolkit RUNTIME_CONFIG_SOURCE (None: the toolkit's default)
@@ -611,6 +635,7 @@ class StackPlan:
                 "driverManager": bool(self.driver_variants)}
         keys = {i.key for name, i in self.images if used.get(name)}
         keys |= {i.key for i in (self.smoke_test, self.nfd.image) if i is not None}
+        keys |= {i.key for i in (self.health_gate.images() if self.health_gate else ())}
         return sorted(keys | set(self.driver_pod_keys()))
 
     def driver_pod_keys(self) -> list[str]:
