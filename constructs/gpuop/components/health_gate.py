@@ -37,7 +37,6 @@ from gpuop.kube.slots import slot
 COMPONENT = "health-gate"
 POOL_LABEL = "gpuop/pool"
 CHECK_LABEL = "gpuop/check"
-DCGM_SERVICE = "nvidia-dcgm"          # components/dcgm.py's Service
 GPU_PRESENT = "nvidia.com/gpu.present"
 HOOKS = {"helm.sh/hook": "test", "helm.sh/hook-delete-policy": "before-hook-creation",
          "argocd.argoproj.io/hook": "PostSync", "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation"}
@@ -122,7 +121,7 @@ def _job(p: HealthGateProps, pool: PoolGateProps, check: CheckProps, weight: int
 
 
 class HealthGate(Component):
-    name = COMPONENT
+    name = "health-gate"
     values_key = None
     props_type = HealthGateProps
 

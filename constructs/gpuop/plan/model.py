@@ -456,26 +456,36 @@ class QueuesPlan:
 
 
 @dataclass(frozen=True)
+class GateCheck:
+    """One check of a pool's health gate: a Job on each node of the pool (components/health_gate.py)."""
+    kind: str                                        # dcgm | cuda | nccl
+    slug: str                                        # its part of the Job's name: dcgm, cuda-mig-1g-10gb, nccl
+    image: Image
+    command: tuple[str, ...]                         # (): the image's entrypoint
+    resources: tuple[tuple[str, int], ...]           # extended resources requested (and limited)
+    deadline: int                                    # seconds: twice the catalog's duration (a pull and a start)
+
+
+@dataclass(frozen=True)
 class PoolGate:
     """One pool's health checks (plan/health_gate.py): what runs on its nodes after the stack rolls."""
     pool: str
     node_selector: tuple[tuple[str, str], ...]       # the pool's nodeSelector
     tolerations: tuple[tuple[str, str, str], ...]    # (key, value, effect) of each taint of the pool's nodes
     nodes: int                                       # nodes each check covers (one pod per node): min nodes, >= 1
-    dcgm_level: int                                  # dcgmi diag -r <level>; 0: no diagnostics
-    samples: tuple[str, ...]                         # one CUDA sample per advertised resource
-    nccl_gpus: int                                   # GPUs of the NCCL test across a node; 0: none
-    nccl_image: Image | None = None                  # below imageRegistry (spec.images.registry)
+    checks: tuple[GateCheck, ...]
 
 
 @dataclass(frozen=True)
 class HealthGatePlan:
     pools: tuple[PoolGate, ...]
-    dcgm_image: Image | None                         # the cluster's DCGM image (dcgmi), where a pool runs diagnostics
-    sample_image: Image | None                       # NVIDIA's CUDA vectorAdd sample (catalog releases.yaml smokeTest)
 
     def images(self) -> list[Image]:
-        return [i for i in (self.dcgm_image, self.sample_image, *(p.nccl_image for p in self.pools)) if i is not None]
+        return [c.image for p in self.pools for c in p.checks]
+
+    def longest(self) -> int:
+        """The longest check's deadline, in seconds."""
+        return max(c.deadline for p in self.pools for c in p.checks)
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,7 @@ from gpuop.components.node_labels import NodeLabelsProps
 from gpuop.components.node_status_exporter import NodeStatusExporterProps
 from gpuop.components.plugin_config import PluginConfigProps
 from gpuop.components.queues import FlavorProps, QueuesProps
-from gpuop.components.health_gate import DCGM_SERVICE, CheckProps, HealthGateProps, PoolGateProps
-from gpuop.catalog import health_gate as health_catalog
+from gpuop.components.health_gate import CheckProps, HealthGateProps, PoolGateProps
 from gpuop.components.props import Placement, ServiceMonitorProps
 from gpuop.components.runtime_class import RuntimeClassProps
 from gpuop.components.toolkit import ASSET_HOOKS_DIR, ToolkitProps
@@ -250,25 +249,6 @@ def queues(plan: StackPlan) -> QueuesProps | None:
                            for covered, fl in q.resource_groups()))
 
 
-def _checks(plan: StackPlan, g) -> tuple[CheckProps, ...]:
-    """A pool's checks: DCGM diagnostics, a CUDA sample per advertised resource, the NCCL test; each Job's
-    deadline twice the catalog's duration of the check (an image pull and a start)."""
-    gate, cat = plan.health_gate, health_catalog.load()
-    out = []
-    if g.dcgm_level:
-        out.append(CheckProps(kind="dcgm", slug="dcgm", image=gate.dcgm_image.ref, command=(
-            "dcgmi", "diag", "-r", str(g.dcgm_level), "--host", f"{DCGM_SERVICE}:{cat.dcgmDiag.hostenginePort}"),
-            deadline=2 * cat.dcgmDiag.levels[g.dcgm_level].seconds))
-    for r in g.samples:
-        out.append(CheckProps(kind="cuda", slug="cuda-" + r.removeprefix("nvidia.com/").replace(".", "-"),
-                              image=gate.sample_image.ref, command=cat.cudaSample.command, resources={r: 1},
-                              deadline=2 * cat.cudaSample.seconds))
-    if g.nccl_gpus:
-        out.append(CheckProps(kind="nccl", slug="nccl", image=g.nccl_image.ref,
-                              command=(*cat.nccl.command, "-g", str(g.nccl_gpus)),
-                              resources={"nvidia.com/gpu": g.nccl_gpus}, deadline=2 * cat.nccl.seconds))
-    return tuple(out)
-
 
 def health_gate(plan: StackPlan) -> HealthGateProps | None:
     gate = plan.health_gate
@@ -276,4 +256,6 @@ def health_gate(plan: StackPlan) -> HealthGateProps | None:
         return None
     return HealthGateProps(namespace=plan.namespace, pools=tuple(
         PoolGateProps(pool=g.pool, node_selector=dict(g.node_selector), tolerations=g.tolerations, nodes=g.nodes,
-                      checks=_checks(plan, g)) for g in gate.pools))
+                      checks=tuple(CheckProps(kind=c.kind, slug=c.slug, image=c.image.ref, command=c.command,
+                                              resources=dict(c.resources), deadline=c.deadline) for c in g.checks))
+        for g in gate.pools))
