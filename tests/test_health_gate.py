@@ -235,3 +235,11 @@ def test_diff_shows_a_gate_change_as_its_job_changed(tmp_path):
     assert "      spec.activeDeadlineSeconds: 240 -> 3600" in lines, r.stdout
     assert "      spec.template.spec.containers[dcgm].command[3]: 2 -> 3" in lines, r.stdout
     assert "      spec.test.timeout: 6m -> 62m" in lines, r.stdout          # Flux waits for the longer check
+
+
+def test_the_flux_overlay_waits_for_the_gate_jobs_and_recreates_a_changed_one(dist):
+    k = yaml.safe_load((dist / "mig-sharing" / "flux-overlay" / "stack-kustomization.yaml").read_text())
+    jobs = sorted(j["metadata"]["name"] for j in _gate(dist, "mig-sharing"))
+    assert sorted(c["name"] for c in k["spec"]["healthChecks"] if c["kind"] == "Job") == jobs
+    assert all(j["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/force"] == "enabled"
+               for j in _gate(dist, "mig-sharing"))

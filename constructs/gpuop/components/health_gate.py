@@ -17,7 +17,10 @@ Hooks: `helm.sh/hook: test` (`helm test`; Flux runs it with the HelmRelease's sp
 leaves the release not Ready, so a HelmRelease that dependsOn it waits) and `argocd.argoproj.io/hook: PostSync`
 (Argo CD runs no Helm test hook; its own hook annotation replaces the Helm one on the object: the Job runs after
 every sync, and a failed Job fails the sync operation). Each run replaces the last one's Job
-(before-hook-creation / BeforeHookCreation); a failed Job stays for its logs.
+(before-hook-creation / BeforeHookCreation); a failed Job stays for its logs. The rendered manifests and the
+overlay carry the Jobs as objects: applying them runs the checks once; Flux's overlay Kustomization health-checks
+them (outputs/flux.py) and recreates a changed one (kustomize.toolkit.fluxcd.io/force); with kubectl, delete the
+last run's Jobs (label app.kubernetes.io/component=health-gate) before applying a changed check.
 
 gpuop's own objects (no Operator state): in operator mode they go with gpuop's other own objects (alerts,
 dashboards).
@@ -39,7 +42,10 @@ POOL_LABEL = "gpuop/pool"
 CHECK_LABEL = "gpuop/check"
 GPU_PRESENT = "nvidia.com/gpu.present"
 HOOKS = {"helm.sh/hook": "test", "helm.sh/hook-delete-policy": "before-hook-creation",
-         "argocd.argoproj.io/hook": "PostSync", "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation"}
+         "argocd.argoproj.io/hook": "PostSync", "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
+         # the rendered overlay applies the Jobs as objects: Flux's kustomize-controller recreates a changed one
+         # (a Job's pod template is immutable) instead of failing the apply
+         "kustomize.toolkit.fluxcd.io/force": "enabled"}
 
 
 class _Frozen(BaseModel):
