@@ -5,10 +5,13 @@ Argo CD's PostSync; the pool's own fields override the cluster's; the rules refu
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuop.components.health_gate import CheckProps, HealthGate, HealthGateProps, PoolGateProps, job_name
 
@@ -243,3 +246,16 @@ def test_the_flux_overlay_waits_for_the_gate_jobs_and_recreates_a_changed_one(di
     assert sorted(c["name"] for c in k["spec"]["healthChecks"] if c["kind"] == "Job") == jobs
     assert all(j["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/force"] == "enabled"
                for j in _gate(dist, "mig-sharing"))
+
+
+_LABEL = "abcdefghijklmnopqrstuvwxyz0123456789-"
+
+
+@settings(max_examples=300, deadline=None)
+@given(pool=st.text(_LABEL, min_size=1, max_size=63).filter(lambda s: s[0] != "-" and s[-1] != "-"),
+       slug=st.sampled_from(["dcgm", "nccl", "cuda-gpu", "cuda-gpu-shared", "cuda-mig-1g-10gb", "cuda-mig-7g-80gb"]))
+def test_a_job_name_is_a_dns_label_and_names_one_pool_and_check(pool, slug):
+    name = job_name(pool, slug)
+    assert 1 <= len(name) <= 63 and re.fullmatch(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", name), name
+    other = job_name(pool + "x" if len(pool) < 63 else pool[:-1] + "x", slug)
+    assert other != name
