@@ -33,7 +33,7 @@ import hashlib
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuop.components.base import Component
-from gpuop.components.builders import meta
+from gpuop.components.builders import meta, taint_toleration
 from gpuop.components.props import Props
 from gpuop.kube.slots import slot
 
@@ -86,11 +86,6 @@ def job_name(pool: str, slug: str) -> str:
     return f"{name[:54].rstrip('-')}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
-def _toleration(key: str, value: str, effect: str) -> dict:
-    return ({"key": key, "operator": "Equal", "value": value, "effect": effect} if value
-            else {"key": key, "operator": "Exists", "effect": effect})
-
-
 def _job(p: HealthGateProps, pool: PoolGateProps, check: CheckProps, weight: int) -> dict:
     name = job_name(pool.pool, check.slug)
     labels = {"app.kubernetes.io/component": COMPONENT, "app.kubernetes.io/managed-by": "gpuop",
@@ -102,7 +97,7 @@ def _job(p: HealthGateProps, pool: PoolGateProps, check: CheckProps, weight: int
                                     "capabilities": {"drop": ["ALL"]}}
     container["resources"] = {"requests": {"cpu": "100m", "memory": "128Mi", **{r: n for r, n in check.resources.items()}},
                               "limits": {"cpu": "1", "memory": "1Gi", **{r: n for r, n in check.resources.items()}}}
-    tolerations = [_toleration(*t) for t in pool.tolerations]
+    tolerations = [taint_toleration(*t) for t in pool.tolerations]
     tolerations.append({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"})
     spec: dict = {"restartPolicy": "Never",
                   "automountServiceAccountToken": False,             # no check calls the API
