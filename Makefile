@@ -89,7 +89,7 @@ bench-gate: setup
 # takes about half an hour on two cores, so the default suite skips the lane) reconcile
 # gpuop's committed output on the rehearsal rig (docs/rehearsal.md).
 test-gitops: setup rig
-	GPUOP_GITOPS=1 $(PY) -m pytest -q tests/test_gitops_rehearsal.py
+	GPUOP_GITOPS=1 $(PY) -m pytest -q tests/test_gitops_rehearsal.py tests/test_health_gate_rehearsal.py
 
 bench-rehearsal: setup rig
 	$(PY) bench/rehearsal.py

@@ -28,6 +28,12 @@ def meta(name: str, namespace: str | None = None, labels: dict | None = None, an
     return m
 
 
+def taint_toleration(key: str, value: str, effect: str) -> dict:
+    """The toleration of a (key, value, effect) taint: Equal with a value, Exists without one."""
+    return ({"key": key, "operator": "Equal", "value": value, "effect": effect} if value
+            else {"key": key, "operator": "Exists", "effect": effect})
+
+
 SCC_RULE = {"apiGroups": ["security.openshift.io"], "resources": ["securitycontextconstraints"],
             "verbs": ["use"], "resourceNames": ["privileged"]}
 

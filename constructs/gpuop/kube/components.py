@@ -61,6 +61,7 @@ TABLE: tuple[Row, ...] = (
     Row("gpu-alerts", "gpu_alerts", 15, companion=True),
     Row("dashboards", "dashboards", 16, companion=True),   # gpuop's own: no Operator state, after every operand
     Row("queues", "queues", 17, companion=True),           # gpuop's own: Kueue's flavors and queues over the GPU pools
+    Row("health-gate", "health_gate", 18, companion=True),   # gpuop's own: the checks the engines run after the stack rolls
     # the profile and NVIDIA's chart name the validator last; its state comes right after the toolkit's
     Row("operator-validator", "validator", 5, "validator", versioned=True),
 )

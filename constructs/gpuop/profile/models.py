@@ -639,6 +639,33 @@ class NodeCount(Model):
         return self
 
 
+class HealthGate(Model):
+    """A GPU health check after the stack rolls (components/health_gate.py): `helm test` / Flux's HelmRelease
+    tests and Argo CD's PostSync hooks run it, and a failed check holds the next wave. The same fields on a pool
+    (spec.nodePools[].healthGate) override the cluster's (spec.healthGate) for that pool."""
+    enabled: bool | None = Field(None, description=(
+        "Run the health gate on the pool(s). Omitted: on a pool, the cluster's value; on the cluster, true (a "
+        "stack that rolls onto broken GPUs must not let the next wave start)."))
+    dcgmDiagLevel: int | None = Field(None, description=(
+        "DCGM diagnostics level (`dcgmi diag -r <level>`, 1 quick ~1 min, 2 medium ~2 min, 3 long ~30 min, "
+        "4 extended ~2 h per node; catalog health-gate.yaml), run against the node's standalone host engine "
+        "(spec.dcgm.enabled). 0: no DCGM diagnostics. Omitted: on a pool, the cluster's value; on the cluster, 1 "
+        "when spec.dcgm.enabled, else 0."))
+    cudaSample: bool | None = Field(None, description=(
+        "Run NVIDIA's CUDA vectorAdd sample once per resource the pool advertises (nvidia.com/gpu, each "
+        "nvidia.com/mig-<profile>, shared replicas), requesting one of it. Omitted: on a pool, the cluster's "
+        "value; on the cluster, true."))
+    nccl: bool | None = Field(None, description=(
+        "Run an NCCL all-reduce test (nccl-tests all_reduce_perf) across all GPUs of one node of the pool "
+        "(needs gpusPerNode >= 2 and whole GPUs). Omitted: on a pool, the cluster's value; on the cluster, false."))
+    ncclImage: Annotated[str, Field(min_length=3, max_length=255,
+                                    pattern=r"^[a-z0-9]+([._/-][a-z0-9]+)*:[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")] | None = Field(
+        None, description=(
+            "The NCCL test image below spec.images.registry (<path>:<tag>, mirrored and locked like every image): "
+            "NVIDIA publishes nccl-tests as source only, so you build it. Omitted: on a pool, the cluster's value; "
+            "required where nccl is on."))
+
+
 class NodePool(Model):
     name: PoolName = Field(description="DNS-1123 label, unique in the profile. Required.")
     allocation: Literal["devicePlugin", "dra"] = Field("devicePlugin", description=(
@@ -692,6 +719,8 @@ class NodePool(Model):
             "labels come from its node group, nothing changes on the nodes until the node group's label is "
             "changed, and a node labelled with a config the ConfigMap lacks fails to apply it. Remove a name "
             "once every node of the group carries the new label. Omitted: none kept."))
+    healthGate: HealthGate | None = Field(None, description=(
+        "This pool's health gate: each field set here overrides spec.healthGate's. Omitted: spec.healthGate."))
 
 
 class OperatorConfigMap(Model):
@@ -1009,6 +1038,9 @@ class ClusterSpec(Model):
         "Kueue queues for the GPU pools. Omitted: none written."))
     dashboards: Dashboards = Field(default_factory=Dashboards, description=(
         "Grafana dashboards of the cluster. Omitted: written."))
+    healthGate: HealthGate = Field(default_factory=HealthGate, description=(
+        "The GPU health gate after a rollout, for every pool (a pool's healthGate overrides it). Omitted: on, "
+        "CUDA samples per advertised resource, DCGM diagnostics level 1 where spec.dcgm.enabled, no NCCL test."))
 
 
 class ClusterProfile(Model):

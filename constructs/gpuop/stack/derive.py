@@ -25,6 +25,7 @@ from gpuop.components.node_labels import NodeLabelsProps
 from gpuop.components.node_status_exporter import NodeStatusExporterProps
 from gpuop.components.plugin_config import PluginConfigProps
 from gpuop.components.queues import FlavorProps, QueuesProps
+from gpuop.components.health_gate import CheckProps, HealthGateProps, PoolGateProps
 from gpuop.components.props import Placement, ServiceMonitorProps
 from gpuop.components.runtime_class import RuntimeClassProps
 from gpuop.components.toolkit import ASSET_HOOKS_DIR, ToolkitProps
@@ -250,3 +251,15 @@ def queues(plan: StackPlan) -> QueuesProps | None:
                            (covered, tuple(FlavorProps(name=f.name, node_labels=dict(f.node_labels),
                                                        tolerations=f.tolerations, quota=dict(f.quota)) for f in fl))
                            for covered, fl in q.resource_groups()))
+
+
+
+def health_gate(plan: StackPlan) -> HealthGateProps | None:
+    gate = plan.health_gate
+    if gate is None:
+        return None
+    return HealthGateProps(namespace=plan.namespace, pools=tuple(
+        PoolGateProps(pool=g.pool, node_selector=dict(g.node_selector), tolerations=g.tolerations, nodes=g.nodes,
+                      checks=tuple(CheckProps(kind=c.kind, slug=c.slug, image=c.image.ref, command=c.command,
+                                              resources=dict(c.resources), deadline=c.deadline) for c in g.checks))
+        for g in gate.pools))
