@@ -52,13 +52,29 @@ def failures(result) -> list[str]:
     return [f.line() for f in result.failures]
 
 
+@pytest.fixture(scope="module")
+def kueue():
+    """Kueue's controller manager (`make kueue`): required with CI=true, else its absence is a note."""
+    from gpuop.rehearse import rig
+
+    found = rig.kueue_binary()
+    if found is None and CI:
+        pytest.fail("Kueue's controller manager is needed with CI=true: `make kueue` builds it")
+    return found
+
+
 @pytest.mark.parametrize("cluster", EXAMPLES)
-def test_every_example_cluster_rehearses_as_planned(cluster, binaries, plans, dist, tmp_path):
+def test_every_example_cluster_rehearses_as_planned(cluster, binaries, kueue, plans, dist, tmp_path):
     result = rehearse(plans[cluster], dist, binaries, tmp_path)
     assert result.ok, "\n".join(failures(result))
     checks = {f.check for f in result.findings}
     assert "labels" in checks and "operand" in checks
     assert checks & {"probe", "claim"}, "no resource was probed"
+    queued = plans[cluster].queues is not None
+    if queued and kueue is not None:     # every device-plugin flavor of the ClusterQueue admitted by Kueue itself
+        flavors = {f.pool for f in result.findings if f.check == "queue"}
+        assert flavors == {q.name for q in plans[cluster].queues.flavors if any("/" in r and n for r, n in q.quota)}, flavors
+    assert ("queue" in checks) == (queued and kueue is not None)
 
 
 # ---- a corpus of our own: every platform, distribution, MIG and sharing mode, DRA, operator mode (helm, OLM) --
@@ -176,3 +192,18 @@ def test_the_command_reports_json_and_exits_3_on_a_difference(binaries, plans, d
     assert doc["ok"] is False and doc["clusters"]["lab-west"]["ok"] is False
     assert any(f["check"] == "operand" and f["pool"] == "training" and not f["ok"]
                for f in doc["clusters"]["lab-west"]["findings"])
+
+
+def test_a_cluster_queue_naming_a_flavor_that_does_not_exist_admits_nothing(binaries, kueue, plans, dist, tmp_path):
+    if kueue is None:
+        pytest.skip("Kueue's controller manager is not built (`make kueue`)")
+
+    def rename_train(d):
+        if d["kind"] == "ResourceFlavor" and d["metadata"]["name"] == "train":
+            d["metadata"]["name"] = "training"
+
+    out = broken(dist, "mig-sharing", tmp_path, "17-queues.yaml", rename_train)
+    result = rehearse(plans["mig-sharing"], out, binaries, tmp_path)
+    # Kueue holds the whole ClusterQueue inactive while a flavor it names is missing: nothing is admitted
+    assert {(f.check, f.pool) for f in result.failures} == {("queue", "batch"), ("queue", "infer"), ("queue", "train")}
+    assert all("is not admitted by Kueue" in f.message for f in result.failures)

@@ -316,3 +316,72 @@ def test_the_rig_builds_no_kubectl():
     assert "kubectl" not in build.BINARIES
     assert set(build.BINARIES) == {"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kwok",
                                    "nfd-master"}
+
+
+# ---- the queues step's probe Workloads (rehearse/queues.py), from the compiled queue objects ----------------
+
+def _queue_objects(name: str) -> list[dict]:
+    import yaml
+
+    path = REPO / "dist" / name / "manifests" / "17-queues.yaml"
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def test_a_probe_workload_per_device_plugin_flavor_pinned_and_tolerating_as_its_flavor():
+    from gpuop.rehearse import queues
+
+    workloads, skipped, added = queues.probes(_queue_objects("mig-sharing"), "gpuop-rehearse")
+    got = {w["metadata"]["labels"]["gpuop.dev/probe-flavor"]: w for w in workloads}
+    assert sorted(got) == ["batch", "infer", "train"] and skipped == []
+    train = got["train"]["spec"]["podSets"][0]["template"]["spec"]
+    assert train["nodeSelector"] == {"node.kubernetes.io/instance-type": "p5.48xlarge"}
+    assert train["tolerations"] == [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "operator": "Equal",
+                                     "value": "true"}]
+    assert train["containers"][0]["resources"]["requests"] == {"nvidia.com/mig-1g.10gb": "1"}
+    # queued where a user's job would be: a LocalQueue of the output feeding the ClusterQueue
+    lq = next(d for d in _queue_objects("mig-sharing") if d["kind"] == "LocalQueue")
+    assert {(w["metadata"]["namespace"], w["spec"]["queueName"]) for w in workloads} == {
+        (lq["metadata"]["namespace"], lq["metadata"]["name"])}
+    assert added == []
+
+
+def test_a_dra_flavor_is_noted_not_probed_and_a_queue_without_local_queue_gets_the_rehearsals_own():
+    from gpuop.rehearse import queues
+
+    objs = [d for d in _queue_objects("dra") if d["kind"] != "LocalQueue"]
+    workloads, skipped, added = queues.probes(objs, "gpuop-rehearse")
+    assert [f for f, _ in skipped] == ["infer"] and "DynamicResourceAllocation" in skipped[0][1]
+    assert [w["metadata"]["labels"]["gpuop.dev/probe-flavor"] for w in workloads] == ["batch"]
+    assert added == [{"apiVersion": queues.API, "kind": "LocalQueue",
+                      "metadata": {"name": "gpuop-probe-gpus", "namespace": "gpuop-rehearse"},
+                      "spec": {"clusterQueue": "gpus"}}]
+    assert workloads[0]["spec"]["queueName"] == "gpuop-probe-gpus"
+
+
+@pytest.mark.parametrize("status, want", [
+    ({"conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "ok"},
+                     {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "The workload is admitted"}],
+      "admission": {"podSetAssignments": [{"name": "main", "flavors": {"nvidia.com/gpu": "batch"}}]}},
+     (True, "nvidia.com/gpu on flavor batch")),
+    ({"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Pending",
+                      "message": "ClusterQueue gpus is inactive"}]},
+     (False, "QuotaReserved: Pending: ClusterQueue gpus is inactive")),
+    ({}, (False, "no condition yet")),
+])
+def test_admission_is_read_from_kueues_conditions_and_its_flavor_assignment(status, want):
+    from gpuop.rehearse import queues
+
+    assert queues.admitted({"status": status}) == want
+
+
+def test_the_certificates_are_mounted_only_once_kueue_wrote_both(tmp_path):
+    import base64
+
+    from gpuop.rehearse import queues
+
+    assert not queues.mount_certs({"data": {"tls.crt": base64.b64encode(b"c").decode()}}, tmp_path / "c")
+    assert not (tmp_path / "c").exists()
+    data = {k: base64.b64encode(k.encode()).decode() for k in ("tls.crt", "tls.key", "ca.crt")}
+    assert queues.mount_certs({"data": data}, tmp_path / "c")
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["tls.crt", "tls.key"]
+    assert (tmp_path / "c" / "tls.key").read_bytes() == b"tls.key"

@@ -18,6 +18,7 @@ digest that has it (a new pin of one module rebuilds that module only). Standard
     python3 tools/rehearsal/build.py --check      exit 0 when every binary is built, 1 when not
     python3 tools/rehearsal/build.py --flux ...   the same for Flux's controllers (the GitOps rehearsal)
     python3 tools/rehearsal/build.py --cosign ... the same for cosign (chart signing and its tests)
+    python3 tools/rehearsal/build.py --kueue ...  the same for Kueue (the queues' probe Workloads)
 
 Flux's source-, kustomize- and helm-controller (one Flux release, FLUX_RELEASE) are a group of their own:
 flux-source/, flux-kustomize/, flux-helm/ build into ~/.cache/gpuop/flux/<digest>/bin ($GPUOP_FLUX_DIR when
@@ -25,6 +26,7 @@ set), so the rig's folder and digest do not change with them. Flux builds on k8s
 rig's Kubernetes 1.35: each controller is a wrapper module of its own.
 
 cosign (COSIGN_VERSION, cosign/) builds into ~/.cache/gpuop/cosign/<digest>/bin ($GPUOP_COSIGN_DIR when set).
+Kueue's controller manager (KUEUE_VERSION, kueue/) into ~/.cache/gpuop/kueue/<digest>/bin ($GPUOP_KUEUE_DIR).
 """
 
 from __future__ import annotations
@@ -92,6 +94,17 @@ COSIGN_MODULES = (
             "-X sigs.k8s.io/release-utils/version.buildDate=1970-01-01T00:00:00Z")),
 )
 COSIGN_BINARIES = tuple(name for m in COSIGN_MODULES for _, name in m.commands)
+
+# Kueue's controller manager, the release whose CRDs gpuop ships (constructs/gpuop/verify/crds/kueue): the
+# rehearsal runs it to admit a probe Workload per ResourceFlavor of a cluster's queues
+KUEUE_VERSION = "v0.19.2"
+KUEUE_MODULES = (
+    Module("kueue", (("sigs.k8s.io/kueue/cmd/kueue", "kueue"),),
+           # without it the manager logs v0.0.0-main
+           (f"-X sigs.k8s.io/kueue/pkg/version.GitVersion={KUEUE_VERSION}",
+            "-X sigs.k8s.io/kueue/pkg/version.BuildDate=1970-01-01")),
+)
+KUEUE_BINARIES = tuple(name for m in KUEUE_MODULES for _, name in m.commands)
 
 # -trimpath: no build folder in the binaries; -s -w: no symbol or DWARF tables (a shorter link);
 # CGO_ENABLED=0: static binaries, no C compiler needed (etcd's bbolt and the rest are pure Go).
@@ -194,12 +207,19 @@ EXTRAS = {
                        ("config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml",), "flux-kustomize-crds.yaml"),
     "flux-helm": ("github.com/fluxcd/helm-controller",
                   ("config/crd/bases/helm.toolkit.fluxcd.io_helmreleases.yaml",), "flux-helm-crds.yaml"),
+    # every CRD the manager watches (it waits for the kinds it reconciles), from the module it is built from
+    "kueue": ("sigs.k8s.io/kueue",
+              tuple(f"config/components/crd/bases/kueue.x-k8s.io_{k}.yaml" for k in
+                    ("admissionchecks", "clusterqueues", "cohorts", "localqueues", "multikueueclusters",
+                     "multikueueconfigs", "provisioningrequestconfigs", "resourceflavors", "topologies",
+                     "workloadpriorityclasses", "workloads")),
+              "kueue-crds.yaml"),
 }
 # group -> (the environment variable naming its folder, its modules)
 GROUPS = {"rig": ("GPUOP_RIG_DIR", MODULES), "flux": ("GPUOP_FLUX_DIR", FLUX_MODULES),
-          "cosign": ("GPUOP_COSIGN_DIR", COSIGN_MODULES)}
+          "cosign": ("GPUOP_COSIGN_DIR", COSIGN_MODULES), "kueue": ("GPUOP_KUEUE_DIR", KUEUE_MODULES)}
 # group -> its binaries (what --only may name)
-GROUP_BINARIES = {"rig": BINARIES, "flux": FLUX_BINARIES, "cosign": COSIGN_BINARIES}
+GROUP_BINARIES = {"rig": BINARIES, "flux": FLUX_BINARIES, "cosign": COSIGN_BINARIES, "kueue": KUEUE_BINARIES}
 
 
 def write_extras(out: Path, m: Module, env: dict[str, str]) -> None:
@@ -270,9 +290,10 @@ def main(argv: list[str] | None = None) -> int:
     which = ap.add_mutually_exclusive_group()
     which.add_argument("--flux", action="store_true", help="Flux's controllers instead of the rig")
     which.add_argument("--cosign", action="store_true", help="cosign instead of the rig")
+    which.add_argument("--kueue", action="store_true", help="Kueue's controller manager instead of the rig")
     ap.add_argument("--only", default="", help="with --flux: these controllers only (comma-separated binary names)")
     args = ap.parse_args(argv)
-    group = "flux" if args.flux else "cosign" if args.cosign else "rig"
+    group = "flux" if args.flux else "cosign" if args.cosign else "kueue" if args.kueue else "rig"
     only = {n for n in args.only.split(",") if n}
     unknown = only - set(GROUP_BINARIES[group])
     if unknown:

@@ -8,6 +8,7 @@ Checks (ids, one per kind of finding):
 - `operand`: a DaemonSet component runs on a different number of the pool's nodes than the plan says;
 - `probe`: a Pod requesting one of a pool's advertised resources was not scheduled onto that pool;
 - `claim`: a Pod using a ResourceClaimTemplate was not allocated on the template's pool;
+- `queue`: Kueue's manager did not admit a probe Workload onto a ResourceFlavor of gpuop's ClusterQueue;
 - `daemonset` (a note): a DaemonSet that is no GPU operand (NFD's worker in operator mode), with its counts;
 - `not-rehearsed` (a note, never a failure): an object of a kind no installed CRD serves.
 """
@@ -24,7 +25,9 @@ PROVES = ("admission: every object is accepted by a real kube-apiserver (schemas
           "pools the plan says, and nowhere else",
           "scheduling: a Pod asking for each advertised resource (GPU, MIG profile, shared replica) lands on "
           "its pool",
-          "DRA allocation: the scheduler allocates every claim template on its pool through gpuop's DeviceClasses")
+          "DRA allocation: the scheduler allocates every claim template on its pool through gpuop's DeviceClasses",
+          "queues: Kueue's own manager admits a Workload onto each device-plugin flavor of gpuop's ClusterQueue "
+          "(when built: `make kueue`)")
 CANNOT = ("nodes are kwok fakes: no kubelet, container runtime, driver, NVML or GPU",
           "no container starts: images, commands, init containers, probes, mounts and host paths are not run",
           "what node agents do is simulated from the plan: the device plugin's resources appear where its pod "
@@ -36,7 +39,7 @@ CANNOT = ("nodes are kwok fakes: no kubelet, container runtime, driver, NVML or 
 @dataclass(frozen=True)
 class Finding:
     cluster: str
-    check: str                    # refused | labels | operand | probe | claim | not-rehearsed
+    check: str                    # refused | labels | operand | probe | claim | queue | not-rehearsed
     ok: bool
     message: str
     pool: str = ""

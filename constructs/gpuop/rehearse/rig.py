@@ -133,6 +133,16 @@ def missing_for_rehearsal(bins: dict[str, Path]) -> str:
     return ""
 
 
+def kueue_binary() -> Path | None:
+    """Kueue's controller manager when built (tools/rehearsal/build.py --kueue; `make kueue`), else None: the
+    rehearsal then notes the queues' admission as not rehearsed. Never built here: it is a build of its own."""
+    if not BUILD_SCRIPT.is_file() or _build_script("--kueue", "--check").returncode != 0:
+        return None
+    where = _build_script("--kueue", "--print-dir")
+    path = Path(where.stdout.strip()) / "kueue"
+    return path if where.returncode == 0 and os.access(path, os.X_OK) else None
+
+
 def nfd_crds(folder: Path | None = None) -> Path:
     """NFD's own CRDs (NodeFeature, NodeFeatureRule, NodeFeatureGroup) from the module the rig pins."""
     path = (folder or rig_dir(build=False)) / NFD_CRDS_FILE
@@ -438,7 +448,7 @@ class ControlPlane:
             if self._created_workdir:
                 shutil.rmtree(self.workdir, ignore_errors=True)
             else:                       # a folder the caller gave: only what the rig put there
-                for sub in ("pki", "etcd", "logs", "kwok.yaml", "nfd-master.conf",
+                for sub in ("pki", "etcd", "logs", "kwok.yaml", "nfd-master.conf", "kueue.conf", "kueue-certs",
                             *(f"{n}.kubeconfig" for n in self.identities)):
                     target = self.workdir / sub
                     if target.is_dir():
@@ -561,12 +571,35 @@ class ControlPlane:
         if wait:
             self.wait_nfd_master()
 
+    def start_kueue(self, binary: Path, config: str) -> None:
+        """Kueue's controller manager, out of cluster, with this Configuration (rehearse/queues.py writes it on
+        the ports `kueue_ports()` gives). It starts its certificate bootstrap and waits for the certificate
+        files (the caller mounts them); `wait_kueue()` waits for its health check."""
+        self._bins["kueue"] = Path(binary)
+        conf = self.workdir / "kueue.conf"
+        conf.write_text(config)
+        self._spawn("kueue", [f"--config={conf}", "--zap-log-level=info"], env={"KUBECONFIG": str(self.kubeconfig)})
+
+    def kueue_ports(self) -> dict[str, int]:
+        for name in ("kueue-health", "kueue-metrics", "kueue-webhook"):
+            self._ports.setdefault(name, free_port())
+        return {"health": self._ports["kueue-health"], "metrics": self._ports["kueue-metrics"],
+                "webhook": self._ports["kueue-webhook"]}
+
+    def wait_kueue(self, timeout: float = 120.0) -> None:
+        self._wait(lambda: self._http_ok(f"http://127.0.0.1:{self._ports['kueue-health']}/readyz"), timeout,
+                   "kueue readyz", "kueue")
+
     def wait_nfd_master(self) -> None:
         """nfd-master answering its health check (started by start_nfd_master(wait=False))."""
         self._wait(lambda: self._http_ok(f"http://127.0.0.1:{self._ports['nfd-master']}/healthz"),
                    self.start_timeout, "nfd-master healthz")
 
     # -- readiness --
+
+    def check_alive(self) -> None:
+        """RigError, with the log's tail, when a process the rig started (Kueue's manager too) has exited."""
+        self._check_alive()
 
     def _check_alive(self) -> None:
         for proc in self._procs.values():

@@ -17,7 +17,8 @@ The steps, in the order a real cluster sees them:
 5. the node agents the fakes lack, simulated where their pods run: the device plugin advertises the pool's
    resources on its nodes, GFD labels MPS nodes `nvidia.com/mps.capable`, and the DRA kubelet plugin (on
    nodes with its deploy label) publishes ResourceSlices; then the DaemonSets settle again;
-6. probes: a Pod per advertised resource, a Pod per claim template; the scheduler places them.
+6. probes: a Pod per advertised resource, a Pod per claim template; the scheduler places them;
+7. queues (when the output has Kueue objects): Kueue's own manager admits a probe Workload per flavor (queues.py).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from gpuop.errors import Issue, UserError
 from gpuop.plan.model import StackPlan
-from gpuop.rehearse import expect, fleet, objects
+from gpuop.rehearse import expect, fleet, objects, queues
 from gpuop.rehearse.report import ClusterResult, Finding
 
 PROBE_NAMESPACE = "gpuop-rehearse"
@@ -70,14 +71,17 @@ def rehearse(plans: list[StackPlan], output: Path, binaries=None, workdir: Path 
     missing = rig.missing_for_rehearsal(binaries)
     if missing:      # a KUBEBUILDER_ASSETS folder with envtest's two binaries only, say: said before any start
         raise UserError(Issue("gpuop rehearse", 0, 0, "", missing))
+    # Kueue's manager, when some cluster has queues and it is built (`make kueue`); else their admission is a note
+    kueue = rig.kueue_binary() if any(queues.probes(o.objects, PROBE_NAMESPACE)[0] for _, o in loaded) else None
     results = []
     with tempfile.TemporaryDirectory(prefix="gpuop-rehearse-", dir=workdir) as tmp:
         for plan, out in loaded:
-            results.append(rehearse_cluster(rig, plan, out, Path(tmp) / plan.name, binaries))
+            results.append(rehearse_cluster(rig, plan, out, Path(tmp) / plan.name, binaries, kueue))
     return results
 
 
-def rehearse_cluster(rig, plan: StackPlan, out: objects.Output, workdir: Path, binaries=None) -> ClusterResult:
+def rehearse_cluster(rig, plan: StackPlan, out: objects.Output, workdir: Path, binaries=None,
+                     kueue: Path | None = None) -> ClusterResult:
     start = time.monotonic()
     fl = fleet.build(plan)
     exp = expect.expectations(plan, fl)
@@ -86,7 +90,7 @@ def rehearse_cluster(rig, plan: StackPlan, out: objects.Output, workdir: Path, b
     up = time.monotonic()
     with rig.ControlPlane(workdir, binaries=binaries, kwok=True, nfd_master=False, wait=False) as cp:
         result.steps["up"] = round(time.monotonic() - up, 3)
-        Rehearsal(plan, out, fl, exp, Api(cp, rig.ApiError), result).run()
+        Rehearsal(plan, out, fl, exp, Api(cp, rig.ApiError), result, kueue).run()
         stop = time.monotonic()
     result.steps["stop"] = round(time.monotonic() - stop, 3)
     result.seconds = time.monotonic() - start
@@ -127,8 +131,8 @@ class Api:
 
 
 class Rehearsal:
-    def __init__(self, plan, out, fl, exp, api: Api, result: ClusterResult):
-        self.plan, self.out, self.fleet, self.exp = plan, out, fl, exp
+    def __init__(self, plan, out, fl, exp, api: Api, result: ClusterResult, kueue: Path | None = None):
+        self.plan, self.out, self.fleet, self.exp, self.kueue = plan, out, fl, exp, kueue
         self.cp, self.client, self.result = api.cp, api, result
         self.pool_of = {n.name: n.pool for n in fl.nodes}
 
@@ -181,6 +185,10 @@ class Rehearsal:
             self.probes()
         with self.step("claims"):
             self.claims()
+        workloads, skipped, added = queues.probes(self.out.objects, PROBE_NAMESPACE)
+        if workloads or skipped:
+            with self.step("queues"):
+                self.queues(workloads, skipped, added)
 
     def install_crds(self) -> None:
         """The CRDs, each until Established, then until discovery serves their kinds."""
@@ -412,6 +420,60 @@ class Rehearsal:
         for (e, c), got in zip(todo, self._schedule(pods)):
             self._judge(e, got, "claim", "ResourceClaimTemplate", c.namespace, c.template,
                         f"a pod using claim template {c.template}", claim=True)
+
+    def queues(self, workloads: list[dict], skipped: list[tuple[str, str]], added: list[dict]) -> None:
+        """Kueue's manager admits a probe Workload per flavor (rehearse/queues.py), or the step is a note."""
+        for flavor, why in skipped:
+            self.add(check="not-rehearsed", ok=True, kind="ResourceFlavor", name=flavor, message=why)
+        if not workloads:
+            return
+        if self.kueue is None:
+            self.add(check="not-rehearsed", ok=True, kind="ClusterQueue", message=(
+                "Kueue's controller manager is not built (`make kueue`): whether Kueue admits work onto each "
+                "flavor is not rehearsed"))
+            return
+        problems = self.cp.apply(queues.crds(self.kueue.parent) + queues.install_objects(), server_side=True,
+                                 field_manager=FIELD_MANAGER, force=True, workers=WORKERS)
+        if problems:
+            raise RuntimeError(f"Kueue's install on the rehearsal API server: {problems[0]}")
+        certdir = self.cp.workdir / "kueue-certs"
+        self.cp.start_kueue(self.kueue, queues.config(self.cp.workdir, self.cp.kueue_ports()))
+        # the kubelet's part: Kueue writes its certificates into the Secret, its pod sees them as files
+        self.cp.wait_for(lambda: queues.mount_certs(self.client.get("v1", "Secret", queues.SECRET, queues.NAMESPACE),
+                                                    certdir), 120.0, "Kueue's webhook certificates in its Secret")
+        self.cp.wait_kueue()
+        self.cp.map(self.client.ensure, added, WORKERS)
+
+        def create(wl: dict) -> str:
+            try:
+                self.client.create(wl)
+                return ""
+            except self.client.error as exc:
+                return getattr(exc, "message", str(exc))
+
+        refused = self.cp.map(create, workloads, WORKERS)
+        for wl, why in zip(workloads, refused):
+            if why:
+                self.add(check="queue", ok=False, pool=wl["metadata"]["labels"]["gpuop.dev/probe-flavor"],
+                         kind="Workload", namespace=wl["metadata"]["namespace"], name=wl["metadata"]["name"],
+                         message=f"the probe Workload is refused by the API server: {why}")
+        workloads = [wl for wl, why in zip(workloads, refused) if not why]
+        got = queues.wait_admitted(lambda w: self.client.get(queues.API, "Workload", w["metadata"]["name"],
+                                                            w["metadata"]["namespace"]), workloads,
+                                   self.cp.check_alive)
+        for wl, now in zip(workloads, got):
+            meta = wl["metadata"]
+            flavor = meta["labels"]["gpuop.dev/probe-flavor"]
+            resource = next(iter(wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]
+                                 ["requests"]))
+            ok, said = queues.admitted(now)
+            on_flavor = ok and f"{resource} on flavor {flavor}" in said
+            what = f"a Workload requesting 1 {resource} on queue {wl['spec']['queueName']}"
+            self.add(check="queue", ok=on_flavor, pool=flavor, kind="Workload", namespace=meta["namespace"],
+                     name=meta["name"], expected=flavor, actual=said,
+                     message=(f"{what} is admitted by Kueue: {said}" if on_flavor else
+                              f"{what} is admitted, but not onto flavor {flavor}: {said}" if ok else
+                              f"{what} is not admitted by Kueue: {said}"))
 
     def _judge(self, e, got: dict, check: str, kind: str, ns: str, name: str, what: str, claim: bool = False):
         if "refused" in got:
