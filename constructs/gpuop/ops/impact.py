@@ -86,7 +86,12 @@ RESTARTS = {"device-plugin": ("device-plugin-restart", "device plugin restarts: 
             "dcgm": ("metrics-gap", "metrics gap while the DCGM host engine restarts"),
             "node-status-exporter": ("metrics-gap", "metrics gap while the node status exporter restarts"),
             "gpu-feature-discovery": ("labels-refresh", "GPU feature labels refreshed; nothing for workloads"),
-            "operator-validator": ("labels-refresh", "validation re-runs; nothing for workloads")}
+            "operator-validator": ("labels-refresh", "validation re-runs; nothing for workloads"),
+            # a restarted MIG manager finds the node's selected config applied and returns before it stops any
+            # GPU client (NVIDIA/mig-parted pkg/mig/reconfigure/reconfigure.go: "MIG configuration already applied")
+            "mig-manager": ("labels-refresh", "MIG manager restarts: the selected MIG config is already applied, so "
+                            "it leaves the GPUs as they are and sets nvidia.com/mig.config.state again; nothing for "
+                            "workloads")}
 
 
 @dataclass(frozen=True)
@@ -469,6 +474,7 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
     bump = _operator_bump(cluster, old_entry, new_entry) if switch is None else None
     effects += [e for e in (switch, bump) if e is not None]
     effects += _release_move(cluster, old_entry, new_entry) if switch is None else []
+    effects += _nfd_move(cluster, old, new)
     # an operator version change rolls every operand: the chart's helm.sh/chart label is on each pod template
     rolled = {k for k, o in after.items() if k[0] == "DaemonSet"} if bump is not None else set()
     for key in sorted(changed_objects | rolled):
@@ -656,6 +662,56 @@ def _release_move(cluster: str, old_entry: dict | None, new_entry: dict | None) 
         if changed:
             parts.append("chart defaults changed: " + ", ".join(changed))
     return [Effect(cluster, "cluster", "release-move", "; ".join(parts), objects=(f"{cluster}/",))]
+
+
+# NFD as gpuop deploys it (spec.nfd.mode deploy): its HelmRelease or Application, at fixed places of the output
+NFD_RELEASES = ("flux/nfd-helmrelease.yaml", "flux-overlay/nfd/helmrelease.yaml", "argocd/nfd-application.yaml")
+NFD_CHART = "node-feature-discovery"
+# values of NFD's chart that only its master, garbage collector or topology updater read: the worker keeps its pods
+NFD_NOT_WORKER = ("master", "gc", "topologyUpdater")
+
+
+def _nfd_release(tree: dict, cluster: str) -> dict | None:
+    """NFD's chart version, values, release and namespace as the cluster's output deploys it; None without NFD."""
+    for rel in NFD_RELEASES:
+        for d in _docs(tree.get(f"{cluster}/{rel}")):
+            spec = d.get("spec") or {}
+            if d.get("kind") == "HelmRelease":
+                chart = (spec.get("chart") or {}).get("spec") or {}
+                return {"version": str(chart.get("version") or ""), "values": spec.get("values") or {},
+                        "release": spec.get("releaseName") or d["metadata"].get("name", ""),
+                        "namespace": spec.get("targetNamespace") or ""}
+            if d.get("kind") == "Application" and (spec.get("source") or {}).get("chart") == NFD_CHART:
+                source = spec["source"]
+                helm = source.get("helm") or {}
+                return {"version": str(source.get("targetRevision") or ""), "values": helm.get("valuesObject") or {},
+                        "release": helm.get("releaseName") or d["metadata"].get("name", ""),
+                        "namespace": (spec.get("destination") or {}).get("namespace") or ""}
+    return None
+
+
+def _nfd_worker(nfd: dict) -> str:
+    """The worker DaemonSet NFD's chart names: <fullname>-worker, the fullname being the release when it contains
+    the chart's name (deployment/helm/node-feature-discovery/templates/_helpers.tpl)."""
+    release = nfd["release"]
+    full = nfd["values"].get("fullnameOverride") or (release if NFD_CHART in release else f"{release}-{NFD_CHART}")
+    return f"DaemonSet {nfd['namespace']}/{full}-worker"
+
+
+def _nfd_move(cluster: str, old: dict, new: dict) -> list[Effect]:
+    """NFD's chart moved (a release move brings the release's NFD) or the values its worker reads changed: the
+    worker's pods restart on every node, before the GPU stack's release (its dependsOn); nfd-master keeps the
+    node labels it set."""
+    a, b = _nfd_release(old, cluster), _nfd_release(new, cluster)
+    if a is None or b is None:
+        return []
+    worker = {k: v for k, v in a["values"].items() if k not in NFD_NOT_WORKER}
+    if a["version"] == b["version"] and worker == {k: v for k, v in b["values"].items() if k not in NFD_NOT_WORKER}:
+        return []
+    what = f"NFD chart {a['version']} -> {b['version']}" if a["version"] != b["version"] else "NFD worker settings"
+    return [Effect(cluster, "cluster", "labels-refresh", f"{what}: the NFD worker restarts on every node, before the "
+                   "GPU stack's release (dependsOn), and reports the node's features again; nfd-master keeps the "
+                   "labels; nothing for workloads", objects=(_nfd_worker(b),))]
 
 
 def _chart_changes(old: dict, new: dict) -> tuple[list[str], list[str]]:
