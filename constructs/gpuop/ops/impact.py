@@ -269,6 +269,20 @@ def _duration(seconds: int) -> str:
     return f"{h}h{m:02d}m" if h else f"{m}m"
 
 
+def _rolling_waves(strategy: dict, nodes: int | None) -> int | None:
+    """The rounds the DaemonSet controller rolls `nodes` nodes' pods in: maxUnavailable nodes at a time (1 when the
+    manifest sets no update strategy: the API server's default, RollingUpdate with maxUnavailable 1); a percentage
+    is rounded up, at least one node per wave. None: node count unknown, or OnDelete (nothing rolls by itself)."""
+    if not nodes or strategy.get("type") == "OnDelete":
+        return None
+    most = (strategy.get("rollingUpdate") or {}).get("maxUnavailable", 1)
+    if isinstance(most, str) and most.endswith("%"):
+        per_wave = max(1, math.ceil(nodes * int(most[:-1]) / 100))
+    else:
+        per_wave = max(int(most), 1)
+    return math.ceil(nodes / per_wave)
+
+
 def _driver_roll(ds: dict, old_ds: dict | None, nodes: int | None) -> dict:
     """What a driver DaemonSet's roll does: the text and its nodes, waves and time bounds."""
     spec = ds["spec"]
@@ -295,14 +309,9 @@ def _driver_roll(ds: dict, old_ds: dict | None, nodes: int | None) -> dict:
             f"driver reinstall{version} on each node when its driver pod is deleted (autoUpgrade off: "
             f"updateStrategy OnDelete); then {evict}, {drain}, up to {_duration(per_node)} per node")}
     most = (strategy.get("rollingUpdate") or {}).get("maxUnavailable", 1)
-    if isinstance(most, str) and most.endswith("%"):
-        parallel = f"{most} of the nodes at a time"
-        # the DaemonSet controller rounds a percentage up (at least one node per wave)
-        per_wave = max(1, math.ceil(nodes * int(most[:-1]) / 100)) if nodes else None
-    else:
-        parallel = f"{most} node(s) at a time"
-        per_wave = max(int(most), 1)
-    waves = math.ceil(nodes / per_wave) if nodes and per_wave else None
+    parallel = f"{most} of the nodes at a time" if isinstance(most, str) and most.endswith("%") else \
+        f"{most} node(s) at a time"
+    waves = _rolling_waves(strategy, nodes)
     total = waves * per_node if waves is not None else None
     where = f"{nodes} node(s) -> {waves} wave(s)" if waves is not None else "node count unknown: set nodes on the pool"
     bound = f"; up to {_duration(total)} in all" if total is not None else ""
@@ -487,7 +496,9 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
         ds = a or b
         component = _component(ds)
         template_changed.add(component)
-        common = {"nodes": all_nodes, "waves": 1, "objects": (_obj_key(ds), *_deploy_rule(before, after, component))}
+        # the pods roll node by node as the DaemonSet's update strategy allows (RollingUpdate, 1 at a time by default)
+        common = {"nodes": all_nodes, "waves": _rolling_waves(ds["spec"].get("updateStrategy") or {}, all_nodes),
+                  "objects": (_obj_key(ds), *_deploy_rule(before, after, component))}
         if component == "driver":
             continue                               # per pool below: a pool may move between DaemonSets
         elif component == "container-toolkit":
