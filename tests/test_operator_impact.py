@@ -364,11 +364,15 @@ def test_an_operator_version_change_rolls_every_operand_and_keeps_the_loaded_dri
         "cluster: GPU Operator v26.3.3 -> v26.7.0: the operator is replaced, its CRDs upgraded by the chart's "
         "pre-upgrade hook, and every operand DaemonSet of the ClusterPolicy rolls (the chart's helm.sh/chart label "
         "is on each one's pod template; NVIDIADriver CRs' driver DaemonSets do not carry it)")
-    # keep-operator's drivers are NVIDIADriver CRs' (two drivers): their pods do not restart
-    kinds = sorted((e.scope, e.kind) for e in effects[1:])
-    assert kinds == [("all GPU nodes", "device-plugin-restart"), ("all GPU nodes", "labels-refresh"),
-                     ("all GPU nodes", "labels-refresh"), ("all GPU nodes", "metrics-gap"),
-                     ("all GPU nodes", "runtime-reconfigure")], kinds
+    # keep-operator's drivers are NVIDIADriver CRs' (two drivers): their pods do not restart; the MIG manager's do,
+    # and it leaves the applied MIG config as it is
+    kinds = sorted((e.scope, e.kind, e.objects[0].rpartition("/")[2]) for e in effects[1:])
+    assert kinds == [("all GPU nodes", "device-plugin-restart", "nvidia-device-plugin-daemonset"),
+                     ("all GPU nodes", "labels-refresh", "gpu-feature-discovery"),
+                     ("all GPU nodes", "labels-refresh", "nvidia-mig-manager"),
+                     ("all GPU nodes", "labels-refresh", "nvidia-operator-validator"),
+                     ("all GPU nodes", "metrics-gap", "nvidia-dcgm-exporter"),
+                     ("all GPU nodes", "runtime-reconfigure", "nvidia-container-toolkit-daemonset")], kinds
     assert "labels, annotations or delivery objects only" not in impact.render(impact.impact(old, new))
 
 
