@@ -2,7 +2,8 @@
 a corpus of profiles (tests/data/operator-corpus: every setting the mapping table covers, each platform), the
 profile compiled in operator mode -> NVIDIA's chart (Helm 4's engine) with gpuop's values -> the CRDs'
 structural defaults -> NVIDIA's GPU Operator controller code of the profile's release (v26.7.0: the shared
-../shared/tools/nvidia-operator; v26.3.3 and v25.10.1: the same tool built at their tags, `od.oracle`) gives
+../shared/tools/nvidia-operator; v26.3.3 and v25.10.1: the same tool built at their tags by
+tools/nvidia-operator/build_release.py, `od.oracle`) gives
 DaemonSets equal to gpuop's static stack for the same profile on every node-visible field (images, containers,
 command/args, env, volumes and mounts, security context, host namespaces, tolerations, placement, runtimeClass,
 probes, resources), except the differences in ALLOWED, each with its reason. Every case runs once per stack
@@ -203,8 +204,8 @@ def cases(request, tmp_path_factory) -> list[Case]:
         if release == NEWEST:
             tool("nvidia-operator")          # the shared tool: skipped or failed as every tool is (conftest)
         pytest.skip(f"NVIDIA's operator code at {cat.release(release).operatorVersion} is not built at {render}: run "
-                    "../shared/tools/nvidia-operator/build.sh on a checkout of that tag from a copy of the tool folder "
-                    f"there (under nice -n 15), or set {od.BUILDS_ENV}")
+                    f"tools/nvidia-operator/build_release.py {cat.release(release).operatorVersion} on a checkout of "
+                    f"that tag (docs/operator.md), or set {od.BUILDS_ENV}")
 
     def one(path: Path) -> Case:
         (plan,), _ = plan_all([path])

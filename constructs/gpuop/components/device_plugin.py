@@ -157,7 +157,7 @@ class DevicePlugin(Component):
         container["env"] = merge_env(container["env"], p.env_overrides)
         if p.args is not None:
             container["args"] = list(p.args)
-        init = validation_init("toolkit", p.validator_image, [
+        init = validation_init("toolkit", p, [
             mount("run-nvidia-validations", "/run/nvidia/validations", propagation="HostToContainer")],
             wait_for="toolkit")
         pod_spec = {

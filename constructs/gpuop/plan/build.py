@@ -168,6 +168,9 @@ def build_plan(valid: Validated, cat: Catalog) -> StackPlan:
         distribution=spec.platform.distribution or "generic",
         runtime_config_source=dist.containerd.configSource if dist.containerd and runtime == "containerd" else None,
         driver_root=spec.hostPaths.driverInstallDir or dist.driverRoot or "/run/nvidia/driver",
+        **({"driver_sysfs": (release.driverSysfs.name, release.driverSysfs.path, release.driverSysfs.type)}
+           if release.driverSysfs else {}),
+        init_resources=release.initContainerResources,
         root_fs=spec.hostPaths.rootFS,
         toolkit_install_dir=dist.toolkitInstallDir or "/usr/local/nvidia",
         kubelet_root_dir=spec.hostPaths.kubeletRootDir,

@@ -592,6 +592,9 @@ class StackPlan:
     distribution: str = "generic"                      # spec.platform.distribution (catalog/distributions.py)
     runtime_config_source: str | None = None          # toolkit RUNTIME_CONFIG_SOURCE (None: the toolkit's default)
     driver_root: str = "/run/nvidia/driver"           # hostPaths.driverInstallDir (GKE: Google's installer's)
+    driver_sysfs: tuple[str, str, str] = ("host-sys-devices-system", "/sys/devices/system", "Directory")
+                                                        # the release's driver sysfs mount (name, path, hostPath type)
+    init_resources: bool = True                       # the release's operator gives its init containers resources
     root_fs: str = "/"                                  # hostPaths.rootFS
     toolkit_install_dir: str = "/usr/local/nvidia"      # toolkit.installDir (GKE COS: /home/kubernetes/bin/nvidia)
     driver_flavours: tuple[str, ...] = ()               # the driver flavours it installs (catalog/data/licences.yaml);

@@ -64,7 +64,8 @@ def _monitor(m: Monitor | None) -> ServiceMonitorProps | None:
 def _daemonset(plan: StackPlan, image: str) -> dict:
     """The props every validated GPU DaemonSet shares (components/props.py ValidatedProps)."""
     return {"namespace": plan.namespace, "image": plan.image(image).ref,
-            "validator_image": plan.image("validator").ref, "placement": placement(plan)}
+            "validator_image": plan.image("validator").ref, "placement": placement(plan),
+            "init_resources": plan.init_resources}
 
 
 def namespace(plan: StackPlan) -> NamespaceProps:
@@ -122,12 +123,14 @@ def driver(plan: StackPlan) -> DriverProps | None:
                        manager_image=plan.image("driverManager").ref, runtime=plan.runtime,
                        image_registry=plan.values["imageRegistry"],
                        kernel_module_type=plan.kernel_module_type, placement=placement(plan),
+                       init_resources=plan.init_resources,
                        gpu_pod_eviction=u.gpu_pod_deletion, auto_drain=u.drain,
                        drain_timeout=f"{u.timeout_seconds}s", drain_force=u.force,
                        drain_delete_emptydir=u.delete_empty_dir, drain_pod_selector=u.pod_selector,
                        auto_upgrade=u.auto, max_parallel_upgrades=u.max_parallel, **_operand(plan, "driver"),
                        repo_config=plan.driver_repo_config, cert_config=plan.driver_cert_config,
-                       gds_image=sidecars.get("gds"), gdrcopy_image=sidecars.get("gdrcopy"), digests=digests)
+                       gds_image=sidecars.get("gds"), gdrcopy_image=sidecars.get("gdrcopy"), digests=digests,
+                       sysfs_mount=plan.driver_sysfs)
 
 
 def toolkit(plan: StackPlan) -> ToolkitProps | None:
@@ -142,7 +145,8 @@ def toolkit(plan: StackPlan) -> ToolkitProps | None:
 def validator(plan: StackPlan) -> ValidatorProps:
     return ValidatorProps(namespace=plan.namespace, image=plan.image("validator").ref,
                           device_plugin=plan.device_plugin, mig_strategy=mig_strategy(plan),
-                          pull_secrets=plan.pull_secrets, placement=placement(plan))
+                          pull_secrets=plan.pull_secrets, placement=placement(plan),
+                          init_resources=plan.init_resources)
 
 
 def plugin_config(plan: StackPlan) -> PluginConfigProps | None:

@@ -64,19 +64,24 @@ def check_overlapping_driver_selectors(ctx: Context) -> list:
         return []
     out = []
     pools = spec.nodePools
+    exclusive = ctx.cat.release(spec.release).nvidiaDriverNodes == "exclusive"
     for g in groups:
-        if g.default:
-            continue                     # the default CR is the fallback: it never competes
+        if g.default and not exclusive:
+            continue                     # the default CR is the fallback (v26.7 assigns owners): it never competes
         for other in groups:
             if other is g:
                 continue
             for j in other.pool_indexes:
                 if pools_overlap(g.node_selector, tuple(sorted(pools[j].nodeSelector.items()))):
-                    out.append(at(("spec", "nodePools", g.pool_indexes[0], "nodeSelector"),
+                    where = (("spec", "nodePools", g.pool_indexes[0], "nodeSelector") if g.pool_indexes
+                             else ("spec", "release"))
+                    out.append(at(where,
                                   f"NVIDIADriver {g.name!r} (driver {g.version}, pools {', '.join(g.pools)}) selects "
                                   f"{_fmt(g.node_selector)}, which can match the nodes of pool {pools[j].name!r} "
                                   f"(driver {other.version}); the operator refuses NVIDIADriver CRs whose "
-                                  "nodeSelectors overlap (NVIDIA/gpu-operator controllers/nvidiadriver_controller.go); "
+                                  "nodeSelectors overlap (NVIDIA/gpu-operator controllers/nvidiadriver_controller.go"
+                                  + ("; before 26.7 the default CR is no fallback: it selects its own pools' nodes, "
+                                     "internal/validator/validator.go" if exclusive else "") + "); "
                                   "give the pools of each driver a label the others do not have"))
                     break
     return out
