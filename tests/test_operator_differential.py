@@ -237,8 +237,19 @@ def unexplained(case: Case) -> list[str]:
     return problems
 
 
+# What NVIDIA's operator at v25.10.1 deploys that the 25.10 catalog does not hold yet (docs/operator.md, "Per
+# release"): strict, so the day the catalog holds them this fails and the mark goes
+NOT_YET = {"25.10": "v25.10.1's chart has no extraObjects template (per-pool NVIDIADriver CRs and the NodeFeatureRule "
+                    "never reach the cluster); its driver has no DRIVER_CONFIG_DIGEST, an inline startup probe and no "
+                    "OPENSHIFT_VERSION / GDS_ENABLED / GDRCOPY_ENABLED env; DCGM and its exporter have no probes; GFD, "
+                    "MIG manager and toolkit env gpuop sets that v25.10.1 does not"}
+
+
 @pytest.mark.slow
-def test_operator_mode_deploys_what_the_static_stack_deploys(cases):
+def test_operator_mode_deploys_what_the_static_stack_deploys(cases, request):
+    release = request.node.callspec.params["cases"]
+    if release in NOT_YET:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=NOT_YET[release]))
     # every example and corpus profile on the newest release; on an older one those its chart and matrix allow
     assert len(cases) >= (15 if all(c.spec.release in (None, NEWEST) for c in cases) else 10)
     problems = [p for c in cases for p in unexplained(c)]
