@@ -57,13 +57,13 @@ def engine_crds() -> CrdValidator:
 
 def test_the_companion_components_are_marked_once_in_the_component_table():
     assert components.COMPANION == tuple(r.name for r in components.BY_RANK if r.companion)
-    assert set(components.COMPANION) == {"gpu-alerts", "dashboards", "queues"}
+    assert set(components.COMPANION) == {"gpu-alerts", "dashboards", "queues", "health-gate"}
 
 
 def test_keep_operator_companion_chart_lints_and_renders_with_helm_to_its_manifests_and_the_preview(dist, index):
     e = _entry(index)
     a = e["addons"]
-    assert a["name"] == "keep-operator-gpuop-addons" and a["components"] == ["gpu-alerts", "dashboards"]
+    assert a["name"] == "keep-operator-gpuop-addons" and a["components"] == ["gpu-alerts", "dashboards", "health-gate"]
     result = helm.lint(str(dist / a["chart"]), strict=True, kube_version=f"v{e['kubeVersion']}.0")
     assert not [m for m in result.get("messages", []) if m.get("severity", 0) >= 2] and not result.get("errors"), result
     rendered = by_key(_render(dist / a["chart"], a["releaseName"], e["namespace"]))
@@ -71,7 +71,7 @@ def test_keep_operator_companion_chart_lints_and_renders_with_helm_to_its_manife
     assert rendered == manifests
     preview = by_key(load_dir(dist / e["manifests"]))          # operator mode: the preview's manifests
     assert {k: preview[k] for k in manifests} == manifests
-    assert {k[0] for k in manifests} == {"PrometheusRule", "ConfigMap"}
+    assert {k[0] for k in manifests} == {"PrometheusRule", "ConfigMap", "Job"}     # alerts, dashboards, health gate
     chart = load((dist / a["chart"] / "Chart.yaml").read_text())
     assert chart["name"] == a["name"] and chart["version"] == e["chartVersion"]    # versioned with the cluster's lock
 
@@ -154,10 +154,10 @@ def test_an_operator_profile_with_queues_alerts_and_dashboards_delivers_all_thre
              for o in load_all(t.decode())}
     assert {"PrometheusRule", "ConfigMap", "ResourceFlavor", "ClusterQueue", "LocalQueue"} <= kinds
     assert sorted(p.removeprefix(base) for p in tree if p.startswith(base)) == [
-        "15-gpu-alerts.yaml", "16-dashboards.yaml", "17-queues.yaml", "kustomization.yaml"]
+        "15-gpu-alerts.yaml", "16-dashboards.yaml", "17-queues.yaml", "18-health-gate.yaml", "kustomization.yaml"]
     chart = "mig-sharing/addons/chart/templates/"
     assert sorted(p.removeprefix(chart) for p in tree if p.startswith(chart)) == [
-        "15-gpu-alerts.yaml", "16-dashboards.yaml", "17-queues.yaml"]
+        "15-gpu-alerts.yaml", "16-dashboards.yaml", "17-queues.yaml", "18-health-gate.yaml"]
     assert "mig-sharing/flux/addons-helmrelease.yaml" in tree and "mig-sharing/argocd/addons-application.yaml" in tree
 
 
