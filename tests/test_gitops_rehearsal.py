@@ -6,9 +6,9 @@ the cluster's dist/<cluster>/flux objects exactly as written. The git repository
 repositories and an OCI registry holding the DRA driver's chart are served on loopback over HTTPS. Every
 example cluster is delivered; the dra cluster's releases install in their dependsOn order; the Kustomization
 path (dist/<cluster>/flux-overlay) applies the overlay; and the upgrade lane checks that each change of a corpus,
-a release move among them, rolls what `gpuop diff --impact` says, in its waves (docs/gitops-rehearsal.md). The lane is opt-in: Flux's first build takes about half an hour on two
-cores, which CI's budget does not hold beside the rig's, so `make test-gitops` builds Flux and runs this file
-(GPUOP_GITOPS=1, where a missing binary fails); the default suite skips it, saying how to run it. The rig itself: skipped only when it cannot be built and CI is unset."""
+a release move among them, rolls what `gpuop diff --impact` says, in its waves (docs/gitops-rehearsal.md). `make test` (and `make test-gitops`) build Flux
+(`make flux`) and run this file with GPUOP_GITOPS=1 once Flux's controllers are built (under CI they must be); without
+them it is skipped, saying how to run it. The rig itself: skipped only when it cannot be built and CI is unset."""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ from gpuop.rehearse.gitops import FLUX_NAMES, FLUX_NAMESPACE, HELM_LANE, Flux, L
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not os.environ.get("GPUOP_GITOPS"),
-                                 reason="the GitOps lane is opt-in: `make test-gitops` builds Flux's controllers and "
-                                        "runs it")]
+                                 reason="the GitOps lane runs when Flux's controllers are built: `make test` "
+                                        "(or `make test-gitops`) builds them and sets GPUOP_GITOPS")]
 
 ROOT = Path(__file__).resolve().parents[1]
 HR = "helm.toolkit.fluxcd.io/v2"

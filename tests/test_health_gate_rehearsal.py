@@ -4,7 +4,8 @@ as kwok's default stages do, or fail them for one chosen pool (a Stage of this t
 wave's HelmRelease (the DRA driver's, which dependsOn the GPU stack's) install; a failing one leaves the stack's
 HelmRelease not Ready with the test failure as the reason, and the next wave waiting on its dependency.
 
-Opt-in like the GitOps lane (it needs Flux's controllers): `make test-gitops` sets GPUOP_GITOPS=1."""
+Runs with the GitOps lane (it needs Flux's controllers): `make test` / `make test-gitops` set GPUOP_GITOPS=1 once
+they are built."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ from test_gitops_rehearsal import _fleet_on, _plans, bins, delivered, flux_bin  
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not os.environ.get("GPUOP_GITOPS"),
-                                 reason="the GitOps lane is opt-in: `make test-gitops` builds Flux's controllers and "
-                                        "runs it")]
+                                 reason="the GitOps lane runs when Flux's controllers are built: `make test` "
+                                        "(or `make test-gitops`) builds them and sets GPUOP_GITOPS")]
 
 HR = "helm.toolkit.fluxcd.io/v2"
 CLUSTER = "dra"                  # NFD, then the GPU stack (gated), then the DRA driver (dependsOn the stack)
