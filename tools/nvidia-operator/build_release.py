@@ -6,7 +6,7 @@
 The renderer (../shared/tools/nvidia-operator: render.sh, build.sh, harness/) is written against v26.7.0. For an
 older tag this copies the tool folder to BUILDS/TAG/tool, makes the edits of HARNESS_EDITS[TAG] to that copy's
 harness (never to the shared one), copies the checkout (default BUILDS/TAG/src, an unmodified NVIDIA/gpu-operator
-at TAG with its vendor/) to BUILDS/TAG/build-src, drops compat/TAG/<package>/*.go (the names the harness takes from v26.7.0,
+at TAG with its vendor/) to BUILDS/TAG/build-src, drops compat/before-v26.7/ and compat/TAG/<package>/*.go (the names the harness takes from v26.7.0,
 written with the tag's own code) into those packages, runs the copy's build.sh under `nice -n 15`, and copies
 the tag's chart (deployments/gpu-operator) to BUILDS/TAG/chart. BUILDS: $GPUOP_NVIDIA_OPERATOR_BUILDS, else
 ~/.cache/gpuop/nvidia-operator (where tests/operator_differential.py looks). The build log and its time go to
@@ -124,17 +124,18 @@ def copy_tool(tag: str, shared: Path, dest: Path) -> list[str]:
 
 
 def copy_checkout(tag: str, src: Path, work: Path) -> list[str]:
-    """A copy of the unmodified checkout with the tag's compat files (compat/TAG/<package folder>/*.go) in their
-    package folders; returns their paths."""
+    """A copy of the unmodified checkout with the compat files (compat/before-v26.7/ and compat/TAG/, each
+    <package folder>/*.go) in their package folders; returns their paths."""
     _fresh(work)
     shutil.copytree(src, work, symlinks=True, ignore=shutil.ignore_patterns(".git"))
     _writable(work)
     names = []
-    base = HERE / "compat" / tag
-    for f in sorted(base.rglob("*.go")):
-        rel = f.relative_to(base)
-        shutil.copy(f, work / rel)
-        names.append(str(rel))
+    # what every tag before v26.7.0 shares, then the tag's own
+    for base in (HERE / "compat" / "before-v26.7", HERE / "compat" / tag):
+        for f in sorted(base.rglob("*.go")):
+            rel = f.relative_to(base)
+            shutil.copy(f, work / rel)
+            names.append(str(rel))
     return names
 
 
