@@ -67,11 +67,10 @@ $(CHECKOV_STAMP): pyproject.toml
 flux:
 	@$(PYTHON) tools/rehearsal/build.py --flux || [ -z "$$CI" ]
 
-# Two workers (the machine's cores); loadfile keeps each module's fixtures in one worker. The GitOps lane runs
-# whenever Flux's controllers are built (always under CI, where `make flux` must succeed).
-test: setup checkov-venv rig cosign kueue flux
-	GPUOP_GITOPS=$$($(PYTHON) tools/rehearsal/build.py --flux --check >/dev/null 2>&1 && echo 1) \
-	  $(PY) -m pytest -n 2 --dist loadfile
+# Two workers (the machine's cores); loadfile keeps each module's fixtures in one worker. The GitOps lane is
+# `make test-gitops` (opt-in).
+test: setup checkov-venv rig cosign kueue
+	$(PY) -m pytest -n 2 --dist loadfile
 
 # The tests that start no process (tests/conftest.py marks them fast; nobody marks one by hand).
 test-fast: setup

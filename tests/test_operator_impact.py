@@ -238,7 +238,7 @@ EXPECTED = (
     "  !! pool train: MIG reconfiguration (1x3g.40gb_1x2g.20gb_2x1g.10gb -> 7x1g.10gb): the MIG manager evicts "
     "the GPU pods on the pool's nodes and repartitions every GPU; the pool's GPUs are unavailable until it is done "
     "(8 node(s), 1 wave(s), no time bound: mig-parted has no timeout)\n"
-    "     cluster: gpuop's own objects beside NVIDIA's operator change (dashboards, gpu-alerts): the companion release "
+    "     cluster: gpuop's own objects beside NVIDIA's operator change (dashboards, gpu-alerts, health-gate): the companion release "
     "keep-operator-gpuop-addons upgrades; nothing on the nodes\n")
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
