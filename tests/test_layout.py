@@ -473,8 +473,8 @@ ARCHITECTURE: dict[str, tuple[str, set[str]]] = {
              "verify"}),
     "rehearse": ("the rehearsal: the control plane built from the Go module proxy (`rig.py`, reaching no other stage), "
                  "the simulated GPU fleet (`fleet.py`), the plan's expectations (`expect.py`), what is applied "
-                 "(`objects.py`), the steps (`run.py`) and the report (`report.py`); never profile, validate, "
-                 "components", {"catalog", "errors", "plan", "verify"}),
+                 "(`objects.py`), the steps (`run.py`), Kueue's probe Workloads (`queues.py`) and the report "
+                 "(`report.py`); never profile, validate, components", {"catalog", "errors", "kube", "plan", "verify"}),
     "kube": ("Kubernetes-shaped values and conventions: value slots, kind order and waves, YAML io, label/quantity "
              "types, the component table (`components.py`), the folders an index entry names (`folders.py`)", set()),
     "catalog": ("all catalogs as data with their sources (`data/`: releases, GPUs, drivers, MIG, known issues); the "
