@@ -107,6 +107,14 @@ class Api:
         m = obj["metadata"]
         return self.cp.request("POST", self.cp.path_of(obj["apiVersion"], obj["kind"], m.get("namespace")), obj)
 
+    def refusal(self, obj: dict) -> str:
+        """Create it; the API server's message when it refuses, "" when created."""
+        try:
+            self.create(obj)
+            return ""
+        except self.error as exc:
+            return getattr(exc, "message", str(exc))
+
     def ensure(self, obj: dict) -> None:
         """Create, or leave as it is when it exists."""
         try:
@@ -192,15 +200,8 @@ class Rehearsal:
 
     def install_crds(self) -> None:
         """The CRDs, each until Established, then until discovery serves their kinds."""
-        def create(crd: dict) -> str:
-            try:
-                self.client.create(crd)
-                return ""
-            except self.client.error as exc:
-                return getattr(exc, "message", str(exc))
-
         names = []
-        for crd, refused in zip(self.out.crds, self.cp.map(create, self.out.crds, WORKERS)):
+        for crd, refused in zip(self.out.crds, self.cp.map(self.client.refusal, self.out.crds, WORKERS)):
             if refused:
                 self.add(check="refused", ok=False, kind="CustomResourceDefinition", name=crd["metadata"]["name"],
                          message=refused)
@@ -443,15 +444,7 @@ class Rehearsal:
                                                     certdir), 120.0, "Kueue's webhook certificates in its Secret")
         self.cp.wait_kueue()
         self.cp.map(self.client.ensure, added, WORKERS)
-
-        def create(wl: dict) -> str:
-            try:
-                self.client.create(wl)
-                return ""
-            except self.client.error as exc:
-                return getattr(exc, "message", str(exc))
-
-        refused = self.cp.map(create, workloads, WORKERS)
+        refused = self.cp.map(self.client.refusal, workloads, WORKERS)
         for wl, why in zip(workloads, refused):
             if why:
                 self.add(check="queue", ok=False, pool=wl["metadata"]["labels"]["gpuop.dev/probe-flavor"],
