@@ -211,6 +211,11 @@ def test_stack_daemonset_names_match_the_compiled_daemonsets(dist):
                 names.add(doc["metadata"]["name"])
     for component, regex, _ in STACK_DAEMONSETS:
         assert any(re.fullmatch(regex, n) for n in names), (component, regex)
+    # every device plugin DaemonSet is watched, a pool XID policy's own included (full-stack has one)
+    plugin = dict((c, r) for c, r, _ in STACK_DAEMONSETS)["device-plugin"]
+    plugins = {n for n in names if n.startswith("nvidia-device-plugin-") and "mps-control-daemon" not in n}
+    assert any(n.startswith("nvidia-device-plugin-health-") for n in plugins)
+    assert all(re.fullmatch(plugin, n) for n in plugins), plugins
 
 
 def test_rules_needing_unexported_fields_are_left_out_and_named():

@@ -46,6 +46,9 @@ EXACT = {
     "gpu model, a field no compile reads (gpus.yaml)": ("gpus.yaml", H100, H100.replace("memoryGiB: 80", "memoryGiB: 81"),
                                                         False),
     "gpu model, its source text (gpus.yaml)": ("gpus.yaml", H100, H100.replace("§3, §4.1", "§3 and §4.1"), False),
+    # read by the device plugin health rules only (their warnings), never by a compile's output
+    "XID catalog entry (xids.yaml)": ("xids.yaml", 'description: "GPU has fallen off the bus"',
+                                      'description: "GPU fell off the bus"', False),
     "stack release component (releases.yaml)": (
         "releases.yaml", "version: 4.6.0-4.8.3-distroless}", "version: 4.6.0-4.8.4-distroless}", True),
     "stack release os entry no cluster runs (releases.yaml)": (

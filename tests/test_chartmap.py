@@ -119,6 +119,7 @@ EXAMPLES = {       # a non-default value per profile path, for the per-row test
     "driver.env": [{"name": "HTTPS_PROXY", "value": "http://proxy.example.com:3128"}],
     "delivery.operator.env": {"dcgmExporter": [{"name": "DCGM_EXPORTER_INTERVAL", "value": "10000"}]},
     "devicePlugin.env": [{"name": "LOG_LEVEL", "value": "debug"}], "devicePlugin.args": ["-v=4"],
+    "devicePlugin.health": {"ignoreXids": [63, 94], "fatalXids": [109]},
     "daemonsets.labels": {"team": "gpu"}, "daemonsets.annotations": {"example.com/owner": "gpu"},
     "driver.repoConfig": {"configMapName": "repo-config"}, "driver.certConfig": {"configMapName": "cert-config"},
 }
@@ -154,6 +155,13 @@ EXAMPLES["delivery.operator.gpuPodDeletionTimeoutSeconds"] = 600
 EXAMPLES["delivery.operator.nvidiaNodeFeatureRules"] = True
 EXAMPLES["delivery.operator.nfdValues"] = {"image": {"repository": "mirror.example.com/nfd/node-feature-discovery"}}
 EXAMPLES["delivery.operator.operatorValues"] = {"logging": {"level": "debug"}, "resources": {"limits": {"cpu": "1"}}}
+# a policy in its normal form (what the profile rules accept): unique lists, nothing both ignored and fatal, no
+# ignored XIDs beside checks false
+_XIDS = st.lists(st.sampled_from([13, 31, 45, 48, 63, 74, 79, 94, 95, 109, 119, 140]), max_size=4, unique=True)
+STRATEGIES["devicePlugin.health"] = st.tuples(st.booleans(), _XIDS, _XIDS).map(lambda t: {
+    **({} if t[0] else {"checks": False}),
+    **({"ignoreXids": [x for x in t[1] if x not in t[2]]} if t[0] and [x for x in t[1] if x not in t[2]] else {}),
+    **({"fatalXids": t[2]} if t[2] else {})}).filter(bool)
 STRATEGIES["platform.distribution"] = st.sampled_from([None, "k3s", "rke2", "microk8s"])
 STRATEGIES["toolkit.env"] = ENV
 EXAMPLES["platform.distribution"] = "rke2"
@@ -374,8 +382,9 @@ def test_compiled_values_read_back_as_the_profiles_settings(path):
             want = None
         if r.profile == "platform.distribution" and want not in cm.RUNTIME_ENV_DISTRIBUTIONS:
             want = None                  # managed images: their driver / toolkit switches say it
-        if isinstance(want, dict) and (r.profile.endswith("Config") or r.profile == "proxy"):
-            want = {k: v for k, v in want.items() if v not in (None, [])}     # fields left at their default
+        if isinstance(want, dict) and (r.profile.endswith("Config") or r.profile in ("proxy", "devicePlugin.health")):
+            want = {k: v for k, v in want.items()                              # fields left at their default
+                    if v not in (None, []) and not (r.profile == "devicePlugin.health" and k == "checks" and v)}
         if want == r.default or want in ([], {}):
             want = None
         assert cm.get_path(profile, r.profile) == want, r.profile

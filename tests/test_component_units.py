@@ -32,6 +32,7 @@ from gpuop.components.props import Placement, ServiceMonitorProps
 from gpuop.components.queues import FlavorProps, KueueQueues, QueuesProps
 from gpuop.components.runtime_class import RuntimeClasses, RuntimeClassProps
 from gpuop.components.gpu_alerts import GpuAlerts, GpuAlertsProps
+from gpuop.components.health_gate import CheckProps, HealthGate, HealthGateProps, PoolGateProps
 from gpuop.components.toolkit import ContainerToolkit, ToolkitProps
 from gpuop.components.validator import OperatorValidator, ValidatorProps
 from gpuop.kube.order import with_wave
@@ -76,6 +77,8 @@ PROPS: dict[type[Component], object] = {
         PoolPanelProps(name="a", gpu="L40S", node_labels=(("pool", "a"),), per_node=(("nvidia.com/gpu", 4),),
                        nodes=(2, 2)),
         PoolPanelProps(name="m", gpu="H100-SXM5-80GB", per_node=(("nvidia.com/mig-1g.10gb", 56),), mig=True))),
+    HealthGate: HealthGateProps(namespace=NS, pools=(PoolGateProps(pool="a", node_selector={"pool": "a"}, nodes=2, checks=(
+        CheckProps(kind="cuda", slug="cuda-gpu", image="r/cuda:1", resources={"nvidia.com/gpu": 1}, deadline=240),)),)),
     KueueQueues: QueuesProps(namespace=NS, namespaces=(NS,), groups=(
         (("nvidia.com/gpu",), (FlavorProps(name="a", node_labels={"pool": "a"}, quota={"nvidia.com/gpu": 8},
                                            tolerations=(("nvidia.com/gpu", "", "NoSchedule"),)),)),)),

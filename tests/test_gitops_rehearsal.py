@@ -4,10 +4,11 @@ reconcile what gpuop writes, on the rehearsal rig's control plane with each clus
 What a user does, step by step: `gpuop synth` with settings naming the git repository; commit dist/; apply
 the cluster's dist/<cluster>/flux objects exactly as written. The git repository, NFD's and NVIDIA's chart
 repositories and an OCI registry holding the DRA driver's chart are served on loopback over HTTPS. Every
-example cluster is delivered; the dra cluster's releases install in their dependsOn order; and the upgrade
-lane checks that each change of a corpus rolls what `gpuop diff --impact` says (docs/gitops-rehearsal.md). The lane is opt-in: Flux's first build takes about half an hour on two
-cores, which CI's budget does not hold beside the rig's, so `make test-gitops` builds Flux and runs this file
-(GPUOP_GITOPS=1, where a missing binary fails); the default suite skips it, saying how to run it. The rig itself: skipped only when it cannot be built and CI is unset."""
+example cluster is delivered; the dra cluster's releases install in their dependsOn order; the Kustomization
+path (dist/<cluster>/flux-overlay) applies the overlay; and the upgrade lane checks that each change of a corpus,
+a release move among them, rolls what `gpuop diff --impact` says, in its waves (docs/gitops-rehearsal.md). `make test` (and `make test-gitops`) build Flux
+(`make flux`) and run this file with GPUOP_GITOPS=1 once Flux's controllers are built (under CI they must be); without
+them it is skipped, saying how to run it. The rig itself: skipped only when it cannot be built and CI is unset."""
 
 from __future__ import annotations
 
@@ -22,13 +23,13 @@ import yaml
 
 from conftest import REFS
 from gpuop.cli.main import main
-from gpuop.rehearse import fleet, rig
-from gpuop.rehearse.gitops import FLUX_NAMESPACE, HELM_LANE, Flux, Loopback, OciRegistry, flux_dir
+from gpuop.rehearse import fleet, objects, rig
+from gpuop.rehearse.gitops import FLUX_NAMES, FLUX_NAMESPACE, HELM_LANE, Flux, Loopback, OciRegistry, flux_dir
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not os.environ.get("GPUOP_GITOPS"),
-                                 reason="the GitOps lane is opt-in: `make test-gitops` builds Flux's controllers and "
-                                        "runs it")]
+                                 reason="the GitOps lane runs when Flux's controllers are built: `make test` "
+                                        "(or `make test-gitops`) builds them and sets GPUOP_GITOPS")]
 
 ROOT = Path(__file__).resolve().parents[1]
 HR = "helm.toolkit.fluxcd.io/v2"
@@ -66,6 +67,15 @@ def flux_bin() -> Path:
         if wanted:
             pytest.fail(f"Flux's controllers are missing: {e}")
         pytest.skip(f"{e}; `make test-gitops` builds them and runs this lane")
+
+
+@pytest.fixture(scope="module")
+def flux_all() -> Path:
+    """All three controllers: the Kustomization path needs kustomize-controller beside the other two."""
+    try:
+        return flux_dir(build=True, controllers=FLUX_NAMES)
+    except rig.RigError as e:
+        pytest.fail(f"Flux's controllers are missing: {e}")
 
 
 def _nfd_module_dir() -> Path:
@@ -173,8 +183,12 @@ def _fleet_on(cp: rig.ControlPlane, plan) -> fleet.Fleet:
     assert not problems, problems
     if plan.platform == "openshift":
         assert cp.apply(_openshift_standins()) == []
-    # NFD's, and the tenants' namespaces the DRA claim templates live in: the user's, which gpuop does not create
+    if plan.queues is not None:         # a cluster whose profile has queues runs Kueue, which serves their kinds
+        assert cp.apply(objects.kueue_crds()) == []
+    # NFD's, and the tenants' namespaces the DRA claim templates and the LocalQueues live in: the user's, which
+    # gpuop does not create
     tenants = {t.namespace for t in plan.dra.claim_templates} if plan.dra is not None else set()
+    tenants |= set(plan.queues.namespaces) if plan.queues is not None else set()
     for ns in sorted({fleet.NFD_NAMESPACE} | tenants):
         cp.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     for n in fl.nodes:
@@ -195,6 +209,18 @@ def _fleet_on(cp: rig.ControlPlane, plan) -> fleet.Fleet:
 def _daemonsets(cp: rig.ControlPlane, namespace: str) -> dict[str, tuple[int, int]]:
     return {d["metadata"]["name"]: (d["status"].get("desiredNumberScheduled", 0), d["status"].get("numberReady", 0))
             for d in cp.list_objects("apps/v1", "DaemonSet") if d["metadata"]["namespace"] == namespace}
+
+
+def _settled_daemonsets(cp: rig.ControlPlane, namespace: str, timeout: float = 300) -> dict[str, tuple[int, int]]:
+    """The namespace's DaemonSets (desired, ready) once they agree, or as they are when the bound ends (the test
+    shows them). Ready releases and Kustomizations are not settled DaemonSets: nfd-master labels the nodes from
+    the NodeFeatureRule after the install, and kwok brings the pods up node by node."""
+    deadline = time.monotonic() + timeout
+    while True:
+        sets = _daemonsets(cp, namespace)
+        if (sets and all(d == r for d, r in sets.values())) or time.monotonic() > deadline:
+            return sets
+        time.sleep(2)
 
 
 def deliver(delivered, plan, bins, flux_bin, workdir: Path) -> dict:
@@ -224,15 +250,7 @@ def deliver(delivered, plan, bins, flux_bin, workdir: Path) -> dict:
             if plan.operator is not None:
                 seen["clusterpolicies"] = sorted(c["metadata"]["name"]
                                                  for c in cp.list_objects("nvidia.com/v1", "ClusterPolicy"))
-            # Ready releases are not settled DaemonSets: kwok brings the pods up node by node after the
-            # install, so the counts are read once they agree (or the bound ends and the test shows them)
-            deadline = time.monotonic() + 300
-            while True:
-                seen["daemonsets"] = _daemonsets(cp, plan.namespace)
-                settled = seen["daemonsets"] and all(d == r for d, r in seen["daemonsets"].values())
-                if settled or time.monotonic() > deadline:
-                    break
-                time.sleep(2)
+            seen["daemonsets"] = _settled_daemonsets(cp, plan.namespace)
             releases = {o["metadata"]["name"]: cp.read(HR, "HelmRelease", o["metadata"]["name"], FLUX_NAMESPACE) or {}
                         for o in objs if o["kind"] == "HelmRelease"}
             seen["installed"] = {name: [(h.get("chartName"), h.get("chartVersion"), h.get("status"))
@@ -286,6 +304,69 @@ def test_nfd_then_the_gpu_stack_then_the_dra_driver_install_in_their_dependson_o
     assert seen["deployedAt"]["gpuop-dra-nfd"] < seen["deployedAt"]["gpuop-dra-dra"]
 
 
+# ---- the Kustomization path: dist/<cluster>/flux-overlay -------------------------------------------------
+
+KS = "kustomize.toolkit.fluxcd.io/v1"
+KUSTOMIZE_CLUSTER = "mig-sharing"
+
+
+def _inventory(ks: dict) -> list[str]:
+    """A Kustomization's inventory as "Kind namespace/name" (its entries' ids are ns_name_group_kind)."""
+    out = []
+    for e in (ks.get("status", {}).get("inventory") or {}).get("entries", []):
+        ns, name, _group, kind = e["id"].split("_")
+        out.append(f"{kind} {ns}/{name}" if ns else f"{kind} {name}")
+    return sorted(out)
+
+
+def _keys(folder: Path) -> list[str]:
+    objs = [d for f in sorted(folder.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text())
+            if d and f.name != "kustomization.yaml"]
+    return sorted(f"{o['kind']} {o['metadata']['namespace']}/{o['metadata']['name']}" if o["metadata"].get("namespace")
+                  else f"{o['kind']} {o['metadata']['name']}" for o in objs)
+
+
+def test_flux_kustomizations_apply_the_overlay_from_git_and_the_stack_gets_ready(delivered, bins, flux_all, tmp_path):
+    """The other way gpuop's output is consumed by Flux: dist/<cluster>/flux-overlay applied as written (its
+    GitRepository and two Kustomizations). kustomize-controller builds the NFD folder (a HelmRelease that
+    helm-controller installs) and, once that Kustomization is Ready (dependsOn), the cluster's overlay of the
+    rendered manifests; the stack's Kustomization waits for its health checks (every DaemonSet) to be Ready. Its
+    inventory is exactly the rendered manifests' objects."""
+    plan = _plans(delivered["root"])[KUSTOMIZE_CLUSTER]
+    dist = delivered["dist"]
+    folder = dist / KUSTOMIZE_CLUSTER / "flux-overlay"
+    top = sorted(folder.glob("*.yaml"))          # the objects a user applies; nfd/ is the NFD Kustomization's path
+    kinds = sorted(d["kind"] for f in top for d in yaml.safe_load_all(f.read_text()) if d)
+    assert kinds == ["GitRepository", "Kustomization", "Kustomization"]
+    with rig.ControlPlane(tmp_path / "cp", binaries=bins) as cp:
+        _fleet_on(cp, plan)
+        with Flux(cp, tmp_path / "flux", folder=flux_all, ca=delivered["lo"].ca, controllers=FLUX_NAMES) as flux:
+            assert flux.apply(top) == []
+            nfd_ks, stack_ks = f"gpuop-{KUSTOMIZE_CLUSTER}-nfd", f"gpuop-{KUSTOMIZE_CLUSTER}"
+            conditions = {f"Kustomization/{n}": flux.wait_ready(KS, "Kustomization", n, timeout=600)
+                          for n in (nfd_ks, stack_ks)}
+            conditions[f"HelmRelease/{nfd_ks}"] = flux.wait_ready(HR, "HelmRelease", nfd_ks)
+            seen = {k: (c.get("status"), c.get("reason"), c.get("message", "")[:300]) for k, c in conditions.items()}
+            stack = cp.read(KS, "Kustomization", stack_ks, FLUX_NAMESPACE) or {}
+            nfd = cp.read(KS, "Kustomization", nfd_ks, FLUX_NAMESPACE) or {}
+            revision = stack.get("status", {}).get("lastAppliedRevision", "")
+            ready_at = {n: flux.condition(KS, "Kustomization", n).get("lastTransitionTime", "") for n in (nfd_ks, stack_ks)}
+            # the stack's namespace is one of the overlay's objects: when it appeared, the stack was being applied
+            applied_at = (cp.read("v1", "Namespace", plan.namespace) or {}).get("metadata", {}).get("creationTimestamp", "")
+            at_ready = _daemonsets(cp, plan.namespace)
+            daemonsets = _settled_daemonsets(cp, plan.namespace)
+    print(seen, at_ready, revision, ready_at, applied_at, daemonsets, _inventory(stack), _inventory(nfd))
+    assert {k: v for k, v in seen.items() if v[0] != "True"} == {}
+    assert revision == f"main@sha1:{delivered['sha']}"
+    # what each Kustomization applied: the rendered manifests, and NFD's HelmRelease and HelmRepository
+    assert _inventory(stack) == _keys(dist / KUSTOMIZE_CLUSTER / "manifests")
+    assert _inventory(nfd) == _keys(folder / "nfd")
+    # dependsOn: the stack's objects were applied only once NFD's Kustomization was Ready
+    assert applied_at and ready_at[nfd_ks] <= applied_at, (ready_at, applied_at)
+    assert daemonsets and all(d == r for d, r in daemonsets.values()), daemonsets
+    assert sum(d for d, _ in daemonsets.values()) > 0
+
+
 # ---- the upgrade lane: one commit's output, then the next one's ----------------------------------------
 
 UPGRADE_CLUSTER = "mig-sharing"
@@ -295,7 +376,9 @@ def _edit(doc: dict, change: str) -> None:
     """One change of the corpus, as a user edits the profile."""
     spec = doc["spec"]
     pools = {p["name"]: p for p in spec["nodePools"]}
-    if change == "driver bump":
+    if change == "release move":
+        spec["release"] = MOVE[1]
+    elif change == "driver bump":
         spec["driver"] = {**(spec.get("driver") or {}), "version": "595.91.07"}
     elif change == "MIG layout":
         pools["train"]["mig"]["layout"] = {"2g.20gb": 2, "1g.10gb": 3}
@@ -307,9 +390,21 @@ def _edit(doc: dict, change: str) -> None:
         raise AssertionError(change)
 
 
-UPGRADES = ("driver bump", "MIG layout", "sharing", "component toggle")
+# the lane starts on the older of two releases NVIDIA supports a move between (catalog releases.yaml `upgrades`),
+# so its first change is the release move; the others then run on the newer release
+MOVE = ("26.3", "26.7")
+# what the release move does on the nodes: every operand's image moves, so each DaemonSet restarts (the driver's
+# pods reinstall it: its driver manager moves), and NFD's chart moves with the release
+RELEASE_MOVE_EFFECTS = ["device-plugin-restart", "driver-reinstall", "labels-refresh", "metrics-gap",
+                        "runtime-reconfigure"]
+UPGRADES = ("release move", "driver bump", "MIG layout", "sharing", "component toggle")
 
 
+# the DaemonSets whose waves the preview counts over every GPU node while they run on some: the MIG manager on
+# the MIG-capable pools' nodes (train, batch: 10 of 20), the MPS control daemon on the nodes GPU feature discovery
+# labels nvidia.com/mps.capable (none here: this lane does not simulate GFD); left as found (docs/gitops-rehearsal.md)
+WAVES_OVER_ALL_GPU_NODES = {"DaemonSet gpu-operator/nvidia-mig-manager": (10, 20),
+                            "DaemonSet gpu-operator/nvidia-device-plugin-mps-control-daemon": (0, 20)}
 # what an effect of the impact preview names as its cause, and the part of it the cluster acts on: a DaemonSet's
 # pod template (its pods roll), a ConfigMap's data (the MIG manager's / device plugin's config), a
 # NodeFeatureRule's rules (the nvidia.com/mig.config and device-plugin.config node labels)
@@ -318,14 +413,31 @@ WATCHED = (("apps/v1", "DaemonSet", lambda o: o["spec"]["template"]),
            ("nfd.k8s-sigs.io/v1alpha1", "NodeFeatureRule", lambda o: o.get("spec")))
 
 
+def _read_by_pods(sets: list[dict]) -> set[tuple[str, str]]:
+    """(namespace, name) of every ConfigMap a DaemonSet's pods read: a configMap volume, an env or envFrom source."""
+    out = set()
+    for d in sets:
+        ns, pod = d["metadata"]["namespace"], d["spec"]["template"]["spec"]
+        out |= {(ns, v["configMap"]["name"]) for v in pod.get("volumes") or [] if "configMap" in v}
+        for c in [*pod.get("containers", []), *pod.get("initContainers", [])]:
+            out |= {(ns, e["configMapRef"]["name"]) for e in c.get("envFrom") or [] if "configMapRef" in e}
+            out |= {(ns, e["valueFrom"]["configMapKeyRef"]["name"]) for e in c.get("env") or []
+                    if "configMapKeyRef" in (e.get("valueFrom") or {})}
+    return out
+
+
 def _templates(cp: rig.ControlPlane) -> dict[str, object]:
-    """Every watched object, keyed as the impact preview names objects ("Kind namespace/name", "Kind name")."""
+    """Every watched object, keyed as the impact preview names objects ("Kind namespace/name", "Kind name").
+    ConfigMaps only when a DaemonSet's pods read them: what reaches the nodes (not, say, the Grafana dashboards)."""
     out: dict[str, object] = {}
+    read = _read_by_pods(cp.list_objects("apps/v1", "DaemonSet"))
     for api, kind, part in WATCHED:
         for o in cp.list_objects(api, kind):
             ns = o["metadata"].get("namespace")
             if ns == "kube-system" or o["metadata"]["name"] == "kube-root-ca.crt":
                 continue                    # the API server's own, not the output's
+            if kind == "ConfigMap" and (ns, o["metadata"]["name"]) not in read:
+                continue
             out[f"{kind} {ns}/{o['metadata']['name']}" if ns else f"{kind} {o['metadata']['name']}"] = part(o)
     return out
 
@@ -352,29 +464,86 @@ def _predicted_rolls(report: dict) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in out.items()}
 
 
-def _settle(cp: rig.ControlPlane, flux: Flux, release: str, version: str, timeout: float = 400) -> dict:
-    """Until the release runs this chart version, Ready, and every DaemonSet's pods are updated and ready."""
+def _live_waves(ds: dict) -> int:
+    """The rounds the DaemonSet controller rolls this DaemonSet's pods in: ceil(desired / maxUnavailable), from
+    the update strategy as the API server defaulted it (RollingUpdate, maxUnavailable 1 when a manifest sets none)."""
+    strategy = ds["spec"].get("updateStrategy") or {}
+    desired = ds.get("status", {}).get("desiredNumberScheduled", 0)
+    if strategy.get("type") == "OnDelete" or not desired:
+        return 0
+    per = (strategy.get("rollingUpdate") or {}).get("maxUnavailable", 1)
+    if isinstance(per, str) and per.endswith("%"):
+        per = max(1, -(-desired * int(per[:-1]) // 100))     # the controller rounds a percentage up, at least 1
+    return -(-desired // int(per))
+
+
+def _settle(cp: rig.ControlPlane, flux: Flux, versions: dict[str, str], before: dict[str, int] | None = None,
+            timeout: float = 900) -> dict:
+    """Until every release runs its chart version, Ready, and every DaemonSet's pods are updated and ready.
+    What the rollout looked like: per DaemonSet whose generation moved past `before` (name -> generation), the
+    moment it was first seen moving (its place in the order), its waves and the most pods seen unavailable."""
     deadline = time.monotonic() + timeout
+    started, seen_unavailable, t0 = {}, {}, time.monotonic()
     while time.monotonic() < deadline:
         flux.check_alive()
-        hr = cp.read(HR, "HelmRelease", release, FLUX_NAMESPACE) or {}
-        history = hr.get("status", {}).get("history", [])
-        ready = flux.condition(HR, "HelmRelease", release)
-        sets = [d for d in cp.list_objects("apps/v1", "DaemonSet")]
+        sets = cp.list_objects("apps/v1", "DaemonSet")
+        for d in sets:
+            key = f"DaemonSet {d['metadata']['namespace']}/{d['metadata']['name']}"
+            if before is not None and d["metadata"]["generation"] != before.get(key):
+                started.setdefault(key, round(time.monotonic() - t0, 1))
+                unavailable = d["status"].get("desiredNumberScheduled", 0) - d["status"].get("numberAvailable", 0)
+                seen_unavailable[key] = max(seen_unavailable.get(key, 0), unavailable)
         settled = all(d.get("status", {}).get("observedGeneration") == d["metadata"]["generation"]
                       and d["status"].get("updatedNumberScheduled", 0) == d["status"].get("desiredNumberScheduled")
                       == d["status"].get("numberReady") for d in sets)
-        if history and history[0].get("chartVersion") == version and ready.get("status") == "True" and settled:
-            return hr
-        time.sleep(2)
-    raise AssertionError(f"{release} did not settle at {version}: {flux.condition(HR, 'HelmRelease', release)}")
+        done = True
+        for release, version in versions.items():
+            hr = cp.read(HR, "HelmRelease", release, FLUX_NAMESPACE) or {}
+            history = hr.get("status", {}).get("history", [])
+            ready = flux.condition(HR, "HelmRelease", release)
+            done &= bool(history) and history[0].get("chartVersion") == version and ready.get("status") == "True" \
+                and ready.get("observedGeneration") == ready.get("generation")
+        if done and settled:
+            live = {f"DaemonSet {d['metadata']['namespace']}/{d['metadata']['name']}": d for d in sets}
+            return {k: {"order": started[k], "waves": _live_waves(live[k]), "maxUnavailable": seen_unavailable[k]}
+                    for k in sorted(started, key=started.get) if k in live}
+        time.sleep(0.5)
+    raise AssertionError(f"{versions} did not settle: "
+                         f"{ {r: flux.condition(HR, 'HelmRelease', r) for r in versions} }")
+
+
+def _generations(cp: rig.ControlPlane) -> dict[str, int]:
+    return {f"DaemonSet {d['metadata']['namespace']}/{d['metadata']['name']}": d["metadata"]["generation"]
+            for d in cp.list_objects("apps/v1", "DaemonSet")}
+
+
+def _versions(dist: Path, cluster: str) -> dict[str, str]:
+    """Release -> the chart version the cluster's HelmReleases in this output run: gpuop's chart (index.json),
+    NFD's (its HelmRelease)."""
+    out = {f"gpuop-{cluster}": json.loads((dist / "index.json").read_text())["clusters"][0]["chartVersion"]}
+    for d in yaml.safe_load_all((dist / cluster / "flux" / "nfd-helmrelease.yaml").read_text()):
+        out[d["metadata"]["name"]] = d["spec"]["chart"]["spec"]["version"]
+    return out
+
+
+def _predicted_waves(report: dict) -> dict[str, int]:
+    """Watched DaemonSet -> the waves the impact preview gives the effects naming it (a driver's per pool, summed:
+    one DaemonSet spanning the pools rolls them one after the other)."""
+    out: dict[str, int] = {}
+    for e in report["effects"]:
+        for o in e["objects"]:
+            if o.startswith("DaemonSet ") and e.get("waves") is not None:
+                out[o] = out.get(o, 0) + e["waves"] if e["kind"] == "driver-reinstall" else max(out.get(o, 0), e["waves"])
+    return out
 
 
 def test_each_upgrade_rolls_exactly_the_daemonsets_the_impact_preview_names(bins, flux_bin, tmp_path, monkeypatch):
-    """The upgrade lane: mig-sharing delivered by Flux from one commit, then each change of the corpus
-    (driver bump, MIG layout, sharing, component toggle) as the next commit; the DaemonSets whose pod template
+    """The upgrade lane: mig-sharing on release 26.3 delivered by Flux from one commit, then each change of the
+    corpus (release move to 26.7, driver bump, MIG layout, sharing, component toggle) as the next commit, the
+    cluster's flux objects of that commit applied as its owner applies them; the DaemonSets whose pod template
     changed (or that appeared), and the ConfigMaps and NodeFeatureRules whose content changed, are the ones
-    `gpuop diff --impact` names as the causes of its effects for that change, no more, no fewer."""
+    `gpuop diff --impact` names as the causes of its effects for that change, no more, no fewer. Each rolled
+    DaemonSet's order (NFD's release before the stack's: dependsOn) and waves are recorded beside it."""
     root = tmp_path
     monkeypatch.chdir(root)                 # gpuop's compile cache (.gpuop-cache) of this project, not the checkout's
     with Loopback(root / "srv") as lo:
@@ -383,41 +552,66 @@ def test_each_upgrade_rolls_exactly_the_daemonsets_the_impact_preview_names(bins
         (root / "profiles").mkdir()
         for name in ("_base.yaml", f"{UPGRADE_CLUSTER}.yaml"):
             (root / "profiles" / name).write_bytes((root / "all" / name).read_bytes())
+        profile = root / "profiles" / f"{UPGRADE_CLUSTER}.yaml"
+        doc = yaml.safe_load(profile.read_text())
+        doc["spec"]["release"] = MOVE[0]
+        profile.write_text(yaml.safe_dump(doc, sort_keys=False))
         (root / "gpuop.yaml").write_text(yaml.safe_dump({
             "apiVersion": "gpuop/v1alpha1", "kind": "Settings",
             "gitops": {"repoURL": repo.url, "revision": "main", "path": "dist"}}))
         synth = ["synth", str(root / "profiles"), "-o", str(root / "dist"), "--settings", str(root / "gpuop.yaml")]
+        flux_folder = root / "dist" / UPGRADE_CLUSTER / "flux"
+        nfd_versions: set[str] = set()
+
+        def commit(message: str) -> dict[str, str]:
+            """Commit dist/, serve NFD's chart at every version a commit pinned; the releases' versions."""
+            repo.commit({"dist": root / "dist"}, message)
+            nfd_versions.update(_chart_versions(root / "dist", "node-feature-discovery"))
+            lo.chart_repository("nfd", [(_nfd_module_dir() / NFD_CHART, v) for v in sorted(nfd_versions)])
+            return _versions(root / "dist", UPGRADE_CLUSTER)
+
         assert main(synth) == 0
-        repo.commit({"dist": root / "dist"}, "gpuop synth")
-        lo.chart_repository("nfd", [(_nfd_module_dir() / NFD_CHART, v)
-                                    for v in _chart_versions(root / "dist", "node-feature-discovery")])
+        versions = commit("gpuop synth")
         plan = _plans(root)[UPGRADE_CLUSTER]
-        release = f"gpuop-{UPGRADE_CLUSTER}"
-        observed, predicted = {}, {}
+        observed, predicted, rollouts, waves = {}, {}, {}, {}
         with rig.ControlPlane(root / "cp", binaries=bins) as cp:
             _fleet_on(cp, plan)
             with Flux(cp, root / "flux", folder=flux_bin, ca=lo.ca, controllers=HELM_LANE) as flux:
-                assert flux.apply([root / "dist" / UPGRADE_CLUSTER / "flux"]) == []
-                version = json.loads((root / "dist" / "index.json").read_text())["clusters"][0]["chartVersion"]
-                _settle(cp, flux, release, version)
+                assert flux.apply([flux_folder]) == []
+                _settle(cp, flux, versions)
                 for change in UPGRADES:
-                    before = _templates(cp)
-                    profile = root / "profiles" / f"{UPGRADE_CLUSTER}.yaml"
+                    before, generations = _templates(cp), _generations(cp)
                     doc = yaml.safe_load(profile.read_text())
                     _edit(doc, change)
                     profile.write_text(yaml.safe_dump(doc, sort_keys=False))
-                    predicted[change] = _predicted_rolls(_impact(root))
+                    report = _impact(root)
+                    predicted[change] = _predicted_rolls(report)
                     assert main(synth) == 0
-                    repo.commit({"dist": root / "dist"}, f"gpuop synth: {change}")
-                    version = json.loads((root / "dist" / "index.json").read_text())["clusters"][0]["chartVersion"]
+                    versions = commit(f"gpuop synth: {change}")
                     flux.reconcile_now(GIT, "GitRepository", "gpuop")
-                    flux.reconcile_now(HR, "HelmRelease", release)
-                    _settle(cp, flux, release, version)
+                    assert flux.apply([flux_folder]) == []           # the commit's HelmReleases, as the owner applies them
+                    # NFD's repository index gained the new release's chart: fetched now, not at its 10m interval
+                    flux.reconcile_now(GIT, "HelmRepository", "node-feature-discovery")
+                    for release in versions:
+                        flux.reconcile_now(HR, "HelmRelease", release)
+                    rollouts[change] = _settle(cp, flux, versions, generations)
                     after = _templates(cp)
                     observed[change] = sorted(k for k in after if before.get(k) != after[k])
-        print(json.dumps({"observed": observed, "predicted": predicted}, indent=1))
+                    waves[change] = ({k: r["waves"] for k, r in rollouts[change].items()}, _predicted_waves(report))
+        print(json.dumps({"observed": observed, "predicted": predicted, "rollouts": rollouts, "waves": waves},
+                         indent=1))
         assert observed == {c: sorted(p) for c, p in predicted.items()}
         # each change is one the preview sees reaching the nodes, with the effect it names
         assert {c: sorted({k for ks in p.values() for k in ks}) for c, p in predicted.items()} == {
+            "release move": RELEASE_MOVE_EFFECTS,
             "driver bump": ["driver-reinstall"], "MIG layout": ["mig-reconfigure"],
             "sharing": ["plugin-config-switch"], "component toggle": ["metrics-gap"]}
+        # waves: the rounds the DaemonSet controller rolls each DaemonSet in (its live update strategy over its
+        # pods' nodes) are the preview's, wherever the preview gives a count and the DaemonSet runs on every GPU node
+        for change, (live, preview) in waves.items():
+            differ = {k: (live[k], preview[k]) for k in live.keys() & preview.keys() if live[k] != preview[k]}
+            assert differ == {k: v for k, v in WAVES_OVER_ALL_GPU_NODES.items() if k in differ}, (change, differ)
+        # the order Flux keeps: NFD's release is upgraded before the stack's (the stack's dependsOn)
+        move = rollouts["release move"]
+        nfd_worker = next(k for k in move if k.startswith(f"DaemonSet {fleet.NFD_NAMESPACE}/"))
+        assert all(move[nfd_worker]["order"] <= r["order"] for r in move.values()), move

@@ -41,10 +41,10 @@ def test_every_chart_lints_without_errors(dist, index):
 
 def test_render_as_argocd_and_flux_install_it_equals_manifests(dist, index):
     """Argo CD and Flux install the chart with createNamespace=true (their only value); the render is
-    then the rendered manifests, the `helm test` hook aside."""
+    then the rendered manifests, the smoke-test pod aside (the health gate's Jobs are hooks in both)."""
     for entry in index["clusters"]:
         rendered = by_key([o for o in render(dist / entry["chart"], {"createNamespace": True}, entry=entry)
-                           if not is_hook(o)])
+                           if not (is_hook(o) and o["kind"] == "Pod")])
         manifests = by_key(load_dir(dist / entry["manifests"]))
         assert rendered.keys() == manifests.keys(), entry["name"]
         for k in manifests:
@@ -80,23 +80,30 @@ def test_render_with_defaults_leaves_the_namespace_to_helm_create_namespace(dist
     own would conflict)."""
     for entry in index["clusters"]:
         rendered = by_key([o for o in render(dist / entry["chart"], entry=entry) if not is_hook(o)])
-        manifests = by_key(load_dir(dist / entry["manifests"]))
+        manifests = by_key([o for o in load_dir(dist / entry["manifests"]) if not is_hook(o)])    # the gate's Jobs
         assert set(manifests) - set(rendered) == {("Namespace", "", entry["namespace"])}, entry["name"]
         assert load((dist / entry["chart"] / "values.yaml").read_text())["createNamespace"] is False
 
 
-def test_gitops_objects_install_the_chart_with_its_namespace_and_without_tests(dist, index):
+def test_gitops_objects_install_the_chart_with_its_namespace_and_the_health_gate_as_their_test(dist, index):
     for entry in index["clusters"]:
         if (dist / entry["name"] / "operator").is_dir():     # operator mode: NVIDIA's chart, not this one
             continue
         (app,) = [a for a in load_dir(dist / entry["argocd"]) if a["metadata"]["name"] == f"gpuop-{entry['name']}"]
         assert app["spec"]["source"]["helm"]["valuesObject"] == {"createNamespace": True}
-        assert app["spec"]["source"]["helm"]["skipTests"] is True
+        # Argo CD renders the test hooks: the gate's Jobs carry its PostSync hook (helm template --skip-tests drops them)
+        assert app["spec"]["source"]["helm"]["skipTests"] is False
         (hr,) = [o for o in load_dir(dist / entry["flux"]) if o["metadata"]["name"] == f"gpuop-{entry['name']}"]
-        assert hr["spec"]["values"] == {"createNamespace": True} and "test" not in hr["spec"]
+        gated = any(d["kind"] == "Job" for d in load_dir(dist / entry["name"] / "manifests")
+                    if d["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "health-gate")
+        assert hr["spec"]["values"] == {"createNamespace": True}
+        assert (hr["spec"].get("test", {}).get("enable") is True) is gated
+        if gated:      # a failed check holds the release, never uninstalls or rolls the stack back
+            assert hr["spec"]["install"]["remediation"]["ignoreTestFailures"] is True
+            assert hr["spec"]["upgrade"]["remediation"]["ignoreTestFailures"] is True
     appset = load((dist / "fleet" / "argocd" / "applicationset.yaml").read_text())
     helm_ = appset["spec"]["template"]["spec"]["source"]["helm"]
-    assert helm_["valuesObject"] == {"createNamespace": True} and helm_["skipTests"] is True
+    assert helm_["valuesObject"] == {"createNamespace": True} and helm_["skipTests"] is False
 
 
 def test_chart_accepts_global_so_it_can_be_a_subchart(dist, index):
@@ -124,8 +131,8 @@ def test_disabling_the_device_plugin_drops_the_validators_plugin_step(dist, inde
 
 def test_helm_test_hook_runs_vectoradd_on_one_gpu(dist, index):
     for entry in index["clusters"]:
-        (pod,) = [o for o in render(dist / entry["chart"], {}, entry) if is_hook(o)]
-        assert pod["kind"] == "Pod" and pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+        (pod,) = [o for o in render(dist / entry["chart"], {}, entry) if is_hook(o) and o["kind"] == "Pod"]
+        assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
         (c,) = pod["spec"]["containers"]
         values = load((dist / entry["chart"] / "values.yaml").read_text())
         assert c["image"] == values["imageRegistry"] + "/k8s/cuda-sample:vectoradd-cuda12.5.0"
@@ -133,7 +140,7 @@ def test_helm_test_hook_runs_vectoradd_on_one_gpu(dist, index):
         assert pod["spec"]["restartPolicy"] == "Never" and pod["spec"]["automountServiceAccountToken"] is False
         assert pod["metadata"]["namespace"] == entry["namespace"]
     (pod,) = [o for o in render(dist / index["clusters"][0]["chart"], {"smokeTestImage": "m.example/v:1"},
-                                index["clusters"][0]) if is_hook(o)]
+                                index["clusters"][0]) if is_hook(o) and o["kind"] == "Pod"]
     assert pod["spec"]["containers"][0]["image"] == "m.example/v:1"
 
 

@@ -501,7 +501,11 @@ def test_changing_a_layout_changes_exactly_the_mig_config_and_the_label_rule(wor
     # and the dashboard, whose planned series count the new layout's devices (no effect on the nodes)
     assert changed == ["  !! ~ ConfigMap gpu-operator/custom-mig-parted-config  (mig-repartition)",
                        "  !! ~ NodeFeatureRule nvidia-gpu-node-labels  (mig-repartition)",
-                       "  ~ ConfigMap gpu-operator/gpuop-dashboards"]
+                       # the health gate's CUDA samples follow the pool's MIG profiles (one per advertised resource)
+                       "  - Job gpu-operator/gpuop-gate-train-cuda-mig-1g-10gb",
+                       "  - Job gpu-operator/gpuop-gate-train-cuda-mig-2g-20gb",
+                       "  ~ ConfigMap gpu-operator/gpuop-dashboards",
+                       "  ~ Job gpu-operator/gpuop-gate-train-cuda-mig-3g-40gb"]
     assert ("spec.rules[gpuop.pool.H100-SXM5-80GB].labels.nvidia.com/mig.config: "
             "1x3g.40gb_1x2g.20gb_2x1g.10gb -> 2x3g.40gb") in section
     assert section.startswith("chart 0.1.0 -> 0.1.1")

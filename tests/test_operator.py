@@ -245,7 +245,9 @@ def test_operator_mode_deploys_no_stack_objects(odist):
         assert index[name]["delivery"] == "operator"
         # no GPU stack parameters (the stacks' ApplicationSet skips it); the operator's own for the hub
         assert not (odist / name / "params" / "cluster.json").exists() and not (odist / name / "flux-overlay").exists()
-        assert [p.name for p in (odist / name / "params").iterdir()] in (["operator.json"], ["operator-olm.json"])
+        # and the companion's (gpuop's own objects beside the operator: alerts, dashboards, queues)
+        assert sorted(p.name for p in (odist / name / "params").iterdir()) in (
+            ["addons.json", "operator.json"], ["addons.json", "operator-olm.json"])
         for f in (odist / name / "argocd").glob("*.yaml"):
             assert f"{name}/chart" not in f.read_text()
     appset = (odist / "fleet" / "argocd" / "applicationset.yaml")

@@ -2,7 +2,8 @@
 a corpus of profiles (tests/data/operator-corpus: every setting the mapping table covers, each platform), the
 profile compiled in operator mode -> NVIDIA's chart (Helm 4's engine) with gpuop's values -> the CRDs'
 structural defaults -> NVIDIA's GPU Operator controller code of the profile's release (v26.7.0: the shared
-../shared/tools/nvidia-operator; v26.3.3 and v25.10.1: the same tool built at their tags, `od.oracle`) gives
+../shared/tools/nvidia-operator; v26.3.3 and v25.10.1: the same tool built at their tags by
+tools/nvidia-operator/build_release.py, `od.oracle`) gives
 DaemonSets equal to gpuop's static stack for the same profile on every node-visible field (images, containers,
 command/args, env, volumes and mounts, security context, host namespaces, tolerations, placement, runtimeClass,
 probes, resources), except the differences in ALLOWED, each with its reason. Every case runs once per stack
@@ -157,7 +158,6 @@ def operator_profiles(tmp: Path, release: str = NEWEST) -> list[Path]:
         doc = yaml.safe_load(f.read_text())
         if dest is work:
             doc["spec"].setdefault("delivery", {})["mode"] = "operator"
-            doc["spec"].pop("queues", None)      # operator mode refuses gpuop's own Kueue objects
         _pinned(doc, release)
         (dest / f.name).write_text(yaml.safe_dump(doc, sort_keys=False))
         try:
@@ -207,8 +207,8 @@ def cases(request, tmp_path_factory) -> list[Case]:
         if release == NEWEST:
             tool("nvidia-operator")          # the shared tool: skipped or failed as every tool is (conftest)
         pytest.skip(f"NVIDIA's operator code at {cat.release(release).operatorVersion} is not built at {render}: run "
-                    "../shared/tools/nvidia-operator/build.sh on a checkout of that tag from a copy of the tool folder "
-                    f"there (under nice -n 15), or set {od.BUILDS_ENV}")
+                    f"tools/nvidia-operator/build_release.py {cat.release(release).operatorVersion} on a checkout of "
+                    f"that tag (docs/operator.md), or set {od.BUILDS_ENV}")
 
     def one(path: Path) -> Case:
         (plan,), _ = plan_all([path])
@@ -240,8 +240,19 @@ def unexplained(case: Case) -> list[str]:
     return problems
 
 
+# What NVIDIA's operator at v25.10.1 deploys that the 25.10 catalog does not hold yet (docs/operator.md, "Per
+# release"): strict, so the day the catalog holds them this fails and the mark goes
+NOT_YET = {"25.10": "v25.10.1's chart has no extraObjects template (per-pool NVIDIADriver CRs and the NodeFeatureRule "
+                    "never reach the cluster); its driver has no DRIVER_CONFIG_DIGEST, an inline startup probe and no "
+                    "OPENSHIFT_VERSION / GDS_ENABLED / GDRCOPY_ENABLED env; DCGM and its exporter have no probes; GFD, "
+                    "MIG manager and toolkit env gpuop sets that v25.10.1 does not"}
+
+
 @pytest.mark.slow
-def test_operator_mode_deploys_what_the_static_stack_deploys(cases):
+def test_operator_mode_deploys_what_the_static_stack_deploys(cases, request):
+    release = request.node.callspec.params["cases"]
+    if release in NOT_YET:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=NOT_YET[release]))
     # every example and corpus profile on the newest release; on an older one those its chart and matrix allow
     assert len(cases) >= (15 if all(c.spec.release in (None, NEWEST) for c in cases) else 10)
     problems = [p for c in cases for p in unexplained(c)]

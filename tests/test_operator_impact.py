@@ -48,8 +48,6 @@ def _mode(doc: dict, mode: str) -> dict:
     delivery["mode"] = mode
     if mode == "stack":
         delivery.pop("operator", None)
-    else:
-        doc["spec"].pop("queues", None)      # operator mode refuses gpuop's own Kueue objects (validate/queues.py)
     for pool in doc["spec"]["nodePools"]:
         pool.setdefault("nodes", NODES)
     return doc
@@ -155,7 +153,8 @@ def compiled(project: Path, doc: dict) -> dict:
 
 def node_effects(old: dict, new: dict) -> list[impact.Effect]:
     """The effects on the nodes (the delivery objects differ between the modes by design)."""
-    return [e for e in impact.impact(old, new) if e.kind not in ("nothing", "gitops-deletion")]
+    # the companion release (operator mode's gpuop-own objects, which stack mode's chart carries) is no node effect
+    return [e for e in impact.impact(old, new) if e.kind not in ("nothing", "gitops-deletion", "companion-update")]
 
 
 def _key(e: impact.Effect) -> tuple:
@@ -238,7 +237,9 @@ EXPECTED = (
     "DaemonSet; GPU pods evicted by the driver manager, 8 node(s) in 1 wave, up to 21m (startup probe)\n"
     "  !! pool train: MIG reconfiguration (1x3g.40gb_1x2g.20gb_2x1g.10gb -> 7x1g.10gb): the MIG manager evicts "
     "the GPU pods on the pool's nodes and repartitions every GPU; the pool's GPUs are unavailable until it is done "
-    "(8 node(s), 1 wave(s), no time bound: mig-parted has no timeout)\n")
+    "(8 node(s), 1 wave(s), no time bound: mig-parted has no timeout)\n"
+    "     cluster: gpuop's own objects beside NVIDIA's operator change (dashboards, gpu-alerts, health-gate): the companion release "
+    "keep-operator-gpuop-addons upgrades; nothing on the nodes\n")
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 
@@ -284,7 +285,7 @@ def test_keep_operator_driver_bump_and_mig_layout_are_destructive_in_every_view(
     assert doc["destructive"] == 3
     assert [(e["pool"], e["type"], e["destructive"], e["nodes"], e["waves"]) for e in doc["effects"]] == [
         ("infer", "driver-reinstall", True, 6, 1), ("train", "driver-reinstall", True, 8, 1),
-        ("train", "mig-repartition", True, 8, 1)]
+        ("train", "mig-repartition", True, 8, 1), (None, "companion", False, None, None)]
     proc = run_gpuop("diff", "--exit-code", cwd=keep)            # plain diff: the destructive effects first
     assert proc.returncode == 3, proc.stderr
     assert proc.stdout.startswith("DESTRUCTIVE: 3 effect(s) interrupt GPU workloads"), proc.stdout[:400]
@@ -363,11 +364,15 @@ def test_an_operator_version_change_rolls_every_operand_and_keeps_the_loaded_dri
         "cluster: GPU Operator v26.3.3 -> v26.7.0: the operator is replaced, its CRDs upgraded by the chart's "
         "pre-upgrade hook, and every operand DaemonSet of the ClusterPolicy rolls (the chart's helm.sh/chart label "
         "is on each one's pod template; NVIDIADriver CRs' driver DaemonSets do not carry it)")
-    # keep-operator's drivers are NVIDIADriver CRs' (two drivers): their pods do not restart
-    kinds = sorted((e.scope, e.kind) for e in effects[1:])
-    assert kinds == [("all GPU nodes", "device-plugin-restart"), ("all GPU nodes", "labels-refresh"),
-                     ("all GPU nodes", "labels-refresh"), ("all GPU nodes", "metrics-gap"),
-                     ("all GPU nodes", "runtime-reconfigure")], kinds
+    # keep-operator's drivers are NVIDIADriver CRs' (two drivers): their pods do not restart; the MIG manager's do,
+    # and it leaves the applied MIG config as it is
+    kinds = sorted((e.scope, e.kind, e.objects[0].rpartition("/")[2]) for e in effects[1:])
+    assert kinds == [("all GPU nodes", "device-plugin-restart", "nvidia-device-plugin-daemonset"),
+                     ("all GPU nodes", "labels-refresh", "gpu-feature-discovery"),
+                     ("all GPU nodes", "labels-refresh", "nvidia-mig-manager"),
+                     ("all GPU nodes", "labels-refresh", "nvidia-operator-validator"),
+                     ("all GPU nodes", "metrics-gap", "nvidia-dcgm-exporter"),
+                     ("all GPU nodes", "runtime-reconfigure", "nvidia-container-toolkit-daemonset")], kinds
     assert "labels, annotations or delivery objects only" not in impact.render(impact.impact(old, new))
 
 

@@ -182,9 +182,19 @@ def test_a_tolerated_taint_and_known_capacity_compile(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
-def test_queues_in_operator_mode_are_refused_not_left_in_the_preview(tmp_path):
-    text = QUEUED.replace("namespaces: [a, a]", "namespaces: [a]") + "delivery: {mode: operator}\n"
+def test_queues_in_operator_mode_are_delivered_by_the_companion_chart_not_only_previewed(tmp_path):
+    text = (QUEUED.replace("namespaces: [a, a]", "namespaces: [a]")
+            .replace("key: dedicated, value: gpu", "key: nvidia.com/gpu, value: present")
+            .replace("    nodeSelector: {pool: a}\n", "    nodeSelector: {pool: a}\n    nodes: 2\n    gpusPerNode: 4\n")
+            + "delivery: {mode: operator}\n")
     path = write_profile(tmp_path, text)
-    r = run_main("synth", str(path), "-o", str(tmp_path / "out"), cwd=tmp_path)
-    assert r.returncode == 2
-    assert "c1.yaml:7:12: spec.queues.enabled: Forbidden: the queue objects are part of gpuop's stack" in r.stderr, r.stderr
+    shutil.copy(REPO / "gpuop.yaml", tmp_path / "gpuop.yaml")
+    out = tmp_path / "out"
+    r = run_main("synth", str(path), "-o", str(out), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    delivered = [d for d in yaml.safe_load_all((out / "c1" / "addons" / "manifests" / "17-queues.yaml").read_text()) if d]
+    previewed = [d for d in yaml.safe_load_all((out / "c1" / "preview" / "manifests" / "17-queues.yaml").read_text()) if d]
+    assert delivered == previewed and {o["kind"] for o in delivered} == {"ResourceFlavor", "ClusterQueue", "LocalQueue"}
+    assert [m for o in delivered for m in check_kueue_schema(o)] == []
+    release = yaml.safe_load((out / "c1" / "flux" / "addons-helmrelease.yaml").read_text())
+    assert release["spec"]["chart"]["spec"]["chart"].endswith("/c1/addons/chart")

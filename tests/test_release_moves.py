@@ -62,6 +62,27 @@ def test_a_supported_move_names_images_rolls_and_destructive_waves_first(project
         assert "CRDs" not in move.text and "chart" not in move.text   # gpuop's stack: no NVIDIA chart or CRDs
 
 
+def test_a_stack_move_names_the_mig_managers_restart_and_nfds_worker_and_rolls_node_by_node(project):
+    """What Flux showed on a move (tests/test_gitops_rehearsal.py, the upgrade lane) that the preview did not say:
+    the MIG manager's DaemonSet rolls (its image moves; it finds the applied MIG config and keeps it), NFD's worker
+    rolls (the release brings its NFD chart), neither touching workloads, and every operand rolls node by node."""
+    effects = toi.node_effects(at(project, "stack", "26.3"), at(project, "stack", "26.7"))
+    named = {o.rpartition("/")[2]: (e.kind, e.destructive) for e in effects for o in e.objects}
+    assert named["nvidia-mig-manager"] == ("labels-refresh", False)
+    assert named["node-feature-discovery-worker"] == ("labels-refresh", False)
+    (nfd,) = [e for e in effects if "node-feature-discovery-worker" in " ".join(e.objects)]
+    assert nfd.objects == ("DaemonSet node-feature-discovery/node-feature-discovery-worker",)
+    assert nfd.text.startswith("NFD chart 0.18.3 -> 0.19.0: the NFD worker restarts on every node, before the GPU "
+                               "stack's release (dependsOn)")
+    # the operands' DaemonSets set no update strategy: Kubernetes rolls them one node at a time (RollingUpdate,
+    # maxUnavailable 1 by default), so each restart takes as many waves as it has nodes
+    restarts = [e for e in effects if e.kind in ("runtime-reconfigure", "device-plugin-restart", "metrics-gap")]
+    assert restarts and {(e.nodes, e.waves) for e in restarts} == {(16, 16)}
+    # a change that leaves NFD's release as it is names no NFD effect
+    same = at(project, "stack", "26.7")
+    assert not [e for e in toi.node_effects(same, same) if "NFD" in e.text]
+
+
 def test_the_move_to_26_7_adds_the_crds_and_names_the_changed_servicemonitor_default(project):
     effects = toi.node_effects(at(project, "operator", "26.3"), at(project, "operator", "26.7"))
     (move,) = [e for e in effects if e.kind == "release-move"]

@@ -98,6 +98,7 @@ VALIDATE_CASES: dict[str, tuple[dict, ...]] = {
     "operator-one-cr": (OPERATOR, {"spec": {"platform": {"version": "1.34"},
                                             "delivery": {"operator": {"gpuCluster": True}}}}),
     "operator-gpu-cluster": (OPERATOR, {"spec": {"delivery": {"operator": {"gpuCluster": True, "clusterPolicy": False}}}}),
+    "operator-companion-name": (OPERATOR, {"metadata": {"name": "c" * 51}}),
     "nri-plugin": ({"spec": {"cdi": {"nriPluginEnabled": True}}},),
     "dra-gpu-client-contract": (DRA, {"spec": {"migManager": {"version": "v0.12.3"}}}),
     "operator-device-plugin-dra": (OPERATOR, {"spec": {"platform": {"version": "1.34"}, "dra": {"version": "0.5.0"}}},
@@ -150,6 +151,9 @@ VALIDATE_CASES: dict[str, tuple[dict, ...]] = {
     "reserved-names": (pools({**POOL_A, "sharing": {"timeSlicing": {"replicas": 2}, "configName": "default"}}),),
     "pool-taints-tolerated": (pools({**POOL_A, "taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}),),
     "queues-capacity": ({"spec": {"queues": {"enabled": True}}},),
+    "health-gate-dcgm-level": ({"spec": {"dcgm": {"enabled": True}, "healthGate": {"dcgmDiagLevel": 9}}},),
+    "health-gate-dcgm-host-engine": ({"spec": {"healthGate": {"dcgmDiagLevel": 2}}},),
+    "health-gate-nccl": ({"spec": {"healthGate": {"nccl": True}}},),
     "licence-vgpu-licensing": (OPERATOR, {"spec": {"driver": {"driverType": "vgpu"},
                                                    "images": {"registry": "registry.example.com/nvidia"}}}),
     "licence-vgpu-delivery": ({"spec": {"driver": {"driverType": "vgpu", "licensingConfig": {"secretName": "nls"}},
@@ -158,6 +162,12 @@ VALIDATE_CASES: dict[str, tuple[dict, ...]] = {
                                                                      "licensingConfig": {"secretName": "nls"}}}}),
     "licence-entitled-pull-secret": ({"spec": {"images": {"registry": "nvcr.io/nvaie"}}},),
     "licence-allowed-drivers": ({"spec": {"licensing": {"allowedDrivers": ["open"]}}},),
+    "xid-unknown": ({"spec": {"devicePlugin": {"health": {"ignoreXids": [999]}}}},),
+    "xid-lists-conflict": ({"spec": {"devicePlugin": {"health": {"ignoreXids": [94, 94]}}}},),
+    "xid-ignored-reset-required": ({"spec": {"devicePlugin": {"health": {"ignoreXids": [79]}}}},),
+    "xid-fatal-unsupported": ({"spec": {"devicePlugin": {"health": {"checks": False, "fatalXids": [48]}}}},),
+    "operator-device-plugin-health": (OPERATOR, pools({**POOL_A, "devicePluginHealth": {"fatalXids": [109]}})),
+    "device-plugin-health-off": ({"spec": {"devicePlugin": {"enabled": False, "health": {"fatalXids": [109]}}}},),
 }
 
 # Rules that fire together with a case's rule by nature (one mistake, seen by both).

@@ -236,6 +236,7 @@ def test_every_later_operand_waits_for_the_chain(full):
         "nvidia-container-toolkit-daemonset": ["driver-validation"],
         "nvidia-operator-validator": ["driver-validation", "toolkit-validation", "cuda-validation", "plugin-validation"],
         "nvidia-device-plugin-daemonset": ["toolkit-validation"],
+        "nvidia-device-plugin-health-f4899e": ["toolkit-validation"],       # the frontier pool's XID policy
         "nvidia-dcgm": ["toolkit-validation"],
         "nvidia-dcgm-exporter": ["toolkit-validation"],
         "gpu-feature-discovery": ["toolkit-validation"],
@@ -281,11 +282,14 @@ def test_node_feature_rule_labels_every_deployed_component(full):
             assert r["name"] in ("nvidia.com/gpu.present", "nvidia.com/gpu.deploy") or "device" in term["matchExpressions"]
     assert rules[0]["labels"] == {"nvidia.com/gpu.present": "true"}
     published = {k: v for r in rules[1:] if r["name"].startswith("nvidia.com/gpu.deploy") for k, v in r["labels"].items()}
+    # the frontier pool's XID policy: its own device plugin DaemonSet selects the label the pool's rule sets
+    published.update({k: v for r in rules[1:] for k, v in r["labels"].items() if k == "nvidia.com/device-plugin.health"})
     selected = {}
     for k in full:
         if k[0] == "DaemonSet":
             selected.update({key: v for key, v in pod(full, k[2])["nodeSelector"].items() if key.startswith("nvidia.com/")})
     assert published == selected            # each DaemonSet's deploy label, and only those
+    published.pop("nvidia.com/device-plugin.health")
     assert len(published) == 9
 
 
@@ -305,12 +309,19 @@ def test_every_daemonset_honours_the_opt_out_labels_and_the_profiles_placement(f
         p = pod(full, k[2])
         deploy = next(key for key in p["nodeSelector"] if key.startswith("nvidia.com/gpu.deploy."))
         component = deploy.removeprefix("nvidia.com/gpu.deploy.")
-        assert p["nodeSelector"] == {deploy: "true", "kubernetes.io/os": "linux"}
+        policy = k[2].startswith("nvidia-device-plugin-health-")     # a pool XID policy's own device plugin
+        assert p["nodeSelector"] == {deploy: "true", "kubernetes.io/os": "linux",
+                                     **({"nvidia.com/device-plugin.health": k[2].removeprefix("nvidia-device-plugin-")}
+                                        if policy else {})}
         terms = p["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        # the cluster's device plugin stays off the nodes a pool policy's DaemonSet serves
+        off_policy = [{"key": "nvidia.com/device-plugin.health", "operator": "DoesNotExist"}] \
+            if k[2] == "nvidia-device-plugin-daemonset" else []
         assert terms == [{"matchExpressions": [
             {"key": "nvidia.com/gpu.deploy.operands", "operator": "NotIn", "values": ["false"]},
             {"key": f"gpuop/deploy.{component}", "operator": "NotIn", "values": ["false"]},
             {"key": "node.example.com/gpu-maintenance", "operator": "DoesNotExist"},
+            *off_policy,
         ]}], k
         assert p["priorityClassName"] == "system-node-critical"
         assert p["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]

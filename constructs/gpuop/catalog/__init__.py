@@ -31,6 +31,13 @@ class ImageRef(_Frozen):
     version: str
 
 
+class HostMount(_Frozen):
+    """A hostPath volume mounted at the same path in an operand container; type "": no hostPath type."""
+    name: str
+    path: str
+    type: str = ""
+
+
 class OsEntry(_Frozen):
     tag: str
     platform: str
@@ -134,6 +141,11 @@ class Release(_Frozen):
     precompiled: dict[str, tuple[str, ...]] = Field(default_factory=dict)   # os -> driver branches
     openshift: OpenShiftFacts | None = None
     crds: dict[str, str] = Field(default_factory=dict)   # CRD name -> git blob of the release chart's copy
+    driverSysfs: HostMount | None = None                 # the driver container's sysfs mount (assets/state-driver)
+    initContainerResources: bool = True   # validation / driver-manager init containers take their operand's resources
+    # how NVIDIA's NVIDIADriver controller gives GPU nodes to CRs: "owners" (each node to one CR, a CR's own
+    # nodeSelector before the default CR's), "exclusive" (no two CRs may select one node, or none is rendered)
+    nvidiaDriverNodes: Literal["owners", "exclusive"] = "owners"
 
 
 class UpgradeRule(_Frozen):

@@ -28,6 +28,12 @@ def meta(name: str, namespace: str | None = None, labels: dict | None = None, an
     return m
 
 
+def taint_toleration(key: str, value: str, effect: str) -> dict:
+    """The toleration of a (key, value, effect) taint: Equal with a value, Exists without one."""
+    return ({"key": key, "operator": "Equal", "value": value, "effect": effect} if value
+            else {"key": key, "operator": "Exists", "effect": effect})
+
+
 SCC_RULE = {"apiGroups": ["security.openshift.io"], "resources": ["securitycontextconstraints"],
             "verbs": ["use"], "resourceNames": ["privileged"]}
 
@@ -204,13 +210,14 @@ def service_monitor(name: str, namespace: str, *, app: str, port_name: str, job_
 VALIDATOR_RESOURCES = resources_slot("validator")   # every `*-validation` init container's resources
 
 
-def validation_init(component: str, image: str, mounts: list[dict], *, wait_for: str | None = None,
+def validation_init(component: str, p, mounts: list[dict], *, wait_for: str | None = None,
                     extra_env: list[dict] | None = None) -> dict:
-    """A `<component>-validation` init container on the validator image (runAsUser 0, privileged), as
-    the Operator's transformValidationInitContainer renders it: the validator's resources
-    (`applyResourceRequirements(..., config.Validator.Resources)`), never the component's."""
-    c: dict = {"name": f"{component}-validation", "image": image, "imagePullPolicy": slot("imagePullPolicy"),
-               "command": ["sh", "-c"], "resources": VALIDATOR_RESOURCES,
+    """A `<component>-validation` init container on the validator image (p.validator_image; runAsUser 0,
+    privileged), as the Operator's transformValidationInitContainer renders it: the validator's resources
+    (`applyResourceRequirements(..., config.Validator.Resources)`), never the component's; none before v26.7
+    (p.init_resources false)."""
+    c: dict = {"name": f"{component}-validation", "image": p.validator_image, "imagePullPolicy": slot("imagePullPolicy"),
+               "command": ["sh", "-c"], "resources": VALIDATOR_RESOURCES if p.init_resources else {},
                "securityContext": {"privileged": True, "runAsUser": 0}}
     if wait_for:
         c["args"] = [f"until [ -f /run/nvidia/validations/{wait_for}-ready ]; do echo waiting for nvidia "

@@ -52,7 +52,7 @@ class Dcgm(Component):
             "serviceAccountName": NAME,
             "automountServiceAccountToken": False,     # nv-hostengine never calls the API
             "runtimeClassName": "nvidia",
-            "initContainers": [validation_init("toolkit", p.validator_image, [
+            "initContainers": [validation_init("toolkit", p, [
                 mount("run-nvidia", "/run/nvidia", propagation="HostToContainer")], wait_for="toolkit")],
             "containers": [container],
             "volumes": [host_path("run-nvidia", "/run/nvidia", "Directory")],

@@ -113,7 +113,7 @@ class DcgmExporter(Component):
             "serviceAccountName": NAME,
             "automountServiceAccountToken": needs_api,
             "runtimeClassName": "nvidia",
-            "initContainers": [validation_init("toolkit", p.validator_image, [
+            "initContainers": [validation_init("toolkit", p, [
                 mount("run-nvidia", "/run/nvidia", propagation="HostToContainer")], wait_for="toolkit")],
             "containers": [_container(p)],
             "volumes": volumes,

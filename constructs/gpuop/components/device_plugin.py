@@ -21,6 +21,12 @@ client). With a plugin config the `config-manager` sidecar watches the node's la
 GDS / GDRCopy cluster-wide (`gds`, `gdrcopy`): GDS_ENABLED + MOFED_ENABLED and GDRCOPY_ENABLED, as
 TransformDevicePlugin sets them for the ClusterPolicy's gds / gdrcopy.
 
+XID health policy (spec.devicePlugin.health, nodePools[].devicePluginHealth; catalog/xids.py): the cluster's policy
+as DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS on this DaemonSet; each other policy a pool has gets a
+DaemonSet `nvidia-device-plugin-<policy name>` of its own on the nodes labelled
+nvidia.com/device-plugin.health=<policy name> (the plugin reads the policy from its env only), and this one stays
+off them. The Operator has one devicePlugin.env, so it has no such split (operator mode refuses differing pools).
+
 Pass-through: `env_overrides` / `args` are the Operator's devicePlugin.env / args;
 `kubelet_root_dir` moves the `device-plugin` volume to <hostPaths.kubeletRootDir>/device-plugins (the
 container keeps /var/lib/kubelet/device-plugins, where the plugin registers).
@@ -32,10 +38,11 @@ compile time from the profile's `toolkit.enabled`).
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from gpuop.kube.slots import slot
 from gpuop.components import env_names
@@ -51,6 +58,13 @@ ENTRYPOINT_CM = "nvidia-device-plugin-entrypoint"         # a ConfigMap name gpu
 ENTRYPOINT = (Path(__file__).parent / "scripts" / "device-plugin-entrypoint.sh").read_text()
 # Every env name gpuop may set on the plugin container: spec.devicePlugin.env overriding one gets a warning.
 GPUOP_ENV = env_names.DEVICE_PLUGIN
+
+
+class HealthPolicyProps(BaseModel):
+    """One pool health policy other than the cluster's: its DaemonSet's label value and env."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(description="Label value and DaemonSet name suffix (health-<6 hex>). Required.")
+    env: tuple[tuple[str, str], ...] = Field(description="DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS. Required.")
 
 
 class DevicePluginProps(ValidatedProps):
@@ -75,6 +89,15 @@ class DevicePluginProps(ValidatedProps):
     gdrcopy: bool = Field(False, description=(
         "GDRCopy cluster-wide (spec.driver.gdrcopy): GDRCOPY_ENABLED, so that the plugin injects /dev/gdrdrv. "
         "Omitted: false."))
+    health_env: tuple[tuple[str, str], ...] = Field((), description=(
+        "The cluster's XID health policy as the plugin's env (DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS, "
+        "catalog/xids.py policy_env), before env_overrides. Omitted: none (NVIDIA's defaults)."))
+    health_policies: tuple[HealthPolicyProps, ...] = Field((), description=(
+        "The other policies pools have: one more DaemonSet each, on the nodes labelled health_label=<name>; the "
+        "main DaemonSet then stays off those nodes. Omitted: none (one DaemonSet)."))
+    health_label: str = Field("nvidia.com/device-plugin.health", description=(
+        "The node label that selects a policy's DaemonSet (plan/pools.py HEALTH_LABEL). Omitted: "
+        "nvidia.com/device-plugin.health."))
 
 
 def cdi_hook_env(install_dir: str | None) -> list[dict]:
@@ -116,6 +139,7 @@ class DevicePlugin(Component):
                 env("CDI_ANNOTATION_PREFIX", "cdi.k8s.io/"),
                 *cdi_hook_env(p.toolkit_install_dir),
                 *sidecar_env(p.gds, p.gdrcopy),
+                *(env(n, v) for n, v in p.health_env),
             ],
             "resources": resources_slot("devicePlugin"),
             "securityContext": {"privileged": True},
@@ -133,7 +157,7 @@ class DevicePlugin(Component):
         container["env"] = merge_env(container["env"], p.env_overrides)
         if p.args is not None:
             container["args"] = list(p.args)
-        init = validation_init("toolkit", p.validator_image, [
+        init = validation_init("toolkit", p, [
             mount("run-nvidia-validations", "/run/nvidia/validations", propagation="HostToContainer")],
             wait_for="toolkit")
         pod_spec = {
@@ -158,10 +182,30 @@ class DevicePlugin(Component):
             plugin_config.apply(pod_spec, container, p.image, "nvidia-device-plugin", resources_slot("devicePlugin"))
         labels = {"app": DS_NAME}
         cluster_rules = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]
+        placement = p.placement
+        if p.health_policies:      # the nodes of another policy get that policy's DaemonSet, never this one
+            placement = placement.model_copy(update={"node_affinity": (
+                *placement.node_affinity, (p.health_label, "DoesNotExist", ()))})
         return rbac(NAME, p.namespace, [SCC_RULE], cluster_rules) + [
             {"apiVersion": "v1", "kind": "ConfigMap",
              "metadata": meta(ENTRYPOINT_CM, p.namespace, labels),
              "data": {"entrypoint.sh": ENTRYPOINT}},
             daemonset(DS_NAME, p.namespace, app=DS_NAME, labels=labels, deploy=cls.deploy_label,
-                      placement=p.placement, annotations={"openshift.io/scc": "hostmount-anyuid"}, pod_spec=pod_spec),
+                      placement=placement, annotations={"openshift.io/scc": "hostmount-anyuid"},
+                      pod_spec=copy.deepcopy(pod_spec)),
+            *(cls._policy_daemonset(p, pod_spec, h) for h in p.health_policies),
         ]
+
+    @classmethod
+    def _policy_daemonset(cls, p: DevicePluginProps, pod_spec: dict, h: HealthPolicyProps) -> dict:
+        """The DaemonSet of one pool policy: the main one's pod, its own app label, the policy's env in place of
+        the cluster's (env_overrides still win by name), on the nodes labelled with the policy's name."""
+        name = f"{NAME}-{h.name}"
+        spec = copy.deepcopy(pod_spec)
+        plugin = next(c for c in spec["containers"] if c["name"] == "nvidia-device-plugin")
+        cluster = {n for n, _ in p.health_env}
+        own = [e for e in plugin["env"] if e["name"] not in cluster or e["name"] in dict(p.env_overrides)]
+        plugin["env"] = merge_env(own, tuple((n, v) for n, v in h.env if n not in dict(p.env_overrides)))
+        return daemonset(name, p.namespace, app=name, labels={"app": name}, deploy=cls.deploy_label,
+                         placement=p.placement, annotations={"openshift.io/scc": "hostmount-anyuid"}, pod_spec=spec,
+                         node_selector={p.health_label: h.name})

@@ -156,6 +156,10 @@ class DriverProps(DaemonSetProps):
     gdrcopy_image: tuple[str, str] | None = Field(None, description=(
         "(path below the registry, version) of the nvidia-gdrcopy sidecar of the variants with `gdrcopy`; tag "
         "<version>-<os tag>. Omitted: no variant may run GDRCopy."))
+    sysfs_mount: tuple[str, str, str] = Field(
+        ("host-sys-devices-system", "/sys/devices/system", "Directory"), description=(
+            "The driver container's sysfs hostPath mount of the release's asset: (volume name, path on host and in "
+            "the container, hostPath type or \"\"). Omitted: v26.7's, all of /sys/devices/system."))
     digests: dict[str, str] = Field(default_factory=dict, description=(
         "<path>:<tag> -> digest of sidecar images (pinned). Omitted: tags only."))
     repo_config: tuple[str, tuple[str, ...]] | None = Field(None, description=(
@@ -191,7 +195,8 @@ def _manager(p: DriverProps) -> dict:
             mount("host-sys", "/sys"),
             mount("run-mellanox-drivers", "/run/mellanox/drivers", propagation="HostToContainer"),
         ],
-        "resources": resources_slot("driver"),      # the driver's, as transformDriverManagerInitContainer
+        # the driver's, as v26.7's transformDriverManagerInitContainer; none before (p.init_resources)
+        "resources": resources_slot("driver") if p.init_resources else {},
     }
 
 
@@ -320,7 +325,7 @@ def _driver_ctr(p: DriverProps, v: Variant) -> dict:
             mount("mlnx-ofed-usr-src", "/run/mellanox/drivers/usr/src", propagation="HostToContainer"),
             mount("run-mellanox-drivers", "/run/mellanox/drivers", propagation="HostToContainer"),
             mount("firmware-search-path", "/sys/module/firmware_class/parameters/path"),
-            mount("host-sys-devices-system", "/sys/devices/system"),
+            mount(p.sysfs_mount[0], p.sysfs_mount[1]),
             mount("nv-firmware", "/lib/firmware"),
             mount("driver-startup-probe-script", "/usr/local/bin/startup-probe.sh", sub_path="startup-probe.sh"),
         ] + ([mount(DTK_SHARED, DTK_SHARED_PATH)] if v.rhcos else []),
@@ -346,7 +351,6 @@ VOLUMES = [
     host_path("host-root", "/"),
     host_path("host-sys", "/sys", "Directory"),
     host_path("firmware-search-path", "/sys/module/firmware_class/parameters/path"),
-    host_path("host-sys-devices-system", "/sys/devices/system", "Directory"),
     host_path("nv-firmware", "/run/nvidia/driver/lib/firmware", "DirectoryOrCreate"),
     {"name": "driver-startup-probe-script", "configMap": {"name": PROBE_CM, "defaultMode": 0o755}},
 ]
@@ -454,7 +458,9 @@ class Driver(Component):
             containers.append(module_sidecar("nvidia-gdrcopy-ctr",
                                              _pinned(p, p.gdrcopy_image[0], f"{p.gdrcopy_image[1]}-{v.os_tag}"),
                                              "nvidia-gdrcopy-driver", "gdrdrv", config_mounts))
-        volumes = VOLUMES + os_volumes
+        # the release's sysfs mount where v26.7's asset lists it, after the firmware search path
+        at = next(i for i, x in enumerate(VOLUMES) if x["name"] == "firmware-search-path") + 1
+        volumes = VOLUMES[:at] + [host_path(*p.sysfs_mount)] + VOLUMES[at:] + os_volumes
         if v.rhcos:
             containers.append(dtk_container(f"{p.dtk_image_stream}:{v.rhcos}", v.rhcos, sidecar_env(v)))
             volumes = volumes + [{"name": DTK_SHARED, "emptyDir": {}}]

@@ -93,7 +93,7 @@ class GpuFeatureDiscovery(Component):
             "securityContext": {"privileged": True},
             "volumeMounts": [mount("output-dir", FEATURES_DIR), mount("host-sys", "/sys", read_only=True)],
         }
-        init = validation_init("toolkit", p.validator_image,
+        init = validation_init("toolkit", p,
                                [mount("run-nvidia", "/run/nvidia", propagation="HostToContainer")], wait_for="toolkit")
         pod_spec = {
             "serviceAccountName": NAME,

@@ -108,7 +108,7 @@ class MigManager(Component):
                 mount("cdi-root", "/var/run/cdi"),
             ],
         }
-        init = validation_init("toolkit", p.validator_image, [
+        init = validation_init("toolkit", p, [
             mount("run-nvidia-validations", "/run/nvidia/validations", propagation="HostToContainer")],
             wait_for="toolkit")
         init["args"] = [VALIDATION_ARGS]

@@ -72,7 +72,7 @@ class MpsControlDaemon(Component):
                        "command": ["mps-control-daemon", "mount-shm"], "resources": resources,
                        "securityContext": {"privileged": True},
                        "volumeMounts": [mount("mps-root", "/mps", propagation="Bidirectional")]}
-        validation = validation_init("toolkit", p.validator_image,
+        validation = validation_init("toolkit", p,
                                      [mount("run-nvidia", "/run/nvidia", propagation="HostToContainer")], wait_for="toolkit")
         pod_spec = {
             "serviceAccountName": NAME,          # its own (docstring): one SCC per ServiceAccount on OpenShift

@@ -44,6 +44,10 @@ class Placement(BaseModel):
 class DaemonSetProps(Props):
     """Props of a component that runs a GPU DaemonSet."""
     placement: Placement = Field(default_factory=Placement, description="Omitted: deploy label and opt-outs only.")
+    init_resources: bool = Field(True, description=(
+        "The init containers the operator adds (the `*-validation` ones, the driver manager) take the validator's "
+        "and the driver's resources, as v26.7's transforms give them; false: none, as the older releases' "
+        "(catalog/data/releases.yaml initContainerResources). Omitted: true."))
 
 
 class ValidatedProps(DaemonSetProps):

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuop.components.base import Component
-from gpuop.components.builders import meta
+from gpuop.components.builders import meta, taint_toleration
 from gpuop.components.props import Props
 
 API = "kueue.x-k8s.io/v1beta2"
@@ -48,11 +48,6 @@ class QueuesProps(Props):
         "advertise is 0. Required."))
 
 
-def _toleration(key: str, value: str, effect: str) -> dict:
-    return ({"key": key, "operator": "Equal", "value": value, "effect": effect} if value
-            else {"key": key, "operator": "Exists", "effect": effect})
-
-
 class KueueQueues(Component):
     name = "queues"
     values_key = None
@@ -67,7 +62,7 @@ class KueueQueues(Component):
             if f.node_labels:
                 spec["nodeLabels"] = dict(sorted(f.node_labels.items()))
             if f.tolerations:
-                spec["tolerations"] = [_toleration(*t) for t in f.tolerations]
+                spec["tolerations"] = [taint_toleration(*t) for t in f.tolerations]
             out.append({"apiVersion": API, "kind": "ResourceFlavor", "metadata": meta(f.name, labels=LABELS),
                         "spec": spec})
         groups = [{"coveredResources": list(covered),

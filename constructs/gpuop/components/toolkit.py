@@ -138,7 +138,7 @@ class ContainerToolkit(Component):
         container["env"] = merge_env(container["env"], p.env_overrides)
         if p.args is not None:
             container["args"] = list(p.args)
-        init = validation_init("driver", p.validator_image, [
+        init = validation_init("driver", p, [
             mount("driver-install-dir", "/run/nvidia/driver", propagation="HostToContainer"),
             mount("run-nvidia-validations", "/run/nvidia/validations", propagation="Bidirectional"),
             mount("host-root", "/host", propagation="HostToContainer", read_only=True),

@@ -64,12 +64,13 @@ class ValidatorProps(DaemonSetProps):
     pull_secrets: tuple[str, ...] = Field((), description="Pull secrets of the workload pods. Omitted: none.")
 
 
-def _step(component: str, image: str, env_: list[dict], mounts: list[dict], se_linux: bool = False) -> dict:
+def _step(component: str, p: ValidatorProps, env_: list[dict], mounts: list[dict], se_linux: bool = False) -> dict:
     sc: dict = {"privileged": True, "runAsUser": 0}
     if se_linux:
         sc["seLinuxOptions"] = {"level": "s0"}
-    return {"name": f"{component}-validation", "image": image, "imagePullPolicy": slot("imagePullPolicy"),
-            "command": ["sh", "-c"], "args": ["nvidia-validator"], "env": env_, "resources": VALIDATOR_RESOURCES,
+    return {"name": f"{component}-validation", "image": p.image, "imagePullPolicy": slot("imagePullPolicy"),
+            "command": ["sh", "-c"], "args": ["nvidia-validator"], "env": env_,
+            "resources": VALIDATOR_RESOURCES if p.init_resources else {},
             "securityContext": sc, "volumeMounts": mounts}
 
 
@@ -84,17 +85,17 @@ def _workload_env(p: ValidatorProps) -> list[dict]:
 def init_containers(p: ValidatorProps) -> list[dict]:
     node, ns = env("NODE_NAME", field_path="spec.nodeName"), env("OPERATOR_NAMESPACE", field_path="metadata.namespace")
     steps = [
-        _step("driver", p.image, [env("WITH_WAIT", "true"), env("COMPONENT", "driver"), ns], [
+        _step("driver", p, [env("WITH_WAIT", "true"), env("COMPONENT", "driver"), ns], [
             mount("host-root", "/host", propagation="HostToContainer", read_only=True),
             mount("driver-install-dir", "/run/nvidia/driver", propagation="HostToContainer"),
             VALIDATIONS, mount("host-dev-char", "/host-dev-char")], se_linux=True),
-        _step("toolkit", p.image, [env("NVIDIA_VISIBLE_DEVICES", "all"), env("WITH_WAIT", "false"),
+        _step("toolkit", p, [env("NVIDIA_VISIBLE_DEVICES", "all"), env("WITH_WAIT", "false"),
                                    env("COMPONENT", "toolkit")], [VALIDATIONS]),
-        _step("cuda", p.image, [env("WITH_WAIT", "false"), env("COMPONENT", "cuda"), node, ns] + _workload_env(p),
+        _step("cuda", p, [env("WITH_WAIT", "false"), env("COMPONENT", "cuda"), node, ns] + _workload_env(p),
               [VALIDATIONS]),
     ]
     if p.device_plugin:
-        steps.append(_step("plugin", p.image, [env("COMPONENT", "plugin"), env("WITH_WAIT", "false"),
+        steps.append(_step("plugin", p, [env("COMPONENT", "plugin"), env("WITH_WAIT", "false"),
                                                env("WITH_WORKLOAD", "false"), env("MIG_STRATEGY", p.mig_strategy or ""),
                                                node, ns] + _workload_env(p), [VALIDATIONS]))
     return steps

@@ -30,6 +30,8 @@ class Row:
     operator_switch: bool | None = None   # NVIDIA's chart `<key>.enabled` maps to spec.<key>.enabled; its default
     proxied: bool = False           # fetches from outside the cluster: spec.proxy reaches its env
     sub_images: tuple[tuple[str, str], ...] = ()   # further (NVIDIA chart values key, release component) images
+    companion: bool = False         # gpuop's own objects, which NVIDIA's operator does not make: in operator mode
+                                    # delivered beside NVIDIA's chart as the cluster's companion chart (outputs/addons.py)
 
 
 # Rows in the order of the profile's sections and NVIDIA's chart values (which the schema's enums and the
@@ -56,9 +58,10 @@ TABLE: tuple[Row, ...] = (
     Row("node-status-exporter", "node_status_exporter", 13, "nodeStatusExporter", switch=True, versioned=True,
         values_switch=True, operator_switch=False),
     Row("dra", "dra", 14),
-    Row("gpu-alerts", "gpu_alerts", 15),
-    Row("dashboards", "dashboards", 16),      # gpuop's own: no Operator state, written after every operand
-    Row("queues", "queues", 17),              # gpuop's own: Kueue's flavors and queues over the GPU pools
+    Row("gpu-alerts", "gpu_alerts", 15, companion=True),
+    Row("dashboards", "dashboards", 16, companion=True),   # gpuop's own: no Operator state, after every operand
+    Row("queues", "queues", 17, companion=True),           # gpuop's own: Kueue's flavors and queues over the GPU pools
+    Row("health-gate", "health_gate", 18, companion=True),   # gpuop's own: the checks the engines run after the stack rolls
     # the profile and NVIDIA's chart name the validator last; its state comes right after the toolkit's
     Row("operator-validator", "validator", 5, "validator", versioned=True),
 )
@@ -74,6 +77,9 @@ VALUES_SWITCHABLE: tuple[str, ...] = tuple(r.key for r in TABLE if r.key and r.v
 OPERATOR_SWITCHABLE: tuple[str, ...] = tuple(r.key for r in TABLE if r.key and r.operator_switch is not None)
 OPERATOR_DEFAULT_ON: dict[str, bool] = {r.key: r.operator_switch for r in TABLE
                                         if r.key and r.operator_switch is not None}
+COMPANION: tuple[str, ...] = tuple(r.name for r in BY_RANK if r.companion)   # outputs/addons.py, registry order
+# the companion's Argo CD Application / Flux HelmRelease: gpuop-<cluster>-addons (validate/operator.py bounds <cluster>)
+COMPANION_OBJECT = ("gpuop-", "-addons")
 PROXIED: tuple[str, ...] = tuple(r.key for r in TABLE if r.key and r.proxied)
 # NVIDIA chart values key -> (profile section or None, release component): every operand image the chart names
 CHART_IMAGES: dict[str, tuple[str | None, str]] = {

@@ -69,6 +69,7 @@ EFFECTS = {
     "metrics-gap": (7, False, "operand-restart"),
     "labels-refresh": (8, False, "operand-restart"),
     "stack-added": (9, False, "install"),
+    "companion-update": (9, False, "companion"),
     "nothing": (10, False, "none"),
 }
 # what makes an effect happen: the merge (Argo CD / Flux apply the change), a change of the node group's
@@ -81,12 +82,18 @@ MIG_LABEL = "nvidia.com/mig.config"
 DIGEST_ENV = "DRIVER_CONFIG_DIGEST"
 PLUGIN_LABEL = "nvidia.com/device-plugin.config"
 PREVIEW = "preview"      # operator mode: dist/<cluster>/preview/ holds the operands (outputs/operator.py PREVIEW)
+ADDONS = "addons"        # operator mode: dist/<cluster>/addons/ holds gpuop's own objects (outputs/addons.py)
 RESTARTS = {"device-plugin": ("device-plugin-restart", "device plugin restarts: no new GPU allocations meanwhile"),
             "dcgm-exporter": ("metrics-gap", "metrics gap while the DCGM exporter restarts"),
             "dcgm": ("metrics-gap", "metrics gap while the DCGM host engine restarts"),
             "node-status-exporter": ("metrics-gap", "metrics gap while the node status exporter restarts"),
             "gpu-feature-discovery": ("labels-refresh", "GPU feature labels refreshed; nothing for workloads"),
-            "operator-validator": ("labels-refresh", "validation re-runs; nothing for workloads")}
+            "operator-validator": ("labels-refresh", "validation re-runs; nothing for workloads"),
+            # a restarted MIG manager finds the node's selected config applied and returns before it stops any
+            # GPU client (NVIDIA/mig-parted pkg/mig/reconfigure/reconfigure.go: "MIG configuration already applied")
+            "mig-manager": ("labels-refresh", "MIG manager restarts: the selected MIG config is already applied, so "
+                            "it leaves the GPUs as they are and sets nvidia.com/mig.config.state again; nothing for "
+                            "workloads")}
 
 
 @dataclass(frozen=True)
@@ -264,6 +271,20 @@ def _duration(seconds: int) -> str:
     return f"{h}h{m:02d}m" if h else f"{m}m"
 
 
+def _rolling_waves(strategy: dict, nodes: int | None) -> int | None:
+    """The rounds the DaemonSet controller rolls `nodes` nodes' pods in: maxUnavailable nodes at a time (1 when the
+    manifest sets no update strategy: the API server's default, RollingUpdate with maxUnavailable 1); a percentage
+    is rounded up, at least one node per wave. None: node count unknown, or OnDelete (nothing rolls by itself)."""
+    if not nodes or strategy.get("type") == "OnDelete":
+        return None
+    most = (strategy.get("rollingUpdate") or {}).get("maxUnavailable", 1)
+    if isinstance(most, str) and most.endswith("%"):
+        per_wave = max(1, math.ceil(nodes * int(most[:-1]) / 100))
+    else:
+        per_wave = max(int(most), 1)
+    return math.ceil(nodes / per_wave)
+
+
 def _driver_roll(ds: dict, old_ds: dict | None, nodes: int | None) -> dict:
     """What a driver DaemonSet's roll does: the text and its nodes, waves and time bounds."""
     spec = ds["spec"]
@@ -290,14 +311,9 @@ def _driver_roll(ds: dict, old_ds: dict | None, nodes: int | None) -> dict:
             f"driver reinstall{version} on each node when its driver pod is deleted (autoUpgrade off: "
             f"updateStrategy OnDelete); then {evict}, {drain}, up to {_duration(per_node)} per node")}
     most = (strategy.get("rollingUpdate") or {}).get("maxUnavailable", 1)
-    if isinstance(most, str) and most.endswith("%"):
-        parallel = f"{most} of the nodes at a time"
-        # the DaemonSet controller rounds a percentage up (at least one node per wave)
-        per_wave = max(1, math.ceil(nodes * int(most[:-1]) / 100)) if nodes else None
-    else:
-        parallel = f"{most} node(s) at a time"
-        per_wave = max(int(most), 1)
-    waves = math.ceil(nodes / per_wave) if nodes and per_wave else None
+    parallel = f"{most} of the nodes at a time" if isinstance(most, str) and most.endswith("%") else \
+        f"{most} node(s) at a time"
+    waves = _rolling_waves(strategy, nodes)
     total = waves * per_node if waves is not None else None
     where = f"{nodes} node(s) -> {waves} wave(s)" if waves is not None else "node count unknown: set nodes on the pool"
     bound = f"; up to {_duration(total)} in all" if total is not None else ""
@@ -469,6 +485,7 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
     bump = _operator_bump(cluster, old_entry, new_entry) if switch is None else None
     effects += [e for e in (switch, bump) if e is not None]
     effects += _release_move(cluster, old_entry, new_entry) if switch is None else []
+    effects += _nfd_move(cluster, old, new)
     # an operator version change rolls every operand: the chart's helm.sh/chart label is on each pod template
     rolled = {k for k, o in after.items() if k[0] == "DaemonSet"} if bump is not None else set()
     for key in sorted(changed_objects | rolled):
@@ -481,7 +498,9 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
         ds = a or b
         component = _component(ds)
         template_changed.add(component)
-        common = {"nodes": all_nodes, "waves": 1, "objects": (_obj_key(ds), *_deploy_rule(before, after, component))}
+        # the pods roll node by node as the DaemonSet's update strategy allows (RollingUpdate, 1 at a time by default)
+        common = {"nodes": all_nodes, "waves": _rolling_waves(ds["spec"].get("updateStrategy") or {}, all_nodes),
+                  "objects": (_obj_key(ds), *_deploy_rule(before, after, component))}
         if component == "driver":
             continue                               # per pool below: a pool may move between DaemonSets
         elif component == "container-toolkit":
@@ -546,10 +565,29 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
                                   f"({what}): {head}the plugin restarts with it; no new GPU allocations meanwhile, "
                                   "running pods keep their devices", pool=name, nodes=n_nodes,
                                   objects=tuple(k for k in (plugin_cm, nfr) if k), **how))
+    effects += _companion_effects(cluster, old, new, old_entry, new_entry)
     if not effects and changed_objects | _other_changes(old, new, cluster):
         effects.append(Effect(cluster, "cluster", "nothing", "labels, annotations or delivery objects only: nothing "
                               "on the nodes"))
     return sorted(set(effects), key=lambda e: (EFFECTS[e.kind][0], e.scope, e.text))
+
+
+def _companion_effects(cluster: str, old: dict, new: dict, old_entry: dict | None,
+                       new_entry: dict | None) -> list[Effect]:
+    """Operator mode: a change of gpuop's own objects beside NVIDIA's operator (alerts, dashboards, queues: the
+    companion release, outputs/addons.py), an upgrade of that release that touches no node."""
+    if _mode(new_entry) != "operator" or _mode(old_entry) != "operator":
+        return []                   # a delivery switch is its own effect
+    prefix = f"{cluster}/{ADDONS}/manifests/"
+    changed = {p for p in set(old) | set(new) if p.startswith(prefix) and old.get(p) != new.get(p)}
+    if not changed:
+        return []
+    name = ((new_entry or {}).get("addons") or (old_entry or {}).get("addons") or {}).get("name", f"{cluster}-gpuop-addons")
+    parts = sorted(p[len(prefix):].removesuffix(".yaml").split("-", 1)[-1] for p in changed
+                   if not p.endswith("/kustomization.yaml")) or ["its objects"]
+    return [Effect(cluster, "cluster", "companion-update", f"gpuop's own objects beside NVIDIA's operator change "
+                   f"({', '.join(parts)}): the companion release {name} upgrades; nothing on the nodes",
+                   objects=tuple(sorted(changed)))]
 
 
 def _operator_version(entry: dict | None) -> str:
@@ -656,6 +694,56 @@ def _release_move(cluster: str, old_entry: dict | None, new_entry: dict | None) 
         if changed:
             parts.append("chart defaults changed: " + ", ".join(changed))
     return [Effect(cluster, "cluster", "release-move", "; ".join(parts), objects=(f"{cluster}/",))]
+
+
+# NFD as gpuop deploys it (spec.nfd.mode deploy): its HelmRelease or Application, at fixed places of the output
+NFD_RELEASES = ("flux/nfd-helmrelease.yaml", "flux-overlay/nfd/helmrelease.yaml", "argocd/nfd-application.yaml")
+NFD_CHART = "node-feature-discovery"
+# values of NFD's chart that only its master, garbage collector or topology updater read: the worker keeps its pods
+NFD_NOT_WORKER = ("master", "gc", "topologyUpdater")
+
+
+def _nfd_release(tree: dict, cluster: str) -> dict | None:
+    """NFD's chart version, values, release and namespace as the cluster's output deploys it; None without NFD."""
+    for rel in NFD_RELEASES:
+        for d in _docs(tree.get(f"{cluster}/{rel}")):
+            spec = d.get("spec") or {}
+            if d.get("kind") == "HelmRelease":
+                chart = (spec.get("chart") or {}).get("spec") or {}
+                return {"version": str(chart.get("version") or ""), "values": spec.get("values") or {},
+                        "release": spec.get("releaseName") or d["metadata"].get("name", ""),
+                        "namespace": spec.get("targetNamespace") or ""}
+            if d.get("kind") == "Application" and (spec.get("source") or {}).get("chart") == NFD_CHART:
+                source = spec["source"]
+                helm = source.get("helm") or {}
+                return {"version": str(source.get("targetRevision") or ""), "values": helm.get("valuesObject") or {},
+                        "release": helm.get("releaseName") or d["metadata"].get("name", ""),
+                        "namespace": (spec.get("destination") or {}).get("namespace") or ""}
+    return None
+
+
+def _nfd_worker(nfd: dict) -> str:
+    """The worker DaemonSet NFD's chart names: <fullname>-worker, the fullname being the release when it contains
+    the chart's name (deployment/helm/node-feature-discovery/templates/_helpers.tpl)."""
+    release = nfd["release"]
+    full = nfd["values"].get("fullnameOverride") or (release if NFD_CHART in release else f"{release}-{NFD_CHART}")
+    return f"DaemonSet {nfd['namespace']}/{full}-worker"
+
+
+def _nfd_move(cluster: str, old: dict, new: dict) -> list[Effect]:
+    """NFD's chart moved (a release move brings the release's NFD) or the values its worker reads changed: the
+    worker's pods restart on every node, before the GPU stack's release (its dependsOn); nfd-master keeps the
+    node labels it set."""
+    a, b = _nfd_release(old, cluster), _nfd_release(new, cluster)
+    if a is None or b is None:
+        return []
+    worker = {k: v for k, v in a["values"].items() if k not in NFD_NOT_WORKER}
+    if a["version"] == b["version"] and worker == {k: v for k, v in b["values"].items() if k not in NFD_NOT_WORKER}:
+        return []
+    what = f"NFD chart {a['version']} -> {b['version']}" if a["version"] != b["version"] else "NFD worker settings"
+    return [Effect(cluster, "cluster", "labels-refresh", f"{what}: the NFD worker restarts on every node, before the "
+                   "GPU stack's release (dependsOn), and reports the node's features again; nfd-master keeps the "
+                   "labels; nothing for workloads", objects=(_nfd_worker(b),))]
 
 
 def _chart_changes(old: dict, new: dict) -> tuple[list[str], list[str]]:

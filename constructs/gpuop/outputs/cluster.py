@@ -24,6 +24,7 @@ import stat
 from dataclasses import dataclass, field
 
 from gpuop import __version__
+from gpuop.outputs import addons
 from gpuop.outputs import alerts
 from gpuop.outputs import node_labels
 from gpuop.outputs import dra
@@ -156,6 +157,7 @@ def build_cluster(stack, settings) -> ClusterBuild:
         manifests.write(t),           # manifests/ (preview/manifests/)
         kustomize.write(t),           # overlay/ (preview/overlay/)
         DELIVERY[mode](t),            # argocd/, flux/, flux-overlay/, params/; operator mode: operator/ too
+        addons.write(t),              # operator mode: gpuop's own objects beside NVIDIA's chart (addons/)
         node_labels.write(t),         # node-labels.yaml
         dra.write(t),                 # the DRA driver's delivery, after the stack
         images.write(t),              # the images of manifests/, for mirroring (stack mode)

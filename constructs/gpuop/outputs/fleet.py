@@ -5,8 +5,8 @@ One ApplicationSet per kind of Application, each generating for every cluster th
 as its per-cluster folder holds, on the destination its profile names (index.json `destination`, else the
 Argo CD cluster registered under its gpuop name): `gpuop-fleet` (GPU stacks, below), `gpuop-fleet-nfd` (NFD's
 chart, project `gpuop-nfd`), `gpuop-fleet-dra` (the DRA driver), `gpuop-fleet-operator` and
-`gpuop-fleet-operator-olm` (NVIDIA's operator by Helm or OLM; those three in the settings' project, as per
-cluster). Parameters are scalars in string fields of a fixed template; the project is never a parameter.
+`gpuop-fleet-operator-olm` (NVIDIA's operator by Helm or OLM), `gpuop-fleet-addons` (operator mode's companion
+chart of gpuop's own objects; those four in the settings' project, as per cluster). Parameters are scalars in string fields of a fixed template; the project is never a parameter.
 
 ApplicationSet: a git files generator over `dist/*/params/cluster.json` (one small parameter file per
 cluster, written here; outside argocd/ so that folder holds only Kubernetes objects), goTemplate with `missingkey=error` so a missing parameter fails the render
@@ -35,6 +35,7 @@ import json
 import re
 
 from gpuop.kube.yamlio import dump, dump_json, dump_long_lists
+from gpuop.outputs import addons
 from gpuop.outputs import argocd
 from gpuop.outputs import dashboards
 from gpuop.outputs import gitops as gitops_objects
@@ -166,6 +167,13 @@ def _hub_sets(gitops) -> dict:
         "operator-olm": ("", gitops.argocd.project,
                          {"source": {"repoURL": "{{.repoURL}}", "targetRevision": "{{.revision}}", "path": "{{.path}}"},
                           "syncPolicy": operator.olm_sync()}, None),
+        # operator mode's companion chart of gpuop's own objects (outputs/addons.py), from this repository
+        "addons": (addons.APP_SUFFIX, gitops.argocd.project,
+                   {"source": {"repoURL": "{{.repoURL}}", "targetRevision": "{{.revision}}", "path": "{{.path}}",
+                               "helm": {"releaseName": "{{.releaseName}}", "kubeVersion": "{{.kubeVersion}}",
+                                        "skipTests": True}},
+                    "syncPolicy": gitops_objects.sync_policy(list(addons.SYNC_OPTIONS), gitops_objects.CHART_RETRY)},
+                   None),
     }
 
 

@@ -75,6 +75,11 @@ def oci_repository(plan: StackPlan, gitops, signing=None) -> dict:
                                        "operation": "copy"}, **verify(signing)}}
 
 
+def _gated(action: dict, plan: StackPlan) -> dict:
+    """An install / upgrade spec whose remediation ignores the health gate's test failures."""
+    return {**action, "remediation": rollout.flux_gate_remediation(action["remediation"], plan)}
+
+
 def objects(plan: StackPlan, gitops, chart_path: str, kinds: frozenset = frozenset(), signing=None) -> list[dict]:
     f = gitops.flux
     if f.source == "oci":
@@ -90,8 +95,9 @@ def objects(plan: StackPlan, gitops, chart_path: str, kinds: frozenset = frozens
         target_namespace=plan.namespace, storage_namespace=gitops_objects.storage_namespace(plan, gitops, plan.namespace),
         chart=chart,
         timeout=rollout.flux_timeout(plan),          # sized for the driver roll (outputs/rollout.py)
-        install=rollout.flux_install(),
-        upgrade=rollout.flux_upgrade(),              # never rolls a slow driver upgrade back
+        install=_gated(rollout.flux_install(), plan),
+        upgrade=_gated(rollout.flux_upgrade(), plan),   # never rolls a slow driver upgrade back
+        **rollout.flux_test(plan),                   # the health gate: helm test after each release
         driftDetection=drift.flux_drift_detection(),
         **rollout.move_uninstall(plan),              # a planned move: the old release's objects orphan what they own
         **gitops_objects.flux_remote(plan),          # a Flux hub: the cluster's kubeconfig Secret
@@ -106,9 +112,12 @@ def objects(plan: StackPlan, gitops, chart_path: str, kinds: frozenset = frozens
 
 
 def overlay_kustomizations(plan: StackPlan, gitops, overlay_path: str, nfd_path: str | None,
-                           daemonsets: list[str]) -> list[dict]:
+                           daemonsets: list[str], checks: tuple = ()) -> list[dict]:
     """The alternative delivery: Flux Kustomizations applying the rendered overlay (and NFD's HelmRelease
-    first, in deploy mode), with health checks on every DaemonSet."""
+    first, in deploy mode), with health checks on every DaemonSet and on the health gate's Jobs (`checks`: a
+    failed Job fails the Kustomization's health, so a Kustomization that dependsOn it waits, as a failed Helm
+    test holds a HelmRelease; the Jobs carry kustomize.toolkit.fluxcd.io/force, so a changed check replaces the
+    last one's immutable Job)."""
     f = gitops.flux
     ref = {"kind": "GitRepository", "name": "gpuop"}
     out = []
@@ -122,14 +131,16 @@ def overlay_kustomizations(plan: StackPlan, gitops, overlay_path: str, nfd_path:
             "spec": {"interval": f.interval, "path": f"./{overlay_path}", "prune": True, "sourceRef": ref,
                      "timeout": rollout.flux_timeout(plan), **gitops_objects.flux_remote(plan),
                      "healthChecks": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": d,
-                                       "namespace": plan.namespace} for d in daemonsets]}}
+                                       "namespace": plan.namespace} for d in daemonsets]
+                     + [{"apiVersion": "batch/v1", "kind": "Job", "name": j, "namespace": plan.namespace}
+                        for j in checks]}}
     if nfd_path:
         main["spec"]["dependsOn"] = [{"name": f"gpuop-{plan.name}-nfd"}]
     return out + [main]
 
 
 def files(plan: StackPlan, gitops, base: str, chart_path: str, kinds: frozenset = frozenset(),
-          daemonsets: tuple = (), signing=None) -> dict[str, str]:
+          daemonsets: tuple = (), signing=None, checks: tuple = ()) -> dict[str, str]:
     src, release, *nfd = objects(plan, gitops, chart_path, kinds, signing)
     files = {f"{base}/{src['kind'].lower()}.yaml": dump(src), f"{base}/helmrelease.yaml": dump(release)}
     if nfd:
@@ -140,7 +151,8 @@ def files(plan: StackPlan, gitops, base: str, chart_path: str, kinds: frozenset 
     root = gitops.path.rstrip("/")
     nfd_path = f"{root}/{alt}/nfd" if nfd else None
     files[f"{alt}/gitrepository.yaml"] = dump(source(gitops))
-    for k in overlay_kustomizations(plan, gitops, f"{root}/{plan.name}/overlay", nfd_path, list(daemonsets)):
+    for k in overlay_kustomizations(plan, gitops, f"{root}/{plan.name}/overlay", nfd_path, list(daemonsets),
+                                    checks):
         files[f"{alt}/{k['metadata']['name'].removeprefix('gpuop-' + plan.name).lstrip('-') or 'stack'}-kustomization.yaml"] = dump(k)
     if nfd:
         files[f"{alt}/nfd/helmrepository.yaml"] = dump(nfd[0])

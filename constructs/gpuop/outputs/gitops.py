@@ -32,9 +32,11 @@ HELM_API = "helm.toolkit.fluxcd.io/v2"
 PROJECT = "gpuop"              # the GPU stacks' least-privilege AppProject (fleet/argocd/appproject.yaml)
 ROLLOUT_WAVE = "gpuop/rollout-wave"   # profile metadata label: the cluster's rollout wave (outputs/fleet.py)
 DEFAULT_WAVE = "default"              # clusters without the label: the last wave
-# The GPU stack's chart from git: its Namespace belongs to the release (CreateNamespace=false); the `helm
-# test` pod needs a GPU and is for people, not for every sync.
-STACK_HELM = {"skipTests": True, "valuesObject": {"createNamespace": True}}
+# The GPU stack's chart from git: its Namespace belongs to the release (CreateNamespace=false). Tests are rendered
+# (skipTests false): the health gate's Jobs are both `helm test` hooks and Argo CD PostSync hooks, and `helm
+# template --skip-tests` would drop them; Argo CD runs no Helm test hook (its Helm hooks table: no equivalent), so
+# the smoke-test pod, a Helm test hook only, still never runs on a sync.
+STACK_HELM = {"skipTests": False, "valuesObject": {"createNamespace": True}}
 STACK_SYNC_OPTIONS = ("ServerSideApply=true", "CreateNamespace=false", "RespectIgnoreDifferences=true")
 # Charts from a Helm repository (NFD's, the DRA driver's, NVIDIA's operator chart): a bounded retry
 CHART_RETRY = {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"}}

@@ -120,3 +120,27 @@ def move_uninstall(plan: StackPlan) -> dict:
     """HelmRelease spec fields during a planned move: Flux uninstalls the old release (its chart and release name
     change) orphaning what its objects own; {} otherwise."""
     return {"uninstall": {"deletionPropagation": "orphan"}} if plan.move_from else {}
+
+
+# The health gate (components/health_gate.py): Flux runs the chart's test hooks after each install and upgrade
+# (`spec.test.enable`); a failed check leaves the HelmRelease Ready=False (reason TestFailed), which holds every
+# HelmRelease that dependsOn it. Test failures never remediate (`ignoreTestFailures` on install and upgrade):
+# uninstalling or rolling back the stack because a GPU failed its check would take the driver off every pool.
+def gate_seconds(plan: StackPlan) -> int:
+    """Helm runs the test hooks one after another, each within the test timeout: the longest check's deadline,
+    and one operand start for the pod to be scheduled and report."""
+    return plan.health_gate.longest() + OPERAND_SECONDS
+
+
+def flux_test(plan: StackPlan) -> dict:
+    """HelmRelease spec fields of the health gate; {} without one."""
+    if plan.health_gate is None:
+        return {}
+    # the chart's smoke-test pod is for people (`helm test`): it requests a whole nvidia.com/gpu anywhere, which a
+    # cluster of MIG or DRA pools never offers, so it would fail the gate where every pool is healthy
+    return {"test": {"enable": True, "timeout": _duration(gate_seconds(plan)),
+                     "filters": [{"name": f"{plan.name}-gpu-smoke-test", "exclude": True}]}}
+
+
+def flux_gate_remediation(remediation: dict, plan: StackPlan) -> dict:
+    return {**remediation, "ignoreTestFailures": True} if plan.health_gate is not None else remediation

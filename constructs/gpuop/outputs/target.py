@@ -58,6 +58,11 @@ class Folders:
     def operator(self) -> str:
         return f"{self.cluster}/operator"
 
+    @property
+    def addons(self) -> str:
+        """Operator mode: gpuop's own objects beside NVIDIA's operator, delivered (outputs/addons.py)."""
+        return f"{self.cluster}/addons"
+
     def entry(self) -> dict:
         """The folders as the index.json entry names them."""
         out = {k: getattr(self, k) for k in ENTRY_FOLDERS}

@@ -131,8 +131,8 @@ def catalog_now(record, table: dict) -> dict:
     what they hold now. Equal to the recorded one exactly when every fact that compile read is unchanged, so
     (the compile being deterministic) the same profile bytes compile to the same output. `table`: the read
     sets by digest (reads_table of the index.json the record is from); one it does not hold reads as unknown."""
-    from gpuop.catalog import (distributions, dra, instances, known_issues, licences, metrics, mig,  # noqa: F401
-                               operator, reads)        # every module naming a root (tests/test_catalog_selection.py)
+    from gpuop.catalog import (distributions, dra, health_gate, instances, known_issues, licences, metrics,  # noqa: F401
+                               mig, operator, reads, xids)        # every module naming a root (tests/test_catalog_selection.py)
 
     section = record.get("catalog") if isinstance(record, dict) else None
     ref = section.get("reads") if isinstance(section, dict) else None

@@ -25,7 +25,8 @@ EARLY_HORIZON = "604800"    # seconds (7 days): how far the early warnings extra
 # tests/test_alerts.py checks every regex matches a DaemonSet of the compiled examples.
 STACK_DAEMONSETS = (
     ("driver", "nvidia-driver-daemonset.*", lambda p: bool(p.driver_variants)),
-    ("device-plugin", "nvidia-device-plugin-daemonset", lambda p: p.device_plugin),
+    # the cluster's DaemonSet and one per pool XID health policy (nvidia-device-plugin-health-<6 hex>)
+    ("device-plugin", "nvidia-device-plugin-(daemonset|health-[0-9a-f]{6})", lambda p: p.device_plugin),
     ("dcgm", "nvidia-dcgm", lambda p: p.dcgm),
     ("dcgm-exporter", "nvidia-dcgm-exporter", lambda p: p.dcgm_exporter is not None),
 )

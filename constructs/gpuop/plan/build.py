@@ -27,6 +27,7 @@ from gpuop.plan import alerts as alerts_plan
 from gpuop.plan import dra as dra_rules
 from gpuop.plan import pools as pool_rules
 from gpuop.plan.capacity import plan_capacity
+from gpuop.plan import health_gate as gate_plan
 from gpuop.plan import queues as queue_plan
 from gpuop.plan import defaults as defaulting
 from gpuop.plan.drivers import driver_variants, full_version, version_resolver
@@ -167,6 +168,9 @@ def build_plan(valid: Validated, cat: Catalog) -> StackPlan:
         distribution=spec.platform.distribution or "generic",
         runtime_config_source=dist.containerd.configSource if dist.containerd and runtime == "containerd" else None,
         driver_root=spec.hostPaths.driverInstallDir or dist.driverRoot or "/run/nvidia/driver",
+        **({"driver_sysfs": (release.driverSysfs.name, release.driverSysfs.path, release.driverSysfs.type)}
+           if release.driverSysfs else {}),
+        init_resources=release.initContainerResources,
         root_fs=spec.hostPaths.rootFS,
         toolkit_install_dir=dist.toolkitInstallDir or "/usr/local/nvidia",
         kubelet_root_dir=spec.hostPaths.kubeletRootDir,
@@ -216,6 +220,7 @@ def build_plan(valid: Validated, cat: Catalog) -> StackPlan:
         dra=dra_rules.build(spec, defaults, tolerations=values["tolerations"], priority_class=values["priorityClassName"]),
         smoke_test=Image(release.smokeTest.image, release.smokeTest.version) if release.smokeTest else None,
     )
+    plan = dataclasses.replace(plan, health_gate=gate_plan.build(spec, plan))
     plan = pin_digests(valid, plan)
     return dataclasses.replace(plan, operator=operator_plan.build(spec, plan, cat),   # None in stack mode
                                move_from=spec.delivery.moveFrom, alerts=alerts_plan.build(spec, plan),
@@ -281,7 +286,8 @@ def pin_digests(valid, plan: StackPlan) -> StackPlan:
     return dataclasses.replace(
         plan, images=tuple((n, pin(i)) for n, i in plan.images),
         driver_digests=tuple(sorted((k, lock[k]) for k in plan.driver_pod_keys())),
-        smoke_test=pin(plan.smoke_test), nfd=dataclasses.replace(plan.nfd, image=pin(plan.nfd.image)))
+        smoke_test=pin(plan.smoke_test), nfd=dataclasses.replace(plan.nfd, image=pin(plan.nfd.image)),
+        health_gate=gate_plan.pin(plan.health_gate, pin))
 
 
 def _delivery(d) -> DeliveryPlan:

@@ -63,6 +63,7 @@ from typing import Any, Callable
 
 from gpuop import catalog as catalog_mod
 from gpuop.catalog import operator as operator_catalog
+from gpuop.catalog import xids as xid_catalog
 from gpuop.catalog.reads import memo
 from gpuop.kube import components
 
@@ -634,6 +635,71 @@ def _driver_env_row() -> Row:
                env_row.why)
 
 
+def health_env(health) -> list[dict]:
+    """spec.devicePlugin.health (a plain dict, missing keys meaning the defaults; None: NVIDIA's defaults) as the
+    device plugin's env entries, as gpuop's stack sets them (catalog/xids.py policy_env)."""
+    h = health or {}
+    policy = xid_catalog.Policy(h.get("checks", True), tuple(dict.fromkeys(h.get("ignoreXids") or ())),
+                                tuple(dict.fromkeys(h.get("fatalXids") or ())))
+    return [{"name": n, "value": v} for n, v in xid_catalog.policy_env(policy)]
+
+
+def split_health(env) -> tuple[dict | None, list]:
+    """devicePlugin.env -> (the spec.devicePlugin.health it carries, or None; the env without it). A policy is read
+    only when it is the env's last entries, each variable once, and writing it back gives them exactly (gpuop's
+    form); any other DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS (`all` fatal, malformed entries, another
+    order) stays the component's env, as written."""
+    e = _env_list(env)
+    for k in (2, 1):
+        tail = e[-k:] if len(e) >= k else []
+        if not tail or not all(isinstance(x, dict) and set(x) <= {"name", "value"} and isinstance(x.get("value", ""), str)
+                               and x.get("name") in xid_catalog.HEALTH_ENV for x in tail):
+            continue
+        rest = e[:-k]
+        if any(isinstance(x, dict) and x.get("name") in xid_catalog.HEALTH_ENV for x in rest):
+            continue
+        names = [x["name"] for x in tail]
+        if len(set(names)) != k:
+            continue
+        policy = xid_catalog.read_policy_env({x["name"]: x.get("value", "") for x in tail})
+        if policy is None or policy == xid_catalog.Policy():
+            continue
+        if [{"name": n, "value": v} for n, v in xid_catalog.policy_env(policy)] != [
+                {"name": x["name"], "value": x.get("value", "")} for x in tail]:
+            continue
+        health: dict = {}
+        if not policy.checks:
+            health["checks"] = False
+        if policy.ignore:
+            health["ignoreXids"] = list(policy.ignore)
+        if policy.fatal:
+            health["fatalXids"] = list(policy.fatal)
+        return health, rest
+    return None, e
+
+
+def _device_plugin_env_row() -> Row:
+    """The device plugin's own env: devicePlugin.env without the health policy's entries (the health row's)."""
+    env_row = _env_row("devicePlugin.env", "devicePlugin.env")
+
+    def inv(vals, rel):
+        return env_row.to_profile((split_health(vals[0])[1],), rel)
+    return Row("devicePlugin.env", ("devicePlugin.env",), ("devicePlugin.env",), [], env_row.to_values, inv, "field",
+               env_row.why)
+
+
+def _health_row() -> Row:
+    """After the device plugin's own env: the health policy's entries appended (spec.devicePlugin.health; a pool's
+    own policy cannot reach the ClusterPolicy, validate/xid_policy.py refuses it in operator mode)."""
+    def fwd(v, _):
+        return (health_env(v) or None,)
+
+    def inv(vals, _):
+        return split_health(vals[0])[0]
+    return Row("devicePlugin.health", ("devicePlugin.env",), ("devicePlugin.env",), None, fwd, inv, "field",
+               "DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS after the device plugin's own env", fill=True)
+
+
 # components whose env the profile has no section field for (driver, toolkit, devicePlugin have spec.<c>.env)
 ENV_ONLY_OPERATOR = components.ENV_ONLY
 
@@ -888,7 +954,8 @@ def _rows() -> tuple[Row, ...]:
         _driver_env_row(),
         # after the driver's and the toolkit's own env: they win by name
         _proxy_row(),
-        _env_row("devicePlugin.env", "devicePlugin.env"),
+        _device_plugin_env_row(),
+        _health_row(),
         *(field_row(f"{k}.args", f"{k}.args", None, fwd=lambda v, _: (list(v) if v else None,),
                     inv=lambda vals, _, p=f"{k}.args": _str_list(vals[0], p) or None,
                     why="replace the operand's args (the operator applies them only when there are some)")

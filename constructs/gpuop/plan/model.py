@@ -271,6 +271,10 @@ class PoolConfigs:
     mps: bool = False
     pools: tuple[PoolLabels, ...] = ()
     nfd_rules: tuple[NfdPoolRule, ...] = ()
+    # the device plugin's health env (DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS): the cluster's, on the
+    # main DaemonSet, and one (label value, env) per other policy a pool has, each a DaemonSet of its own
+    health_env: tuple[tuple[str, str], ...] = ()
+    health_policies: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
 
     @property
     def manual(self) -> tuple[PoolLabels, ...]:
@@ -456,6 +460,39 @@ class QueuesPlan:
 
 
 @dataclass(frozen=True)
+class GateCheck:
+    """One check of a pool's health gate: a Job on each node of the pool (components/health_gate.py)."""
+    kind: str                                        # dcgm | cuda | nccl
+    slug: str                                        # its part of the Job's name: dcgm, cuda-mig-1g-10gb, nccl
+    image: Image
+    command: tuple[str, ...]                         # (): the image's entrypoint
+    resources: tuple[tuple[str, int], ...]           # extended resources requested (and limited)
+    deadline: int                                    # seconds: twice the catalog's duration (a pull and a start)
+
+
+@dataclass(frozen=True)
+class PoolGate:
+    """One pool's health checks (plan/health_gate.py): what runs on its nodes after the stack rolls."""
+    pool: str
+    node_selector: tuple[tuple[str, str], ...]       # the pool's nodeSelector
+    tolerations: tuple[tuple[str, str, str], ...]    # (key, value, effect) of each taint of the pool's nodes
+    nodes: int                                       # nodes each check covers (one pod per node): min nodes, >= 1
+    checks: tuple[GateCheck, ...]
+
+
+@dataclass(frozen=True)
+class HealthGatePlan:
+    pools: tuple[PoolGate, ...]
+
+    def images(self) -> list[Image]:
+        return [c.image for p in self.pools for c in p.checks]
+
+    def longest(self) -> int:
+        """The longest check's deadline, in seconds."""
+        return max(c.deadline for p in self.pools for c in p.checks)
+
+
+@dataclass(frozen=True)
 class DashboardsPlan:
     folder: str
 
@@ -549,11 +586,15 @@ class StackPlan:
     move_from: str | None = None                      # spec.delivery.moveFrom: the delivery moved from (None: no move)
     capacity: ClusterCapacity = field(default_factory=ClusterCapacity)   # per pool resources (plan/capacity.py)
     queues: QueuesPlan | None = None                  # None: spec.queues.enabled false (plan/queues.py)
-    dashboards: DashboardsPlan | None = None          # None: spec.dashboards.enabled false
+    dashboards: DashboardsPlan | None = None
+    health_gate: HealthGatePlan | None = None         # None: no pool runs a check (plan/health_gate.py)          # None: spec.dashboards.enabled false
     alerts: AlertsPlan | None = None                  # spec.alerts (plan/alerts.py); None: alerts off
     distribution: str = "generic"                      # spec.platform.distribution (catalog/distributions.py)
     runtime_config_source: str | None = None          # toolkit RUNTIME_CONFIG_SOURCE (None: the toolkit's default)
     driver_root: str = "/run/nvidia/driver"           # hostPaths.driverInstallDir (GKE: Google's installer's)
+    driver_sysfs: tuple[str, str, str] = ("host-sys-devices-system", "/sys/devices/system", "Directory")
+                                                        # the release's driver sysfs mount (name, path, hostPath type)
+    init_resources: bool = True                       # the release's operator gives its init containers resources
     root_fs: str = "/"                                  # hostPaths.rootFS
     toolkit_install_dir: str = "/usr/local/nvidia"      # toolkit.installDir (GKE COS: /home/kubernetes/bin/nvidia)
     driver_flavours: tuple[str, ...] = ()               # the driver flavours it installs (catalog/data/licences.yaml);
@@ -611,6 +652,7 @@ class StackPlan:
                 "driverManager": bool(self.driver_variants)}
         keys = {i.key for name, i in self.images if used.get(name)}
         keys |= {i.key for i in (self.smoke_test, self.nfd.image) if i is not None}
+        keys |= {i.key for i in (self.health_gate.images() if self.health_gate else ())}
         return sorted(keys | set(self.driver_pod_keys()))
 
     def driver_pod_keys(self) -> list[str]:

@@ -72,6 +72,11 @@ def driver_groups(spec, cat) -> list[DriverGroup]:
     if default_key is not None:          # the default CR is the fallback for GPU nodes no pool selects, so it
         by_driver.setdefault(default_key, [])         # exists whenever the cluster's driver is on
     extra = tuple(sorted(spec.daemonsets.nodeSelector.items()))
+    # before v26.7 the NVIDIADriver controller refuses every CR while two select one node (release.nvidiaDriverNodes
+    # exclusive): the default CR is no fallback there, it selects its own pools' nodes and is left out without any
+    exclusive = release.nvidiaDriverNodes == "exclusive"
+    if exclusive and default_key in by_driver and not by_driver[default_key] and len(by_driver) > 1:
+        del by_driver[default_key]
     out = []
     for key, idxs in sorted(by_driver.items(), key=lambda kv: (kv[0] != default_key, kv[0])):
         version, sidecars = key
@@ -79,7 +84,7 @@ def driver_groups(spec, cat) -> list[DriverGroup]:
         common = set(settings[idxs[0]].selector) if idxs else set()
         for i in idxs[1:]:
             common &= set(settings[i].selector)
-        selector = tuple(sorted(set(extra) | (set() if default else common)))
+        selector = tuple(sorted(set(extra) | (set() if default and not exclusive else common)))
         name = f"driver-{version}" + ("" if sidecars == cluster else "-" + ("-".join(sidecars.tokens) or "nosidecars"))
         out.append(DriverGroup(DEFAULT_CR if default else name, version, default,
                                tuple(settings[i].pool for i in idxs), tuple(idxs), selector, sidecars))
@@ -117,6 +122,9 @@ def chart_values(spec, plan: StackPlan, cat, groups: list[DriverGroup]) -> dict:
     d["enabled"] = bool(groups)
     d["version"] = op.driverDigest or (groups[0].version if groups else plan.image("driver").tag.split("-")[0])
     d["nvidiaDriverCRD"] = {"enabled": crd, "deployDefaultCR": crd and any(g.default for g in groups)}
+    default_selector = next((g.node_selector for g in groups if g.default), ())
+    if crd and default_selector and cat.release(spec.release).nvidiaDriverNodes == "exclusive":
+        d["nvidiaDriverCRD"]["nodeSelector"] = dict(default_selector)      # the chart's default CR: its pools'
     # the ConfigMap names and the default config come from the table's rows (the profile's
     # delivery.operator.*Config, gpuop's names when omitted); their content from the plan
     # delivery.operator.*Config, gpuop's names when omitted); their content from the plan. A name without

@@ -44,6 +44,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from gpuop.catalog import xids as xid_catalog
 from gpuop.mig import geometry
 from gpuop.plan import defaults as defaulting
 from gpuop.plan import dra as dra_rules
@@ -56,6 +57,10 @@ DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"   # with DRA pools: 
 DRA_LABEL = "nvidia.com/gpu.deploy.dra-driver"                # the DRA kubelet plugin's nodeSelector
 CLIENT_LABEL = "nvidia.com/gpu.deploy.client"                 # and the GPU client contract's (catalog dra.yaml)
 MIG_MANAGER_LABEL = "nvidia.com/gpu.deploy.mig-manager"
+# gpuop's own label (NVIDIA defines none): selects the device plugin DaemonSet of a pool whose health policy is not
+# the cluster's, its value naming the policy (the plugin reads its policy from its env only: one DaemonSet per
+# policy). Under nvidia.com because NFD's master accepts only that extra namespace (extraLabelNs) from gpuop's rule.
+HEALTH_LABEL = "nvidia.com/device-plugin.health"
 ALL_DISABLED = "all-disabled"
 DEFAULT_PLUGIN_CONFIG = "default"
 WHERE = "node group template (cloud node group, Karpenter NodePool or OpenShift MachineSet labels)"
@@ -157,6 +162,25 @@ def plugin_default(spec) -> str | None:
     return spec.delivery.operator.devicePluginConfig.default
 
 
+def health_policy(health) -> xid_catalog.Policy:
+    """A profile DevicePluginHealth (None: NVIDIA's defaults) as the catalog's Policy."""
+    if health is None:
+        return xid_catalog.Policy()
+    return xid_catalog.Policy(health.checks, tuple(dict.fromkeys(health.ignoreXids)),
+                              tuple(dict.fromkeys(health.fatalXids)))
+
+
+def pool_health(spec, pool) -> xid_catalog.Policy:
+    """The policy on a pool's nodes: its own devicePluginHealth, else the cluster's spec.devicePlugin.health."""
+    return health_policy(pool.devicePluginHealth if pool.devicePluginHealth is not None else spec.devicePlugin.health)
+
+
+def health_name(env: tuple[tuple[str, str], ...]) -> str:
+    """The label value (and DaemonSet name suffix) of a policy: `health-<6 hex of its env>`, so a policy change
+    relabels its pools and rolls only the DaemonSet of that policy."""
+    return f"health-{_digest([list(e) for e in env])}"
+
+
 def build(spec, cat) -> PoolConfigs:
     pools = spec.nodePools
     gpus = {i: cat.gpus.get(p.gpu) for i, p in enumerate(pools)}
@@ -236,11 +260,23 @@ def build(spec, cat) -> PoolConfigs:
         if chosen and plugin and chosen not in plugin:   # a name of no pool's config: gpuop's default so named
             plugin[chosen] = dump_plain(default)        # (no config at all: the ConfigMap is the user's)
 
+    cluster_env = xid_catalog.policy_env(health_policy(spec.devicePlugin.health))
+    policies: dict[str, tuple] = {}
+    if spec.devicePlugin.enabled:
+        for i, p in enumerate(pools):
+            env = xid_catalog.policy_env(pool_health(spec, p))
+            if dra_rules.is_dra(p) or env == cluster_env:     # DRA pools run no device plugin
+                continue
+            name = health_name(env)
+            policies[name] = env
+            wanted[i][HEALTH_LABEL] = name
+
     labels, rules = _labels(pools, gpus, wanted, spec.nfd.rules)
     mig_ids = tuple(sorted({nfd_id(x) for g in cat.gpus.values() if g.migCapable for x in g.pciDeviceIds}))
     return PoolConfigs(mig_manager=mig_manager, mig_parted=mig_parted,
                        mig_capable_ids=mig_ids if mig_manager else (), per_pool_strategy=per_pool,
-                       plugin_configs=tuple(sorted(plugin.items())), mps=bool(mps), pools=labels, nfd_rules=rules)
+                       plugin_configs=tuple(sorted(plugin.items())), mps=bool(mps), pools=labels, nfd_rules=rules,
+                       health_env=cluster_env, health_policies=tuple(sorted(policies.items())))
 
 
 def _labels(pools, gpus, wanted, nfd_rules: bool):

@@ -163,6 +163,38 @@ class OperandSettings(ComponentSettings):
         "container's command stays). Omitted: gpuop's args."))
 
 
+# An XID code as NVIDIA's device plugin reads it: a positive number (0 is the plugin's own marker for "every XID",
+# so an entry 0 would turn every check off or make every XID fatal); validate/xid_policy.py checks it against
+# NVIDIA's XID catalog (catalog/data/xids.yaml).
+XidCode = Annotated[int, Field(ge=1, le=4294967295)]
+MAX_XIDS = 64
+
+
+class DevicePluginHealth(Model):
+    """Which XIDs mark a GPU unhealthy in NVIDIA's device plugin (it stops advertising that GPU until the plugin
+    restarts): NVIDIA's defaults -- every critical XID but the application errors the plugin ignores
+    (13, 31, 43, 45, 68, 109; catalog/data/xids.yaml) -- and these overrides, given to the plugin as its env
+    DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS."""
+    checks: bool = Field(True, description=(
+        "false: XID health checks off (DP_DISABLE_HEALTHCHECKS=all): no XID marks a GPU unhealthy (the device "
+        "plugin then watches none, so fatalXids is refused beside it). Omitted: true (checks on)."))
+    ignoreXids: list[XidCode] = Field(default_factory=list, max_length=MAX_XIDS, description=(
+        "XIDs that leave the GPU healthy, in addition to the ones NVIDIA's plugin ignores by default "
+        "(DP_DISABLE_HEALTHCHECKS=<list>); each must be in NVIDIA's XID catalog, and ignoring one NVIDIA says "
+        "needs a GPU reset or a reboot is warned. Omitted: none beyond NVIDIA's defaults."))
+    fatalXids: list[XidCode] = Field(default_factory=list, max_length=MAX_XIDS, description=(
+        "XIDs that always mark the GPU unhealthy, even one the plugin ignores by default, e.g. 109 "
+        "(DP_ENABLE_HEALTHCHECKS=<list>; device plugin v0.18.0 and later; not with checks false). Omitted: none."))
+
+
+class DevicePluginSettings(OperandSettings):
+    """The device plugin's settings: the Operator's pass-through knobs and its XID health policy."""
+    health: DevicePluginHealth | None = Field(None, description=(
+        "The cluster's device plugin health policy; a pool's devicePluginHealth replaces it on that pool's nodes "
+        "(pools with different policies get device plugin DaemonSets of their own). Omitted: NVIDIA's defaults "
+        "(no DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS env)."))
+
+
 class ConfigMapFiles(Model):
     configMapName: Annotated[str, AfterValidator(_dns_subdomain)] = Field(description=(
         "A ConfigMap in the stack's namespace (you create it, e.g. next to the GitOps objects). Required."))
@@ -607,6 +639,33 @@ class NodeCount(Model):
         return self
 
 
+class HealthGate(Model):
+    """A GPU health check after the stack rolls (components/health_gate.py): `helm test` / Flux's HelmRelease
+    tests and Argo CD's PostSync hooks run it, and a failed check holds the next wave. The same fields on a pool
+    (spec.nodePools[].healthGate) override the cluster's (spec.healthGate) for that pool."""
+    enabled: bool | None = Field(None, description=(
+        "Run the health gate on the pool(s). Omitted: on a pool, the cluster's value; on the cluster, true (a "
+        "stack that rolls onto broken GPUs must not let the next wave start)."))
+    dcgmDiagLevel: int | None = Field(None, description=(
+        "DCGM diagnostics level (`dcgmi diag -r <level>`, 1 quick ~1 min, 2 medium ~2 min, 3 long ~30 min, "
+        "4 extended ~2 h per node; catalog health-gate.yaml), run against the node's standalone host engine "
+        "(spec.dcgm.enabled). 0: no DCGM diagnostics. Omitted: on a pool, the cluster's value; on the cluster, 1 "
+        "when spec.dcgm.enabled, else 0."))
+    cudaSample: bool | None = Field(None, description=(
+        "Run NVIDIA's CUDA vectorAdd sample once per resource the pool advertises (nvidia.com/gpu, each "
+        "nvidia.com/mig-<profile>, shared replicas), requesting one of it. Omitted: on a pool, the cluster's "
+        "value; on the cluster, true."))
+    nccl: bool | None = Field(None, description=(
+        "Run an NCCL all-reduce test (nccl-tests all_reduce_perf) across all GPUs of one node of the pool "
+        "(needs gpusPerNode >= 2 and whole GPUs). Omitted: on a pool, the cluster's value; on the cluster, false."))
+    ncclImage: Annotated[str, Field(min_length=3, max_length=255,
+                                    pattern=r"^[a-z0-9]+([._/-][a-z0-9]+)*:[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")] | None = Field(
+        None, description=(
+            "The NCCL test image below spec.images.registry (<path>:<tag>, mirrored and locked like every image): "
+            "NVIDIA publishes nccl-tests as source only, so you build it. Omitted: on a pool, the cluster's value; "
+            "required where nccl is on."))
+
+
 class NodePool(Model):
     name: PoolName = Field(description="DNS-1123 label, unique in the profile. Required.")
     allocation: Literal["devicePlugin", "dra"] = Field("devicePlugin", description=(
@@ -647,6 +706,12 @@ class NodePool(Model):
         "(spec.daemonsets.tolerations), or the pool gets no driver, toolkit or device plugin; the pool's Kueue "
         "ResourceFlavor gives admitted workloads the matching tolerations; the rehearsal taints its nodes so. "
         "Omitted: none known."))
+    devicePluginHealth: DevicePluginHealth | None = Field(None, description=(
+        "This pool's device plugin health policy, replacing spec.devicePlugin.health as a whole on its nodes: pools "
+        "whose policy differs from the cluster's get a device plugin DaemonSet of their own (the plugin reads its "
+        "policy from its env only), selected by the node label nvidia.com/device-plugin.health. Not on a DRA pool. "
+        "Operator mode: the ClusterPolicy has one device plugin env, so every pool must have the same policy. "
+        "Omitted: spec.devicePlugin.health."))
     keepMigConfigs: list[Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")]] = Field(
         default_factory=list, max_length=16, description=(
             "Names of former MIG configs (nvidia.com/mig.config values) of this pool that stay in the MIG "
@@ -654,6 +719,8 @@ class NodePool(Model):
             "labels come from its node group, nothing changes on the nodes until the node group's label is "
             "changed, and a node labelled with a config the ConfigMap lacks fails to apply it. Remove a name "
             "once every node of the group carries the new label. Omitted: none kept."))
+    healthGate: HealthGate | None = Field(None, description=(
+        "This pool's health gate: each field set here overrides spec.healthGate's. Omitted: spec.healthGate."))
 
 
 class OperatorConfigMap(Model):
@@ -927,7 +994,7 @@ class ClusterSpec(Model):
     driver: Driver = Field(default_factory=Driver, description="Omitted: enabled, release default version.")
     cdi: Cdi = Field(default_factory=Cdi, description="Omitted: CDI on, the NRI plugin off.")
     toolkit: OperandSettings = Field(default_factory=OperandSettings, description="Omitted: enabled.")
-    devicePlugin: OperandSettings = Field(default_factory=OperandSettings, description="Omitted: enabled.")
+    devicePlugin: DevicePluginSettings = Field(default_factory=DevicePluginSettings, description="Omitted: enabled.")
     proxy: Proxy | None = Field(None, description=(
         "Proxy env for the driver and the toolkit containers (spec.<component>.env entries of the same name win). "
         "Omitted: no proxy."))
@@ -971,6 +1038,9 @@ class ClusterSpec(Model):
         "Kueue queues for the GPU pools. Omitted: none written."))
     dashboards: Dashboards = Field(default_factory=Dashboards, description=(
         "Grafana dashboards of the cluster. Omitted: written."))
+    healthGate: HealthGate = Field(default_factory=HealthGate, description=(
+        "The GPU health gate after a rollout, for every pool (a pool's healthGate overrides it). Omitted: on, "
+        "CUDA samples per advertised resource, DCGM diagnostics level 1 where spec.dcgm.enabled, no NCCL test."))
 
 
 class ClusterProfile(Model):

@@ -13,7 +13,7 @@ import json
 from gpuop.components.dashboards import DashboardsProps, PoolPanelProps
 from gpuop.components.dcgm import DcgmProps
 from gpuop.components.dcgm_exporter import DcgmExporterProps
-from gpuop.components.device_plugin import DevicePluginProps
+from gpuop.components.device_plugin import DevicePluginProps, HealthPolicyProps
 from gpuop.components.dra import ClaimRequestProps, ClaimTemplateProps, DeviceClassProps, DraProps
 from gpuop.components.driver import DriverProps, Variant
 from gpuop.components.gfd import GfdProps
@@ -25,12 +25,14 @@ from gpuop.components.node_labels import NodeLabelsProps
 from gpuop.components.node_status_exporter import NodeStatusExporterProps
 from gpuop.components.plugin_config import PluginConfigProps
 from gpuop.components.queues import FlavorProps, QueuesProps
+from gpuop.components.health_gate import CheckProps, HealthGateProps, PoolGateProps
 from gpuop.components.props import Placement, ServiceMonitorProps
 from gpuop.components.runtime_class import RuntimeClassProps
 from gpuop.components.toolkit import ASSET_HOOKS_DIR, ToolkitProps
 from gpuop.components.validator import ValidatorProps
 from gpuop.kube.slots import slot
 from gpuop.plan.model import Monitor, StackPlan, sidecar_os_tag
+from gpuop.plan.pools import HEALTH_LABEL
 
 
 
@@ -62,7 +64,8 @@ def _monitor(m: Monitor | None) -> ServiceMonitorProps | None:
 def _daemonset(plan: StackPlan, image: str) -> dict:
     """The props every validated GPU DaemonSet shares (components/props.py ValidatedProps)."""
     return {"namespace": plan.namespace, "image": plan.image(image).ref,
-            "validator_image": plan.image("validator").ref, "placement": placement(plan)}
+            "validator_image": plan.image("validator").ref, "placement": placement(plan),
+            "init_resources": plan.init_resources}
 
 
 def namespace(plan: StackPlan) -> NamespaceProps:
@@ -120,12 +123,14 @@ def driver(plan: StackPlan) -> DriverProps | None:
                        manager_image=plan.image("driverManager").ref, runtime=plan.runtime,
                        image_registry=plan.values["imageRegistry"],
                        kernel_module_type=plan.kernel_module_type, placement=placement(plan),
+                       init_resources=plan.init_resources,
                        gpu_pod_eviction=u.gpu_pod_deletion, auto_drain=u.drain,
                        drain_timeout=f"{u.timeout_seconds}s", drain_force=u.force,
                        drain_delete_emptydir=u.delete_empty_dir, drain_pod_selector=u.pod_selector,
                        auto_upgrade=u.auto, max_parallel_upgrades=u.max_parallel, **_operand(plan, "driver"),
                        repo_config=plan.driver_repo_config, cert_config=plan.driver_cert_config,
-                       gds_image=sidecars.get("gds"), gdrcopy_image=sidecars.get("gdrcopy"), digests=digests)
+                       gds_image=sidecars.get("gds"), gdrcopy_image=sidecars.get("gdrcopy"), digests=digests,
+                       sysfs_mount=plan.driver_sysfs)
 
 
 def toolkit(plan: StackPlan) -> ToolkitProps | None:
@@ -140,7 +145,8 @@ def toolkit(plan: StackPlan) -> ToolkitProps | None:
 def validator(plan: StackPlan) -> ValidatorProps:
     return ValidatorProps(namespace=plan.namespace, image=plan.image("validator").ref,
                           device_plugin=plan.device_plugin, mig_strategy=mig_strategy(plan),
-                          pull_secrets=plan.pull_secrets, placement=placement(plan))
+                          pull_secrets=plan.pull_secrets, placement=placement(plan),
+                          init_resources=plan.init_resources)
 
 
 def plugin_config(plan: StackPlan) -> PluginConfigProps | None:
@@ -155,7 +161,10 @@ def device_plugin(plan: StackPlan) -> DevicePluginProps | None:
                              plugin_config=bool(plan.pool_configs.plugin_configs),
                              toolkit_install_dir=toolkit_install_dir(plan), kubelet_root_dir=plan.kubelet_root_dir,
                              gds="gds" in plan.device_sidecars, gdrcopy="gdrcopy" in plan.device_sidecars,
-                             **_operand(plan, "devicePlugin"))
+                             health_env=plan.pool_configs.health_env,
+                             health_policies=tuple(HealthPolicyProps(name=n, env=e)
+                                                   for n, e in plan.pool_configs.health_policies),
+                             health_label=HEALTH_LABEL, **_operand(plan, "devicePlugin"))
 
 
 def mps_control_daemon(plan: StackPlan) -> MpsControlDaemonProps | None:
@@ -246,3 +255,15 @@ def queues(plan: StackPlan) -> QueuesProps | None:
                            (covered, tuple(FlavorProps(name=f.name, node_labels=dict(f.node_labels),
                                                        tolerations=f.tolerations, quota=dict(f.quota)) for f in fl))
                            for covered, fl in q.resource_groups()))
+
+
+
+def health_gate(plan: StackPlan) -> HealthGateProps | None:
+    gate = plan.health_gate
+    if gate is None:
+        return None
+    return HealthGateProps(namespace=plan.namespace, pools=tuple(
+        PoolGateProps(pool=g.pool, node_selector=dict(g.node_selector), tolerations=g.tolerations, nodes=g.nodes,
+                      checks=tuple(CheckProps(kind=c.kind, slug=c.slug, image=c.image.ref, command=c.command,
+                                              resources=dict(c.resources), deadline=c.deadline) for c in g.checks))
+        for g in gate.pools))

@@ -29,6 +29,7 @@ from gpuop.components.mps_control_daemon import MpsControlDaemon
 from gpuop.components.namespace import Namespace
 from gpuop.components.node_labels import NodeLabels
 from gpuop.components.gpu_alerts import GpuAlerts
+from gpuop.components.health_gate import HealthGate
 from gpuop.components.node_status_exporter import NodeStatusExporter
 from gpuop.components.plugin_config import PluginConfig
 from gpuop.components.queues import KueueQueues
@@ -58,6 +59,7 @@ REGISTRY: tuple[tuple[type[Component], Callable[..., Props | None]], ...] = (
     (GpuAlerts, derive.gpu_alerts),                # the PrometheusRule of plan/alerts.py
     (Dashboards, derive.dashboards),               # the Grafana sidecar's ConfigMap
     (KueueQueues, derive.queues),                  # Kueue's ResourceFlavors, ClusterQueue, LocalQueues
+    (HealthGate, derive.health_gate),              # the checks each engine runs after the stack rolls
 )
 COMPONENTS: tuple[type[Component], ...] = tuple(c for c, _ in REGISTRY)
 

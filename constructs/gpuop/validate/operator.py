@@ -34,7 +34,8 @@ from gpuop.catalog import distributions as dist_catalog
 from gpuop.catalog import dra as dra_catalog
 from gpuop.catalog import versions
 from gpuop.catalog import operator as operator_catalog
-from gpuop.kube.validation import invalid
+from gpuop.kube.components import COMPANION_OBJECT
+from gpuop.kube.validation import invalid, too_long
 from gpuop.plan import pools as plan_pools
 from gpuop.plan.drivers import full_version, pools_overlap
 from gpuop.plan.operator import (DEFAULT_INSTALL, RUNTIME_ENV_DISTRIBUTIONS, driver_groups, operator_sidecars,
@@ -63,19 +64,24 @@ def check_overlapping_driver_selectors(ctx: Context) -> list:
         return []
     out = []
     pools = spec.nodePools
+    exclusive = ctx.cat.release(spec.release).nvidiaDriverNodes == "exclusive"
     for g in groups:
-        if g.default:
-            continue                     # the default CR is the fallback: it never competes
+        if g.default and not exclusive:
+            continue                     # the default CR is the fallback (v26.7 assigns owners): it never competes
         for other in groups:
             if other is g:
                 continue
             for j in other.pool_indexes:
                 if pools_overlap(g.node_selector, tuple(sorted(pools[j].nodeSelector.items()))):
-                    out.append(at(("spec", "nodePools", g.pool_indexes[0], "nodeSelector"),
+                    where = (("spec", "nodePools", g.pool_indexes[0], "nodeSelector") if g.pool_indexes
+                             else ("spec", "release"))
+                    out.append(at(where,
                                   f"NVIDIADriver {g.name!r} (driver {g.version}, pools {', '.join(g.pools)}) selects "
                                   f"{_fmt(g.node_selector)}, which can match the nodes of pool {pools[j].name!r} "
                                   f"(driver {other.version}); the operator refuses NVIDIADriver CRs whose "
-                                  "nodeSelectors overlap (NVIDIA/gpu-operator controllers/nvidiadriver_controller.go); "
+                                  "nodeSelectors overlap (NVIDIA/gpu-operator controllers/nvidiadriver_controller.go"
+                                  + ("; before 26.7 the default CR is no fallback: it selects its own pools' nodes, "
+                                     "internal/validator/validator.go" if exclusive else "") + "); "
                                   "give the pools of each driver a label the others do not have"))
                     break
     return out
@@ -494,6 +500,29 @@ def check_preinstalled_driver_label(ctx: Context) -> list:
             for i, p in enumerate(ctx.spec.nodePools) if p.driver is not None and p.driver.enabled is False]
 
 
+LABEL_VALUE = 63      # k8s.io/apimachinery validation.LabelValueMaxLength
+COMPANION_NAME_MAX = LABEL_VALUE - sum(len(p) for p in COMPANION_OBJECT)
+
+
+@rule("operator-companion-name", source="Flux helm-controller (labels every object of a release "
+      "helm.toolkit.fluxcd.io/name: <HelmRelease>), Argo CD (app.kubernetes.io/instance: <Application> under label "
+      "tracking); k8s.io/apimachinery validation.LabelValueMaxLength (63)")
+def check_companion_name(ctx: Context) -> list:
+    """A cluster name too long for the companion's HelmRelease / Application `gpuop-<name>-addons`, which the
+    engines write as a label value, when some companion object (alerts, dashboards, queues) may be written."""
+    spec, name = ctx.spec, ctx.profile.metadata.name
+    companion = spec.dashboards.enabled or spec.queues.enabled or (spec.alerts.enabled and spec.alerts.prometheusRule
+                                                                   is not False)
+    if not companion or len(name) <= COMPANION_NAME_MAX:
+        return []
+    shown = f"{COMPANION_OBJECT[0]}{name}{COMPANION_OBJECT[1]}"
+    return [ctx.at(("metadata", "name"), invalid(name, (
+        f"{too_long(COMPANION_NAME_MAX)} in operator mode: gpuop's own objects (alerts, dashboards, queues) are "
+        f"delivered beside NVIDIA's operator by the Flux HelmRelease and Argo CD Application \"{shown}\", a name the "
+        f"engines write as a label value (at most {LABEL_VALUE} characters); choose a shorter cluster name, or turn "
+        "spec.dashboards, spec.queues and spec.alerts.prometheusRule off")))]
+
+
 def applies(ctx: Context) -> bool:
     # the catalog pass reports an unknown release
     return ctx.spec.delivery.mode == "operator" and ctx.release is not None
@@ -504,4 +533,4 @@ RULES = ((check_overlapping_driver_selectors, check_operand_placement, check_dis
           check_gds_without_open_modules, check_pool_sidecars_without_driver, check_pool_sidecars_without_driver_crd,
           check_digest_with_precompiled, check_cluster_policy_with_gpu_cluster, check_gpu_cluster_prerequisites, check_one_mig_strategy, check_device_plugin_and_dra,
           check_version_settings, check_version_catalog, check_olm_fit, check_not_carried, check_kubelet_root_dir,
-          check_preinstalled_driver_label),)
+          check_preinstalled_driver_label, check_companion_name),)

@@ -51,12 +51,6 @@ def check_queue_capacity(ctx: Context) -> list:
     if not q.enabled:
         return []
     errors: list = []
-    if spec.delivery.mode == "operator":
-        # NVIDIA's chart delivers operator mode: gpuop's own objects would only reach preview/, never the cluster
-        return [ctx.at(("spec", "queues", "enabled"), (
-            "Forbidden: the queue objects are part of gpuop's stack, which operator mode writes only under preview/ "
-            "for review (nothing delivers them); create the Kueue objects beside NVIDIA's operator yourself, or "
-            "use spec.delivery.mode: stack"))]
     if not spec.devicePlugin.enabled and all(p.allocation != "dra" for p in spec.nodePools):
         errors.append(ctx.at(("spec", "queues", "enabled"), (
             "Invalid value: true: the device plugin is off (spec.devicePlugin.enabled: false), so no pool advertises "

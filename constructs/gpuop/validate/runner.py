@@ -26,6 +26,7 @@ from gpuop.validate import cluster as cluster_rules
 from gpuop.validate import compat as compat_rules
 from gpuop.validate import distribution as distribution_rules
 from gpuop.validate import dra as dra_rules
+from gpuop.validate import health_gate as health_gate_rules
 from gpuop.validate import known_issues as known_issue_rules
 from gpuop.validate import kube_names as kube_name_rules
 from gpuop.validate import licensing as licence_rules
@@ -35,6 +36,7 @@ from gpuop.validate import platform as platform_rules
 from gpuop.validate import pools as pool_rules
 from gpuop.validate import queues as queue_rules
 from gpuop.validate import reserved as reserved_name_rules
+from gpuop.validate import xid_policy as xid_policy_rules
 from gpuop.validate.rules import Context, rule, run
 
 
@@ -42,7 +44,7 @@ from gpuop.validate.rules import Context, rule, run
 # the plain document; the others run once the profile has its typed shape.
 RULE_MODULES = (cluster_rules, compat_rules, mig_rules, pool_rules, platform_rules, operator_rules, kube_name_rules,
                 dra_rules, distribution_rules, known_issue_rules, reserved_name_rules, queue_rules,
-                licence_rules)
+                licence_rules, xid_policy_rules, health_gate_rules)
 
 
 def run_rules(loaded: LoadedProfile, profile: ClusterProfile | None, cat) -> tuple[list[Issue], list[Issue]]:

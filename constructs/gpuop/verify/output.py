@@ -231,6 +231,16 @@ def _object_issues(obj, shown: str, kube: KubeValidator) -> list[Issue]:
             for m in msgs]
 
 
+def _addons_files(dist: Path, c: dict) -> list[tuple[Path, str]]:
+    """Operator mode's companion objects (index.json `addons`, outputs/addons.py): its rendered manifests, checked
+    as the stack's are (what the chart beside NVIDIA's renders with its defaults)."""
+    addons = c.get("addons")
+    folder = addons.get("manifests") if isinstance(addons, dict) else None
+    if not isinstance(folder, str) or not (dist / folder).is_dir():
+        return []
+    return [(f, "objects") for f in sorted((dist / folder).glob("*.yaml")) if f.name != "kustomization.yaml"]
+
+
 def _operator_files(dist: Path, c: dict) -> list[tuple[Path, str]]:
     """Operator mode's objects: (file, "objects") for the OLM folder's files, (values.yaml, "extraObjects")
     for the objects the Helm values hand NVIDIA's chart."""
@@ -327,6 +337,7 @@ def validate_output(dist: Path, only: frozenset | None = None) -> list[Issue]:
         kube = validators.setdefault(c["kubeVersion"], KubeValidator(c["kubeVersion"]))
         files = [(f, "objects") for key in ("manifests", "argocd", "flux")
                  for f in sorted((dist / c[key]).glob("*.yaml")) if f.name != "kustomization.yaml"]
+        files += _addons_files(dist, c)
         for f, what in files + _operator_files(dist, c):
             shown = str(f)
             try:
