@@ -165,11 +165,11 @@ def _hub_sets(gitops) -> dict:
                      '{{- if eq .driverCRD "true" }}\n' + dump({"spec": {"ignoreDifferences": crd_ignores}})
                      + "{{- else }}\nspec: {}\n{{- end }}\n"),
         "operator-olm": ("", gitops.argocd.project,
-                         {"source": {"repoURL": "{{.repoURL}}", "targetRevision": "{{.revision}}", "path": "{{.path}}"},
+                         {"source": {"repoURL": "{{.repoURL}}", "targetRevision": "{{.revision}}", "path": "{{.sourcePath}}"},
                           "syncPolicy": operator.olm_sync()}, None),
         # operator mode's companion chart of gpuop's own objects (outputs/addons.py), from this repository
         "addons": (addons.APP_SUFFIX, gitops.argocd.project,
-                   {"source": {"repoURL": "{{.repoURL}}", "targetRevision": "{{.revision}}", "path": "{{.path}}",
+                   {"source": {"repoURL": "{{.repoURL}}", "targetRevision": "{{.revision}}", "path": "{{.sourcePath}}",
                                "helm": {"releaseName": "{{.releaseName}}", "kubeVersion": "{{.kubeVersion}}",
                                         "skipTests": True}},
                     "syncPolicy": gitops_objects.sync_policy(list(addons.SYNC_OPTIONS), gitops_objects.CHART_RETRY)},

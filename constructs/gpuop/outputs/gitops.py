@@ -102,8 +102,8 @@ def hub_params(plan, app: dict, **extra: str) -> str:
         h = src["helm"]
         p.update(chart=src["chart"], releaseName=h["releaseName"], kubeVersion=h["kubeVersion"],
                  values=json.dumps(h["valuesObject"], sort_keys=True, separators=(",", ":"), ensure_ascii=False))
-    else:
-        p["path"] = src["path"]
+    else:   # not `path`: a git files generator gives every template `.path` (the params file's own folder)
+        p["sourcePath"] = src["path"]
     return dump_json({**p, **extra})
 
 
