@@ -98,8 +98,10 @@ def test_flux_overlay_kustomizations(dist, index, crds):
             assert crds.errors(o) == [] and cel.errors(o) == [], (o["metadata"]["name"], crds.errors(o))
         main = next(o for o in objs if o["metadata"]["name"] == f"gpuop-{c['name']}")
         assert main["spec"]["path"] == f"./dist/{c['overlay']}"
-        ds = {o["metadata"]["name"] for o in load_dir(dist / c["manifests"]) if o["kind"] == "DaemonSet"}
-        assert {h["name"] for h in main["spec"]["healthChecks"]} == ds
+        # every DaemonSet rolled, and the health gate's Jobs (a Job is healthy once it completed)
+        waited = {(o["kind"], o["metadata"]["name"]) for o in load_dir(dist / c["manifests"])
+                  if o["kind"] in ("DaemonSet", "Job")}
+        assert {(h["kind"], h["name"]) for h in main["spec"]["healthChecks"]} == waited
         nfd = [o for o in objs if o["metadata"]["name"] == f"gpuop-{c['name']}-nfd"]
         if nfd:
             assert main["spec"]["dependsOn"] == [{"name": f"gpuop-{c['name']}-nfd"}]

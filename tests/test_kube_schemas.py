@@ -41,7 +41,9 @@ def test_daemonsets_pass_kubernetes_validate_itself(dist, index):
     """Spot check with the library's own entry point (20 ms per object, so DaemonSets only)."""
     entry = next(e for e in index["clusters"] if e["name"] == "full-stack")   # every component on
     daemonsets = [o for o in load_dir(dist / entry["manifests"]) if o["kind"] == "DaemonSet"]
-    assert len(daemonsets) == 9              # the MIG manager too (all-disabled on its MIG-capable pools)
+    # the MIG manager too (all-disabled on its MIG-capable pools), and the frontier pool's XID policy's own
+    # device plugin
+    assert len(daemonsets) == 10
     for ds in daemonsets:
         kubernetes_validate.validate(ds, f"{entry['kubeVersion']}.0", strict=True)
 
