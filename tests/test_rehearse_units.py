@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from conftest import REPO, run_gpuop
 from gpuop.pipeline.run import plan_all
-from gpuop.rehearse import expect, fleet
+from gpuop.rehearse import expect, fleet, run
 
 pytestmark = pytest.mark.fast
 
@@ -130,6 +130,19 @@ def test_probes_are_pinned_only_where_another_pool_advertises_the_same_resource(
     assert probes[("infer", "nvidia.com/gpu")] == (("node.kubernetes.io/instance-type", "g6e.12xlarge"),)
     names = [p.name for e in expect.expectations(plan, fleet.build(plan)) for p in e.probes]
     assert len(names) == len(set(names))
+
+
+def test_pools_told_apart_by_their_gpu_alone_pin_a_shared_resource_to_their_own_nodes():
+    plan = plan_of_file(REPO / "tests" / "data" / "operator-corpus" / "xid-health-policy.yaml")
+    nodes = fleet.build(plan)
+    probes = {(p.pool, p.resource): p for e in expect.expectations(plan, nodes) for p in e.probes}
+    for pool in ("train", "infer"):                   # both advertise nvidia.com/gpu, neither has a nodeSelector
+        probe = probes[(pool, "nvidia.com/gpu")]
+        assert probe.pinned == () and probe.hosts == tuple(n.name for n in nodes.of_pool(pool)) != ()
+    pod = run.probe_pod("p", "ns", {}, {"nvidia.com/gpu": "1"}, ("train-1",))
+    assert pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": ["train-1"]}]}]}
 
 
 def test_preinstalled_driver_pools_expect_no_driver_pods():

@@ -9,9 +9,9 @@ output cannot move the expectation with it):
   labels deploy it (the driver only where one of the plan's driver variants serves the pool, the MPS control
   daemon only on MPS pools), none elsewhere.
 - probes: one Pod per extended resource the pool advertises (full GPU, each MIG profile, shared replicas;
-  plan/capacity.py), requesting one; it must land on the pool. It is pinned by the pool's nodeSelector only
-  when another pool advertises the same resource; a resource only this pool advertises is requested
-  unpinned, so landing anywhere else (or nowhere) is a finding.
+  plan/capacity.py), requesting one; it must land on the pool. It is pinned by the pool's nodeSelector (by its
+  nodes' names when it has none) only when another pool advertises the same resource; a resource only this
+  pool advertises is requested unpinned, so landing anywhere else (or nowhere) is a finding.
 - claims (DRA): every ResourceClaimTemplate of the pool, used by one Pod that must be allocated on the pool.
 """
 
@@ -36,6 +36,9 @@ class Probe:
     pool: str
     resource: str
     pinned: Pairs = ()                 # the nodeSelector the probe carries (() : unpinned)
+    # the pool's nodes by name, for a resource another pool advertises too where the pool has no nodeSelector
+    # (pools told apart by their GPU alone): nothing else keeps the probe off the other pool's nodes
+    hosts: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -122,15 +125,16 @@ def operands(plan: StackPlan, pool, labels: dict, nodes: int) -> tuple[tuple[str
     return tuple(sorted(out))
 
 
-def probes(plan: StackPlan) -> dict[str, tuple[Probe, ...]]:
+def probes(plan: StackPlan, fleet: Fleet | None = None) -> dict[str, tuple[Probe, ...]]:
     owners: dict[str, set[str]] = {}
     for cap in plan.capacity.pools:
         for name, _ in cap.per_gpu:
             owners.setdefault(name, set()).add(cap.pool)
     out = {}
     for cap in plan.capacity.pools:
-        out[cap.pool] = tuple(Probe(cap.pool, name, cap.node_selector if len(owners[name]) > 1 else ())
-                              for name, _ in cap.per_gpu)
+        hosts = () if fleet is None or cap.node_selector else tuple(n.name for n in fleet.of_pool(cap.pool))
+        out[cap.pool] = tuple(Probe(cap.pool, name, cap.node_selector, hosts) if len(owners[name]) > 1
+                              else Probe(cap.pool, name) for name, _ in cap.per_gpu)
     return out
 
 
@@ -144,7 +148,7 @@ def claims(plan: StackPlan) -> dict[str, tuple[ClaimProbe, ...]]:
 
 def expectations(plan: StackPlan, fleet: Fleet) -> tuple[PoolExpect, ...]:
     """Per pool of the plan, what the rehearsal must see (pure: plan and catalogs)."""
-    pr, cl = probes(plan), claims(plan)
+    pr, cl = probes(plan, fleet), claims(plan)
     out = []
     for cap in plan.capacity.pools:
         nodes = tuple(n.name for n in fleet.of_pool(cap.pool))

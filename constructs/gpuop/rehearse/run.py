@@ -404,11 +404,11 @@ class Rehearsal:
 
     def probes(self) -> None:
         todo = [(e, pr) for e in self.exp for pr in e.probes]
-        pods = [probe_pod(pr.name, PROBE_NAMESPACE, dict(pr.pinned), {pr.resource: "1"}) for _, pr in todo]
+        pods = [probe_pod(pr.name, PROBE_NAMESPACE, dict(pr.pinned), {pr.resource: "1"}, pr.hosts)
+                for _, pr in todo]
         for (e, pr), got in zip(todo, self._schedule(pods)):
-            self._judge(e, got, "probe", "Pod", PROBE_NAMESPACE, pr.name,
-                        f"a pod requesting 1 {pr.resource}" + (" (pinned to the pool's nodeSelector)"
-                                                               if pr.pinned else ""))
+            pin = " (pinned to the pool's nodeSelector)" if pr.pinned else " (pinned to the pool's nodes)" * bool(pr.hosts)
+            self._judge(e, got, "probe", "Pod", PROBE_NAMESPACE, pr.name, f"a pod requesting 1 {pr.resource}" + pin)
 
     def claims(self) -> None:
         todo = [(e, c) for e in self.exp for c in e.claims]
@@ -524,12 +524,15 @@ def _placed(pod: dict) -> bool:
         for c in pod.get("status", {}).get("conditions", []) or [])
 
 
-def probe_pod(name: str, namespace: str, selector: dict, limits: dict) -> dict:
+def probe_pod(name: str, namespace: str, selector: dict, limits: dict, hosts: tuple[str, ...] = ()) -> dict:
     spec = {"containers": [{"name": "probe", "image": PROBE_IMAGE,
                             **({"resources": {"limits": limits}} if limits else {})}],
             "tolerations": [{"operator": "Exists"}], "terminationGracePeriodSeconds": 0}
     if selector:
         spec["nodeSelector"] = selector
+    if hosts:
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": list(hosts)}]}]}}}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
 
 
