@@ -73,6 +73,16 @@ def test_one_node_needs_no_anti_affinity_and_the_dcgm_check_requests_no_gpu():
     assert "nvidia.com/gpu" not in spec["containers"][0]["resources"]["limits"]
 
 
+def test_on_openshift_the_pods_take_their_user_id_from_the_scc_and_elsewhere_run_as_10001(dist):
+    (job,) = HealthGate.render(_props())
+    assert job["spec"]["template"]["spec"]["securityContext"]["runAsUser"] == 10001
+    (job,) = HealthGate.render(HealthGateProps(openshift=True, pools=_props().pools))
+    sc = job["spec"]["template"]["spec"]["securityContext"]
+    # restricted-v2 (MustRunAsRange) refuses a user id outside the namespace's range and assigns one itself
+    assert "runAsUser" not in sc and sc["runAsNonRoot"] is True
+    assert all("runAsUser" not in j["spec"]["template"]["spec"]["securityContext"] for j in _gate(dist, "openshift"))
+
+
 def test_long_job_names_stay_dns_labels_and_apart():
     a, b = job_name("p" * 40, "cuda-mig-1g-10gb"), job_name("p" * 40, "cuda-mig-2g-20gb")
     assert len(a) <= 63 and len(b) <= 63 and a != b

@@ -75,6 +75,9 @@ class HealthGateProps(Props):
     pools: tuple[PoolGateProps, ...] = Field(description="Every gated pool. Required.")
     runtime_class: bool = Field(True, description=(
         "Run the CUDA and NCCL pods with runtimeClassName nvidia (the stack's RuntimeClass). Omitted: true."))
+    openshift: bool = Field(False, description=(
+        "OpenShift: the pods name no user id, so the restricted-v2 SCC gives them one from the namespace's range. "
+        "Omitted: false (the pods run as user 10001)."))
 
 
 def job_name(pool: str, slug: str) -> str:
@@ -104,7 +107,8 @@ def _job(p: HealthGateProps, pool: PoolGateProps, check: CheckProps, weight: int
                   "nodeSelector": dict(sorted({**pool.node_selector, GPU_PRESENT: "true"}.items())),
                   "tolerations": tolerations,
                   "imagePullSecrets": slot("imagePullSecrets"),
-                  "securityContext": {"runAsNonRoot": True, "runAsUser": 10001,
+                  # OpenShift's restricted-v2 SCC refuses a user id outside the namespace's range; it assigns one
+                  "securityContext": {"runAsNonRoot": True, **({} if p.openshift else {"runAsUser": 10001}),
                                       "seccompProfile": {"type": "RuntimeDefault"}},
                   "containers": [container]}
     if check.resources and p.runtime_class:

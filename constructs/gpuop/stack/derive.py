@@ -262,7 +262,7 @@ def health_gate(plan: StackPlan) -> HealthGateProps | None:
     gate = plan.health_gate
     if gate is None:
         return None
-    return HealthGateProps(namespace=plan.namespace, pools=tuple(
+    return HealthGateProps(namespace=plan.namespace, openshift=plan.platform == "openshift", pools=tuple(
         PoolGateProps(pool=g.pool, node_selector=dict(g.node_selector), tolerations=g.tolerations, nodes=g.nodes,
                       checks=tuple(CheckProps(kind=c.kind, slug=c.slug, image=c.image.ref, command=c.command,
                                               resources=dict(c.resources), deadline=c.deadline) for c in g.checks))
