@@ -644,3 +644,36 @@ def test_a_pinned_mig_manager_that_ignores_the_client_label_is_warned_on_a_dra_m
     assert not [i for i in issues(lambda s: (s.update(migManager={"version": "v0.14.5"}),
                                              s["nodePools"][0].pop("mig")))
                 if i.rule == "dra-gpu-client-contract"]
+
+
+@pytest.mark.parametrize("release, mig_manager, driver_manager", [("26.3", "v0.14.2", "v0.11.0"),
+                                                                   ("25.10", "v0.13.1", "v0.9.1")])
+def test_an_older_release_whose_managers_ignore_the_client_label_is_warned_at_the_release(release, mig_manager,
+                                                                                          driver_manager):
+    """The client contract is new in GPU Operator v26.7.0: an older release's MIG manager and driver manager pause
+    no nvidia.com/gpu.deploy.client, so gpuop's DRA kubelet plugin is not restarted around a MIG change or a driver
+    reload there (in both modes: operator mode deploys the release's managers)."""
+    def on(mode):
+        def mutate(spec):
+            spec.update(release=release, delivery={"mode": mode})
+            if mode == "operator":     # one GPU model per label set: the operator labels by model (NFD)
+                spec["nodePools"].pop()
+        return mutate
+
+    for mode in ("stack", "operator"):
+        found = [i for i in issues(on(mode)) if i.rule == "dra-gpu-client-contract"]
+        assert [(i.path, i.severity) for i in found] == [("spec.release", "warning")] * 2, [str(i) for i in found]
+        assert found[0].message == (
+            f"MIG manager {mig_manager} (stack release {release}) does not stop the DRA kubelet plugin for a MIG "
+            f"change: only MIG managers from v0.15.0 pause {CLIENT}, the label the plugin's nodeSelector carries, so "
+            "the plugin keeps its GPU handles and the GPU reset of a MIG mode change can fail; use a stack release "
+            "whose MIG manager is v0.15.0 or later (spec.release)")
+        assert found[1].message == (
+            f"driver manager {driver_manager} (stack release {release}) does not stop the DRA kubelet plugin for a "
+            f"driver reload: only driver managers from v0.12.0 pause {CLIENT}, so the plugin keeps its GPU handles "
+            "while the driver is unloaded and the reload can fail; use a stack release whose driver manager is "
+            "v0.12.0 or later (spec.release)")
+    # the host's driver is not reloaded by a driver manager; the MIG manager pinned to v0.15.0 pauses the label
+    quiet = issues(lambda s: s.update(release=release, driver={"enabled": False}, migManager={"version": "v0.15.0"}))
+    assert not [str(i) for i in quiet if i.rule == "dra-gpu-client-contract"]
+    assert not [i for i in issues(lambda s: s.update(release="26.7")) if i.rule == "dra-gpu-client-contract"]

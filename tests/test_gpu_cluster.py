@@ -1,7 +1,8 @@
 """A GPUCluster (spec.delivery.operator.gpuCluster: NVIDIA's operator deploying the DRA driver) is checked against
 its prerequisites (catalog/data/dra.yaml gpuCluster, from the GPU Operator v26.7.0 release notes): Kubernetes 1.34+,
-GPU driver 580+, a CDI container runtime, and no DRA driver chart of gpuop's beside the operator's. Each refusal is
-located at the field to change."""
+GPU driver 580+, a CDI container runtime, and no DRA driver chart of gpuop's beside the operator's; and on an operator
+that has it (v26.7.0: catalog/data/operator.yaml), the pinned one or the stack release's. Each refusal is located at
+the field to change."""
 
 from __future__ import annotations
 
@@ -82,3 +83,22 @@ def test_gpuops_own_dra_driver_beside_the_gpu_clusters_is_refused_at_the_pool(gp
         "GPU node) already allocates this pool's GPUs, and allocation: dra makes gpuop deliver its own DRA driver "
         "chart beside it: two gpu.nvidia.com drivers would publish the same GPUs; remove allocation: dra, or turn "
         "spec.delivery.operator.gpuCluster off"]
+
+
+
+@pytest.mark.parametrize("release, operator", [("26.3", "v26.3.3"), ("25.10", "v25.10.1")])
+def test_a_gpu_cluster_on_a_release_whose_operator_predates_it_is_refused_pinned_or_not(gpu_cluster, tmp_path,
+                                                                                        release, operator):
+    # GPUCluster came with GPU Operator v26.7.0 (its CRD is in no older chart): an older spec.release deploys its
+    # own operator, so the setting is refused there whether or not spec.delivery.operator.version names it
+    older = GPU_CLUSTER.replace("os: ubuntu24.04\n", f'os: ubuntu24.04\nrelease: "{release}"\n')
+    assert f"c1.yaml:8:41: spec.delivery.operator.gpuCluster: {NEEDS} a GPU Operator that has it " \
+           f"(catalog/data/operator.yaml); stack release {release} (spec.release) runs GPU Operator {operator}, whose " \
+           "chart has no GPUCluster CRD; use a newer spec.release or turn it off" in gpu_cluster(older)
+    pinned = older.replace("{gpuCluster: true,", f"{{version: {operator}, gpuCluster: true,")
+    with pytest.raises(UserError) as err:
+        validate(load_profile(write(tmp_path, pinned)))
+    assert f"c1.yaml:8:{41 + len(f'version: {operator}, ')}: spec.delivery.operator.gpuCluster: GPU Operator " \
+           f"{operator} does not have the setting gpuCluster (catalog/data/operator.yaml); use a newer " \
+           "spec.delivery.operator.version or drop it" in [str(i).replace(f"{tmp_path}/", "") for i in err.value.issues]
+    assert gpu_cluster(GPU_CLUSTER.replace("os: ubuntu24.04\n", 'os: ubuntu24.04\nrelease: "26.7"\n')) == []

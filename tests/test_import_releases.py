@@ -1,11 +1,15 @@
 """`gpuop import` reads the GPU Operator version the install names and that release's defaults: a corpus per
-release before the newest (tests/data/import-releases/<version>: Helm values, a chart-rendered ClusterPolicy,
-an OLM ClusterPolicy with its Subscription) round-trips with `import --check` exit 0 against that version's
-own chart (../shared/refs/gpu-operator-releases/<version>/chart); a version gpuop has no catalog data for, or
+release (tests/data/import-releases/<version>: Helm values, a chart-rendered ClusterPolicy, an OLM ClusterPolicy
+with its Subscription) round-trips with `import --check` exit 0 against that version's own chart
+(../shared/refs/gpu-operator-releases/<version>/chart, else the renderer build's copy of the same files; the
+newest's is ../shared/refs/gpu-operator/chart); a version gpuop has no catalog data for, or
 two that disagree, is a located exit 2."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -14,33 +18,63 @@ import yaml
 from gpuop.ops.importer import run
 from gpuop.ops.import_io import read_file
 from gpuop.ops import import_version
+from gpuop.verify import nvidia_chart
 
-from conftest import REFS, REPO, run_gpuop
+from conftest import REFS, REFS_LOCK, REPO, run_gpuop
+from operator_differential import BUILDS
 
 CORPUS = REPO / "tests" / "data" / "import-releases"
-RELEASES = {"v26.3.3": "26.3", "v25.10.1": "25.10"}
+RELEASES = {"v26.7.0": "26.7", "v26.3.3": "26.3", "v25.10.1": "25.10"}
 CASES = sorted(CORPUS.glob("v*/*.yaml"))
-# NVIDIA's charts and bundles of the older releases are optional reference data (refs.lock "optional": `make refs`
-# fetches them; the reference folder provisioned beside a checkout may predate them)
-MISSING = [v for v in RELEASES if not (REFS / "gpu-operator-releases" / v / "chart" / "Chart.yaml").is_file()]
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"no reference chart of {', '.join(MISSING)} in {REFS}: "
-                                "`make refs` fetches the optional older releases")
+
+
+def _pinned(version: str) -> dict[str, str]:
+    """refs.lock's files of `version`'s chart: path below the chart -> sha256."""
+    prefix = f"gpu-operator-releases/{version}/chart/"
+    return {e["path"][len(prefix):]: e["sha256"] for e in json.loads(REFS_LOCK.read_text())["files"]
+            if e["path"].startswith(prefix)}
+
+
+def _same_files(chart: Path, pinned: dict[str, str]) -> bool:
+    return bool(pinned) and all((chart / f).is_file() and hashlib.sha256((chart / f).read_bytes()).hexdigest() == h
+                                for f, h in pinned.items())
+
+
+def _find_chart(version: str) -> Path | None:
+    """NVIDIA's chart of `version`: the newest is the reference chart; an older one is the optional reference copy
+    (refs.lock "optional": `make refs` fetches it; the reference folder provisioned beside a checkout may predate
+    it), else the copy tools/nvidia-operator/build_release.py took from the same tag (the differential's oracle
+    chart), used only when every file refs.lock pins for that chart is there with its checksum."""
+    if RELEASES[version] == "26.7":
+        chart = REFS / "gpu-operator" / "chart"
+        return chart if (chart / "Chart.yaml").is_file() else None
+    for chart in (REFS / "gpu-operator-releases" / version / "chart", BUILDS / version / "chart"):
+        if _same_files(chart, _pinned(version)):
+            return chart
+    return None
+
+
+CHARTS = {v: _find_chart(v) for v in RELEASES}
+MISSING = [v for v, c in CHARTS.items() if c is None]
+needs_charts = pytest.mark.skipif(bool(MISSING), reason=f"no chart of {', '.join(MISSING)} in {REFS} or {BUILDS}: "
+                                  "`make refs` fetches the optional older releases")
 
 
 def _chart(version: str) -> Path:
-    return REFS / "gpu-operator-releases" / version / "chart"
+    return CHARTS[version]
 
 
 def _profile(text: str) -> dict:
     return yaml.safe_load(text)
 
 
-def test_the_corpus_covers_values_and_cluster_policies_of_every_older_release():
+def test_the_corpus_covers_values_and_cluster_policies_of_every_release():
     assert {(p.parent.name, p.name) for p in CASES} == {
         (v, f) for v in RELEASES for f in ("helm.values.yaml", "clusterpolicy.cluster.yaml",
                                             "openshift-olm.cluster.yaml")}
 
 
+@needs_charts
 @pytest.mark.parametrize("case", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_each_release_input_round_trips_with_its_own_release(case, tmp_path):
     version = case.parent.name
@@ -54,6 +88,9 @@ def test_each_release_input_round_trips_with_its_own_release(case, tmp_path):
     assert "0 difference(s); the profile keeps the cluster as it is" in out
 
 
+@pytest.mark.skipif(nvidia_chart.default_chart("v26.3.3") is None, reason="the CLI looks for an older release's chart "
+                    "only in the reference folder beside the checkout (../shared/refs/gpu-operator-releases), which "
+                    "has none: `make refs` fetches it")
 def test_the_cli_check_finds_the_release_chart_by_the_version_read(tmp_path):
     case = CORPUS / "v26.3.3" / "clusterpolicy.cluster.yaml"
     proc = run_gpuop("import", str(case), "--check", cwd=tmp_path)
@@ -64,6 +101,18 @@ def test_the_cli_check_finds_the_release_chart_by_the_version_read(tmp_path):
         in proc.stdout
 
 
+@needs_charts
+@pytest.mark.parametrize("version", RELEASES)
+def test_the_cli_check_of_each_releases_install_exits_0_with_that_releases_chart(version, tmp_path, monkeypatch):
+    # the chart given as GPUOP_NVIDIA_CHART, as a user without the reference folder would
+    monkeypatch.setenv(nvidia_chart.CHART_ENV, str(_chart(version)))
+    for case in sorted((CORPUS / version).glob("*.yaml")):
+        proc = run_gpuop("import", str(case), "--check", cwd=tmp_path)
+        assert (proc.returncode, proc.stderr) == (0, ""), case.name + proc.stdout + proc.stderr
+        assert proc.stdout == "gpuop import --check: 0 difference(s); the profile keeps the cluster as it is\n"
+
+
+@needs_charts
 def test_an_older_install_checked_against_the_newest_release_shows_the_operands_that_would_change(tmp_path):
     """The version matters: the v26.3.3 install compared with the same profile on release 26.7 differs in its
     operand images (exit 3), so a silent newest-release import would have changed the cluster."""

@@ -354,6 +354,7 @@ def test_operator_26_7_0_beside_gpuops_dra_driver_is_warned_two_charts_own_the_c
         "operator": ("v25.10.0", "v25.10.1", "v26.3.0", "v26.3.1", "v26.3.2", "v26.3.3"),
         "migManager": ("v0.13.0", "v0.13.1", "v0.14.0", "v0.14.1", "v0.14.2", "v0.14.3", "v0.14.4", "v0.14.5")}),
     ("computedomains-crd-owned-by-two-charts", {"operator": ("v26.7.0",)}),
+    ("user-namespaces-with-cdi-hooks", {}),                # every release: NVIDIA never supported it
 ])
 def test_each_entry_covers_exactly_the_versions_its_sources_give(entry, versions):
     known = next(e for e in known_catalog.load() if e.id == entry)
@@ -361,3 +362,47 @@ def test_each_entry_covers_exactly_the_versions_its_sources_give(entry, versions
     if known.when.driverVersions:
         got["driver"] = known.when.driverVersions
     assert got == versions
+
+
+USERNS = """\
+platform: {type: kubernetes, version: "1.34", userNamespaces: true}
+os: ubuntu24.04
+nodePools:
+  - {name: train, gpu: H100-SXM5-80GB}
+"""
+
+USERNS_ISSUE = (
+    "known issue user-namespaces-with-cdi-hooks: pods that set spec.hostUsers: false (their own user namespace) "
+    "cannot start on GPU nodes: the NVIDIA Container Toolkit's createContainer hook (nvidia-cdi-hook) runs as the "
+    "remapped user inside the pod's user namespace, cannot read the OCI bundle's config.json to find the container "
+    "root, and container creation fails (`read status from sync socket: No such process`); no GPU Operator or "
+    "container toolkit release supports it; workaround: run GPU pods and the GPU Operator's pods in the host's user "
+    "namespace (omit spec.hostUsers or set it to true) and set spec.platform.userNamespaces to false (sources: "
+    "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/release-notes.html#v26-3-1-known-issues, "
+    "https://github.com/NVIDIA/nvidia-container-toolkit/issues/648, https://github.com/NVIDIA/cloud-native-docs/pull/403)")
+
+
+@pytest.mark.parametrize("release, operator", [("25.10", "v25.10.1"), ("26.3", "v26.3.3"), ("26.7", "v26.7.0")])
+def test_gpu_pods_in_user_namespaces_are_refused_on_every_release_for_the_toolkits_cdi_hook(known, release, operator):
+    entry = "user-namespaces-with-cdi-hooks"
+    spec = USERNS.replace("os: ubuntu24.04\n", f'os: ubuntu24.04\nrelease: "{release}"\n')
+    error = f"c1.yaml:5:49: spec.platform.userNamespaces: {USERNS_ISSUE}"
+    assert known(spec, entry) == [error]
+    # operator mode, with the NRI plugin (it injects the same CDI hooks) and a node's own toolkit alike
+    operator_mode = spec.replace("nodePools:", f"delivery: {{mode: operator, operator: {{version: {operator}}}}}\n"
+                                 "nodePools:")
+    assert known(operator_mode, entry) == [error]
+    assert known(spec.replace("os: ubuntu24.04\n", "os: ubuntu24.04\ntoolkit: {enabled: false}\n"), entry) == [error]
+    # no release fixes it: GPU pods in the host's user namespace, as NVIDIA supports them, are not reported
+    assert known(spec.replace(", userNamespaces: true", ", userNamespaces: false"), entry) == []
+    assert known(spec.replace(", userNamespaces: true", ""), entry) == []
+
+
+def test_gpu_pods_in_user_namespaces_stop_the_cli_with_the_located_error(tmp_path):
+    (tmp_path / "profiles").mkdir()
+    write_profile(tmp_path, USERNS, "profiles/userns.yaml")
+    shutil.copy(REPO / "gpuop.yaml", tmp_path / "gpuop.yaml")
+    proc = run_main("validate", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.splitlines() == [f"profiles/userns.yaml:5:49: spec.platform.userNamespaces: {USERNS_ISSUE}",
+                                        "gpuop: 1 error; nothing written"]

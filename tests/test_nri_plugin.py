@@ -1,7 +1,9 @@
 """The NRI plugin (spec.cdi.nriPluginEnabled): an operator-mode option that reaches NVIDIA's chart as
 cdi.nriPluginEnabled and the ClusterPolicy NVIDIA's chart renders from it, compared by Argo CD and Flux while it is
 on; refused, located, in stack mode and below the container runtime floors of catalog/data/distributions.yaml
-(containerd 1.7.30+ of 1.7, 2.1, 2.2, 2.3; CRI-O 1.34+, CRI-O's minor being the cluster's Kubernetes minor).
+(containerd 1.7.30+ of 1.7, 2.1, 2.2, 2.3; CRI-O 1.34+, CRI-O's minor being the cluster's Kubernetes minor) on every
+distribution operator mode takes, and below the GPU Operator release that brought the plugin to the runtime
+(containerd v26.3.0, CRI-O v26.3.2).
 """
 
 from __future__ import annotations
@@ -152,3 +154,57 @@ def test_the_nri_plugin_without_the_container_toolkit_is_refused_as_nvidias_char
         "c1.yaml:7:9: spec.cdi.nriPluginEnabled: the NRI plugin is the container toolkit's, and spec.toolkit.enabled "
         "is false: NVIDIA's chart refuses it (\"the NRI Plugin cannot be enabled when the Container Toolkit is "
         "disabled\", templates/validations.yaml); turn the toolkit on or leave the NRI plugin off"]
+
+
+NRI_SOURCE_FLOOR = ("the NRI plugin on {rt} needs GPU Operator {first} or later; this cluster runs GPU Operator v25.10.1 "
+                    "(stack release 25.10), whose chart and ClusterPolicy have no cdi.nriPluginEnabled; use GPU "
+                    "Operator v26.3.3 (stack release 26.3) or later, or leave spec.cdi.nriPluginEnabled off ({source})")
+
+
+def test_the_nri_plugin_is_refused_on_a_release_whose_operator_predates_it_at_the_version_that_picks_it(errors, tmp_path):
+    old = NRI.replace("os: ubuntu24.04\n", 'os: ubuntu24.04\nrelease: "25.10"\n')
+    floor = NRI_SOURCE_FLOOR.format(rt="containerd", first="v26.3.0", source=SOURCE)
+    assert errors(old) == [f"c1.yaml:7:3: spec.release: {floor}"]
+    pinned = old.replace("{mode: operator}", "{mode: operator, operator: {version: v25.10.1}}")
+    assert errors(pinned) == [f"c1.yaml:9:41: spec.delivery.operator.version: {floor}"]
+    # CRI-O came to the plugin in 26.3.2 (containerd in 26.3.0)
+    crio = old.replace(', containerdVersion: "2.1"', "").replace("os: ubuntu24.04\n",
+                                                                 "os: ubuntu24.04\ncontainerRuntime: crio\n")
+    assert errors(crio) == [f"c1.yaml:8:3: spec.release: "
+                            f"{NRI_SOURCE_FLOOR.format(rt='crio', first='v26.3.2', source=SOURCE)}"]
+    for release in ("26.3", "26.7"):                                   # v26.3.3 and v26.7.0 have it on both
+        values_of(tmp_path, NRI.replace("os: ubuntu24.04\n", f'os: ubuntu24.04\nrelease: "{release}"\n'))
+        values_of(tmp_path, crio.replace('"25.10"', f'"{release}"'))
+
+
+# the distributions operator mode takes (validate/operator.py) whose containerd is not the node image's own
+@pytest.mark.parametrize("distribution", ["k3s", "rke2", "microk8s"])
+def test_each_distribution_running_its_own_containerd_has_the_containerd_floor_checked(errors, tmp_path, distribution):
+    spec = NRI.replace('version: "1.34",', f'version: "1.34", distribution: {distribution},')
+    values_of(tmp_path, spec)                                      # containerd 2.1
+    column = 49 + len(f" distribution: {distribution},")
+    assert errors(spec.replace('"2.1"', '"2.0"')) == [
+        f"c1.yaml:5:{column}: spec.platform.containerdVersion: the NRI plugin needs {ACCEPTED}: containerd 2.0 is "
+        f"not a version NVIDIA supports it on; upgrade the nodes' containerd, or leave spec.cdi.nriPluginEnabled off "
+        f"({SOURCE})"]
+
+
+@pytest.mark.parametrize("distribution", ["eks", "aks"])
+def test_managed_images_with_their_own_toolkit_refuse_the_nri_plugin_as_nvidias_chart_does(errors, distribution):
+    spec = NRI.replace('version: "1.34",', f'version: "1.34", distribution: {distribution},').replace(
+        "os: ubuntu24.04\n", "os: ubuntu24.04\ndriver: {enabled: false}\ntoolkit: {enabled: false}\n")
+    assert [e.split(": ", 2)[1:] for e in errors(spec)] == [[
+        "spec.cdi.nriPluginEnabled", "the NRI plugin is the container toolkit's, and spec.toolkit.enabled is false: "
+        "NVIDIA's chart refuses it (\"the NRI Plugin cannot be enabled when the Container Toolkit is disabled\", "
+        "templates/validations.yaml); turn the toolkit on or leave the NRI plugin off"]]
+
+
+@pytest.mark.parametrize("openshift, kube, accepted", [("4.20", "1.33", False), ("4.21", "1.34", True)])
+def test_openshift_has_the_crio_floor_checked_by_its_kubernetes(errors, tmp_path, openshift, kube, accepted):
+    ocp = (f"platform: {{type: openshift, version: \"{openshift}\"}}\nos: rhcos{openshift}\ndriver: {{enabled: false}}\n"
+           "cdi: {nriPluginEnabled: true}\ndelivery: {mode: operator}\nnodePools:\n"
+           "  - {name: train, gpu: H100-SXM5-80GB}\n")
+    if accepted:
+        values_of(tmp_path, ocp)
+    else:
+        assert [e.split(": ", 2)[1] for e in errors(ocp)] == ["spec.platform.version"]

@@ -126,6 +126,11 @@ def test_the_catalog_refuses_exactly_the_skipping_moves():
 @pytest.fixture
 def on_25_10(tmp_path) -> Path:
     """prod-east on release 25.10 in both modes, compiled and committed."""
+    return _committed_on(tmp_path, "25.10")
+
+
+def _committed_on(tmp_path: Path, release: str) -> Path:
+    """prod-east on `release` in both modes (east-stack, east-operator), compiled and committed on branch main."""
     (tmp_path / "profiles").mkdir()
     shutil.copy(REPO / "profiles" / "_base.yaml", tmp_path / "profiles" / "_base.yaml")
     shutil.copy(REPO / "gpuop.yaml", tmp_path / "gpuop.yaml")
@@ -133,15 +138,53 @@ def on_25_10(tmp_path) -> Path:
         doc = yaml.safe_load((REPO / "profiles" / "prod-east.yaml").read_text())
         doc["metadata"]["name"] = f"east-{mode}"
         spec = doc["spec"]
-        doc["spec"] = {"release": "25.10", "delivery": {"mode": mode}, **spec}
+        doc["spec"] = {"release": release, "delivery": {"mode": mode}, **spec}
         if mode == "operator":
-            doc["spec"]["delivery"]["operator"] = {"version": "v25.10.1"}
+            doc["spec"]["delivery"]["operator"] = {"version": OPERATOR[release]}
         (tmp_path / "profiles" / f"east-{mode}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     run_gpuop("synth", "--no-cache", cwd=tmp_path, check=True)
     git(tmp_path, "init", "-q", "-b", "main")
     git(tmp_path, "add", "-A")
-    git(tmp_path, "commit", "-q", "-m", "25.10")
+    git(tmp_path, "commit", "-q", "-m", release)
     return tmp_path
+
+
+def _move(project: Path, old: str, new: str) -> None:
+    """Both profiles moved from release `old` to `new` (spec.release; operator mode: the operator's version too)."""
+    for mode in ("stack", "operator"):
+        f = project / "profiles" / f"east-{mode}.yaml"
+        f.write_text(f.read_text().replace(f"release: '{old}'", f"release: '{new}'").replace(
+            f"version: {OPERATOR[old]}", f"version: {OPERATOR[new]}"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("old, new", SUPPORTED, ids=lambda r: r)
+def test_a_supported_move_is_previewed_in_both_modes_by_diff_impact_and_by_the_review_gate(tmp_path, old, new):
+    project = _committed_on(tmp_path, old)
+    _move(project, old, new)
+    a, b = OPERATOR[old], OPERATOR[new]
+    moved = f"stack release {old} -> {new} (GPU Operator {a} -> {b})"
+    preview = run_gpuop("diff", "--impact", "--exit-code", cwd=project)
+    assert preview.returncode == 3, preview.stderr
+    # the review gate reads the change as pushed: profiles and output committed on a branch
+    run_gpuop("synth", cwd=project, check=True)
+    git(project, "checkout", "-q", "-b", "move")
+    git(project, "commit", "-qam", f"move to {new}")
+    gate = run_gpuop("check", "--against", "main", cwd=project)
+    assert gate.returncode == 0, gate.stderr
+    for out in (preview.stdout, gate.stdout):
+        # destructive first: each mode's 16 train nodes reinstall their driver, one node per wave
+        head = "!! 2 destructive effect(s): GPU workloads are interrupted\n"
+        assert head in out, out
+        lines = out[out.index(head):].splitlines()
+        assert [lines[1], lines[3]] == ["cluster east-operator:", "cluster east-stack:"], out
+        for line in (lines[2], lines[4]):
+            assert line.startswith("  !! pool train: driver ") and "16 node(s) -> 16 wave(s)" in line, out
+        assert not any("!!" in line for line in lines[5:]), out          # the rest interrupts no workload
+        assert out.count(moved) == 2, out                                # east-stack and east-operator
+        assert "clusterpolicies.nvidia.com schema changed" in out, out   # operator mode's CRDs
+        for rolled in ("container runtime reconfiguration", "device plugin restarts", "MIG manager restarts"):
+            assert out.count(f"all GPU nodes: {rolled}") == 2, out
 
 
 def _skip_to_26_7(project: Path) -> None:

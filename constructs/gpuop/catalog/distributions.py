@@ -52,6 +52,7 @@ class Distribution(_Frozen):
 class NriFloors(_Frozen):
     containerd: dict[str, str]          # containerd line ("2.1") -> the first version of it the NRI plugin supports
     crio: str                           # the first CRI-O minor (the Kubernetes minor it serves)
+    operator: dict[str, str]            # runtime -> the first GPU Operator release whose NRI plugin runs on it
     source: str
 
 

@@ -106,6 +106,7 @@ class DraCatalog(_Frozen):
     clientLabel: str
     gpuCluster: GpuClusterFloors
     clientMigManagerSince: str
+    clientDriverManagerSince: str
     versions: tuple[DraVersion, ...]
     featureGates: dict[str, Gate]
     exclusions: tuple[Exclusion, ...]

@@ -39,6 +39,7 @@ class When(_Frozen):
     versions: dict[Versioned, tuple[str, ...]] = Field(default_factory=dict)
     runtimes: tuple[Literal["containerd", "crio", "docker"], ...] = ()
     draStandalone: bool | None = None
+    userNamespaces: bool | None = None
     migStrategy: Literal["single", "mixed"] | None = None
     mig: bool | None = None
     os: tuple[str, ...] = ()

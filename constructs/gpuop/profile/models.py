@@ -103,6 +103,11 @@ class Platform(Model):
         "containerd version of the GPU nodes, e.g. \"2.1\" or \"1.7.30\": what the NRI plugin's containerd "
         "floor (spec.cdi.nriPluginEnabled) is checked against. Omitted: unknown (the NRI plugin on containerd is "
         "then a warning: its floor cannot be checked)."))
+    userNamespaces: bool = Field(False, description=(
+        "Whether GPU workloads run in Kubernetes user namespaces (pods with spec.hostUsers: false, e.g. where an "
+        "admission policy requires it). NVIDIA supports no GPU pod in its own user namespace: the container "
+        "toolkit's CDI hook cannot read the container's OCI spec there, so true is refused (catalog/data/"
+        "known-issues.yaml user-namespaces-with-cdi-hooks). Omitted: false (GPU pods keep the host's users)."))
 
 
 class Cdi(Model):

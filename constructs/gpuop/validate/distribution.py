@@ -15,7 +15,8 @@ what a managed node image already installs.
 - driver-config-files: repoConfig / certConfig only for driver OSes the Operator has a path for.
 - nri-plugin: spec.cdi.nriPluginEnabled only in operator mode, on a runtime NVIDIA supports it on and at or
   above its floor (catalog distributions.yaml nri: containerd 1.7.30+ of 1.7, 2.1, 2.2, 2.3; CRI-O 1.34+,
-  whose minor is the cluster's Kubernetes minor); a containerd version the profile does not give is a warning.
+  whose minor is the cluster's Kubernetes minor) and on a GPU Operator release that has it on that runtime (nri
+  operator: containerd v26.3.0, CRI-O v26.3.2); a containerd version the profile does not give is a warning.
 - stack-only: what operator mode cannot pass to NVIDIA's operator is refused by validate/operator.py.
 - driver-sidecars: RDMA / GDS / GDRCopy (spec.driver's, and each pool's own, reported at the pool's field)
   need a driver DaemonSet; GDS and GDRCopy not with precompiled drivers, GDS only with the open kernel
@@ -310,11 +311,25 @@ def check_operator_only_in_stack_mode(ctx: Context) -> list:
 NRI = ("spec", "cdi", "nriPluginEnabled")
 
 
+def _nri_operator_floor(ctx: Context, runtime: str, operator: str, first: str, source: str) -> Issue:
+    """The NRI plugin on a GPU Operator release older than the first with it on this runtime, located at the
+    version that picks the operator (its pin, else spec.release, else the switch)."""
+    spec = ctx.spec
+    at = (("spec", "delivery", "operator", "version") if spec.delivery.operator.version
+          else ("spec", "release") if spec.release else NRI)
+    fit = sorted((r for r in ctx.cat.releases if not versions.older(r.operatorVersion, first)),
+                 key=lambda r: versions.key(r.operatorVersion))
+    use = f"GPU Operator {fit[0].operatorVersion} (stack release {fit[0].name}) or later" if fit else f"GPU Operator {first} or later"
+    return ctx.at(at, f"the NRI plugin on {runtime} needs GPU Operator {first} or later; this cluster runs GPU Operator "
+                  f"{operator} (stack release {ctx.release.name}), whose chart and ClusterPolicy have no "
+                  f"cdi.nriPluginEnabled; use {use}, or leave {'.'.join(NRI)} off ({source})")
+
+
 @rule("nri-plugin", source="catalog/data/distributions.yaml nri (NVIDIA cloud-native-docs gpu-operator/cdi.rst "
       "Enabling the NRI Plugin; GPU Operator release notes 26.3.0, 26.3.2; cri-o compatibility matrix)")
 def check_nri_plugin(ctx: Context) -> list:
-    """The NRI plugin in stack mode, without the container toolkit, on Docker, on CRI-O below 1.34, or on a
-    containerd NVIDIA does not list."""
+    """The NRI plugin in stack mode, without the container toolkit, on a GPU Operator release older than the
+    first with it on the runtime, on Docker, on CRI-O below 1.34, or on a containerd NVIDIA does not list."""
     spec = ctx.spec
     if not spec.cdi.nriPluginEnabled:
         return []
@@ -328,6 +343,10 @@ def check_nri_plugin(ctx: Context) -> list:
                        "chart refuses it (\"the NRI Plugin cannot be enabled when the Container Toolkit is "
                        "disabled\", templates/validations.yaml); turn the toolkit on or leave the NRI plugin off")]
     rt = ctx.defaults.runtime
+    operator = spec.delivery.operator.version or ctx.release.operatorVersion
+    first = floors.operator.get(rt)
+    if first is not None and versions.older(operator, first):
+        return [_nri_operator_floor(ctx, rt, operator, first, floors.source)]
     if rt == "crio":
         p = spec.platform
         kube = ctx.release.matrix.openshiftKubernetes.get(p.version) if p.type == "openshift" else p.version

@@ -380,23 +380,35 @@ def check_device_classes(ctx: Context):
 
 @rule("dra-gpu-client-contract", severity="warning",
       source="NVIDIA GPU Operator v26.7.0 release notes (nvidia.com/gpu.deploy.client, PR 2607); mig-parted PR 426 "
-      "(v0.15.0); catalog/data/dra.yaml clientLabel")
+      "(v0.15.0); k8s-driver-manager v0.12.0; catalog/data/dra.yaml clientLabel")
 def check_gpu_client_contract(ctx: Context):
-    """A DRA pool with a MIG layout the MIG manager applies, under a MIG manager pinned older than the one that
-    stops GPU clients (DaemonSets selecting nvidia.com/gpu.deploy.client): the DRA kubelet plugin keeps its GPU
-    handles through the MIG change."""
-    out, dra = Found(ctx), _dra(ctx)
-    pinned = ctx.spec.migManager.version
-    if not pinned or not ctx.spec.migManager.enabled or dra_plan.dynamic_mig(ctx.spec):
-        return out                             # the release's MIG manager, or DynamicMIG: the DRA driver partitions
-    if not any(p.mig and p.mig.layout for _, p in _dra_pools(ctx)):
-        return out
-    if versions.older(pinned, dra.clientMigManagerSince):
-        out.warn(("spec", "migManager", "version"), f"MIG manager {pinned} does not stop the DRA kubelet plugin for a "
-                 f"MIG change: only MIG managers from {dra.clientMigManagerSince} pause {dra.clientLabel}, the label "
-                 "the plugin's nodeSelector carries, so the plugin keeps its GPU handles and the GPU reset of a MIG "
-                 f"mode change can fail; use {dra.clientMigManagerSince} or later (drop spec.migManager.version for "
-                 "the release's)")
+    """A DRA pool under a MIG manager (with a MIG layout it applies) or a driver manager (with gpuop's driver) older
+    than the one that stops GPU clients (DaemonSets selecting nvidia.com/gpu.deploy.client): the pinned MIG manager,
+    else the stack release's managers (an older spec.release). The DRA kubelet plugin keeps its GPU handles through
+    the MIG change or the driver reload."""
+    out, dra, spec = Found(ctx), _dra(ctx), ctx.spec
+    release = ctx.release
+    picked = ("spec", "release") if spec.release else ("spec",)
+    pinned = spec.migManager.version
+    mig = (spec.migManager.enabled and not dra_plan.dynamic_mig(spec)     # DynamicMIG: the DRA driver partitions
+           and any(p.mig and p.mig.layout for _, p in _dra_pools(ctx)))
+    running = pinned or release.components["migManager"].version
+    if mig and versions.older(running, dra.clientMigManagerSince):
+        fix = (f"use {dra.clientMigManagerSince} or later (drop spec.migManager.version for the release's)" if pinned
+               else f"use a stack release whose MIG manager is {dra.clientMigManagerSince} or later (spec.release)")
+        out.warn(("spec", "migManager", "version") if pinned else picked,
+                 f"MIG manager {running}{'' if pinned else f' (stack release {release.name})'} does not stop the DRA "
+                 f"kubelet plugin for a MIG change: only MIG managers from {dra.clientMigManagerSince} pause "
+                 f"{dra.clientLabel}, the label the plugin's nodeSelector carries, so the plugin keeps its GPU handles "
+                 f"and the GPU reset of a MIG mode change can fail; {fix}")
+    manager = release.components["driverManager"].version
+    gpuops_driver = any(ctx.defaults.pools[i].driver for i, _ in _dra_pools(ctx))
+    if gpuops_driver and versions.older(manager, dra.clientDriverManagerSince):
+        out.warn(picked, f"driver manager {manager} (stack release {release.name}) does not stop the DRA kubelet "
+                 f"plugin for a driver reload: only driver managers from {dra.clientDriverManagerSince} pause "
+                 f"{dra.clientLabel}, so the plugin keeps its GPU handles while the driver is unloaded and the reload "
+                 f"can fail; use a stack release whose driver manager is {dra.clientDriverManagerSince} or later "
+                 "(spec.release)")
     return out
 
 

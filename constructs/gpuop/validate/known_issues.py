@@ -3,7 +3,8 @@ located warning or error (the entry's severity) saying the effect, the workaroun
 
 check_known_issues matches each entry's `when` (every key must match) against the typed profile. Cluster
 keys: RDMA (spec.driver's or a pool's own, reported at each level that has it), the drivers it installs
-(cluster and pools, branches and exact versions), the Kubernetes distribution and minor, the components
+(cluster and pools, branches and exact versions), the Kubernetes distribution and minor, whether GPU pods run in
+user namespaces, the components
 switched on, the DRA driver's feature gates, the MIG manager's version. Pool keys (MIG strategy or
 layout, node OS, a preinstalled driver) must all hold for one pool. `unless` lifts an entry when the
 profile applies the workaround (env values on the driver, the toolkit or the device plugin). Entries are
@@ -161,6 +162,8 @@ def _matches(when, ctx: Context) -> bool:
     if any(not getattr(spec, c).enabled for c in when.enabled):
         return False
     if when.runtimes and ctx.defaults.runtime not in when.runtimes:
+        return False
+    if when.userNamespaces is not None and spec.platform.userNamespaces != when.userNamespaces:
         return False
     delivered = spec.dra is not None and any(dra_plan.is_dra(p) for p in spec.nodePools)
     if when.draStandalone is not None and delivered != when.draStandalone:

@@ -318,16 +318,23 @@ def check_cluster_policy_with_gpu_cluster(ctx: Context) -> list:
 
 
 @rule("operator-gpu-cluster", source="catalog/data/dra.yaml gpuCluster (GPU Operator v26.7.0 release notes: "
-      "the GPUCluster workflow's prerequisites)")
+      "the GPUCluster workflow's prerequisites); catalog/data/operator.yaml (the operators that have it)")
 def check_gpu_cluster_prerequisites(ctx: Context) -> list:
-    """A GPUCluster (NVIDIA's operator deploying the DRA driver) below its Kubernetes or driver floor, on a runtime
-    without CDI, or beside gpuop's own DRA driver chart."""
+    """A GPUCluster (NVIDIA's operator deploying the DRA driver) on a stack release whose operator lacks it, below its
+    Kubernetes or driver floor, on a runtime without CDI, or beside gpuop's own DRA driver chart."""
     spec = ctx.spec
     if not spec.delivery.operator.gpuCluster:
         return []
     floors = dra_catalog.load().gpuCluster
     why = "the GPUCluster (spec.delivery.operator.gpuCluster) needs"
     out = []
+    release = ctx.release
+    entry = operator_catalog.load().get(release.operatorVersion)
+    # a pinned version without it is operator-version-settings'; unpinned, the stack release's operator runs
+    if spec.delivery.operator.version is None and entry is not None and "gpuCluster" not in entry.settings:
+        out.append(ctx.at(OP + ("gpuCluster",), f"{why} a GPU Operator that has it (catalog/data/operator.yaml); "
+                          f"stack release {release.name} (spec.release) runs GPU Operator {release.operatorVersion}, "
+                          "whose chart has no GPUCluster CRD; use a newer spec.release or turn it off"))
     p = spec.platform
     kube = ctx.release.matrix.openshiftKubernetes.get(p.version) if p.type == "openshift" else p.version
     if kube is not None and versions.older(kube, floors.kubernetesMin):
