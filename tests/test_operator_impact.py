@@ -369,10 +369,11 @@ def test_an_operator_version_change_rolls_every_operand_and_keeps_the_loaded_dri
     kinds = sorted((e.scope, e.kind, e.objects[0].rpartition("/")[2]) for e in effects[1:])
     assert kinds == [("all GPU nodes", "device-plugin-restart", "nvidia-device-plugin-daemonset"),
                      ("all GPU nodes", "labels-refresh", "gpu-feature-discovery"),
-                     ("all GPU nodes", "labels-refresh", "nvidia-mig-manager"),
                      ("all GPU nodes", "labels-refresh", "nvidia-operator-validator"),
                      ("all GPU nodes", "metrics-gap", "nvidia-dcgm-exporter"),
-                     ("all GPU nodes", "runtime-reconfigure", "nvidia-container-toolkit-daemonset")], kinds
+                     ("all GPU nodes", "runtime-reconfigure", "nvidia-container-toolkit-daemonset"),
+                     # the MIG manager runs on the MIG-capable GPUs' pool only (train's H100s, not infer's L40S)
+                     ("pool train", "labels-refresh", "nvidia-mig-manager")], kinds
     assert "labels, annotations or delivery objects only" not in impact.render(impact.impact(old, new))
 
 

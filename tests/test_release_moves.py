@@ -83,6 +83,24 @@ def test_a_stack_move_names_the_mig_managers_restart_and_nfds_worker_and_rolls_n
     assert not [e for e in toi.node_effects(same, same) if "NFD" in e.text]
 
 
+def test_operand_restarts_roll_over_the_nodes_each_daemonset_selects(project):
+    """mig-sharing (train 6 H100, MIG; infer 10 L40S, time-slicing; batch 4 A100, MPS) moved 26.3 -> 26.7: the MIG
+    manager restarts on the MIG-capable GPUs' pools only (the NodeFeatureRule's mig-capable device ids: H100 and
+    A100, not L40S), the MPS control daemon on the MPS pool only (GFD's nvidia.com/mps.capable, from the pool's
+    plugin config), the other operands on all 20 GPU nodes; one node per wave (no update strategy)."""
+    def at_release(release: str) -> dict:
+        doc = toi._raw("mig-sharing")
+        doc["spec"]["release"] = release
+        return toi.compiled(project, doc)
+
+    effects = toi.node_effects(at_release("26.3"), at_release("26.7"))
+    where = {o.rpartition("/")[2]: (e.scope, e.pool, e.nodes, e.waves) for e in effects for o in e.objects
+             if o.startswith("DaemonSet gpu-operator/") and "driver" not in o}
+    assert where.pop("nvidia-mig-manager") == ("pools train, batch", None, 10, 10)
+    assert where.pop("nvidia-device-plugin-mps-control-daemon") == ("pool batch", "batch", 4, 4)
+    assert where and set(where.values()) == {("all GPU nodes", None, 20, 20)}, where
+
+
 def test_the_move_to_26_7_adds_the_crds_and_names_the_changed_servicemonitor_default(project):
     effects = toi.node_effects(at(project, "operator", "26.3"), at(project, "operator", "26.7"))
     (move,) = [e for e in effects if e.kind == "release-move"]

@@ -81,6 +81,7 @@ MIG_LABEL = "nvidia.com/mig.config"
 # what the driver manager compares with the node's state file before unloading anything (components/driver.py)
 DIGEST_ENV = "DRIVER_CONFIG_DIGEST"
 PLUGIN_LABEL = "nvidia.com/device-plugin.config"
+MPS_CAPABLE = "nvidia.com/mps.capable"      # GPU feature discovery's label on nodes whose plugin config shares by MPS
 PREVIEW = "preview"      # operator mode: dist/<cluster>/preview/ holds the operands (outputs/operator.py PREVIEW)
 ADDONS = "addons"        # operator mode: dist/<cluster>/addons/ holds gpuop's own objects (outputs/addons.py)
 RESTARTS = {"device-plugin": ("device-plugin-restart", "device plugin restarts: no new GPU allocations meanwhile"),
@@ -219,21 +220,103 @@ def _component(ds: dict) -> str | None:
 def _pool_labels(tree: dict, cluster: str, objs: dict, pools: list[dict]) -> dict[str, dict[str, str]]:
     """Per pool, the mig.config / device-plugin.config labels its nodes get: from the NodeFeatureRule
     rule of its GPU model, or from node-labels.yaml (labels the node group must carry)."""
-    by_gpu: dict[str, dict] = {}
-    for o in objs.values():
-        if o["kind"] == "NodeFeatureRule":
-            for rule in o["spec"]["rules"]:
-                if rule["name"].startswith("gpuop.pool."):
-                    by_gpu[rule["name"][len("gpuop.pool."):]] = rule.get("labels", {})
+    return {name: {k: v for k, v in labels.items() if k in (MIG_LABEL, PLUGIN_LABEL)}
+            for name, labels in _node_labels(tree, cluster, objs, pools)[0].items()}
+
+
+def _rule_devices(rule: dict) -> frozenset[str] | None:
+    """The PCI device ids a NodeFeatureRule rule is limited to; every id (frozenset of "*") when it matches any
+    NVIDIA GPU; None when it matches on more than the GPU's PCI device (a kernel, an OS): nodes of one pool may
+    differ there, so the pool's GPU does not decide it."""
+    if rule.get("matchAny") or any(m.get("feature") != "pci.device" for m in rule.get("matchFeatures") or []):
+        return None
+    out = frozenset({"*"})
+    for m in rule.get("matchFeatures") or []:
+        device = (m.get("matchExpressions") or {}).get("device")
+        if device is not None:
+            if device.get("op") != "In":
+                return None
+            ids = frozenset(str(v).lower() for v in device.get("value") or [])
+            out = ids if out == {"*"} else out & ids
+    return out
+
+
+def _pool_devices(pool: dict, rules: list[dict]) -> frozenset[str]:
+    """The PCI device ids of the pool's GPU: its `gpuop.pool.<GPU>` rule's, else the catalog's (the same source
+    the rule is written from)."""
+    from gpuop import catalog
+    mine = next((_rule_devices(r) for r in rules if r.get("name") == f"gpuop.pool.{pool.get('gpu')}"), None)
+    if mine and mine != {"*"}:
+        return mine
+    gpu = catalog.load().gpus.get(str(pool.get("gpu")))
+    return frozenset(i[2:6].lower() for i in (gpu.pciDeviceIds if gpu is not None else ()))
+
+
+def _node_labels(tree: dict, cluster: str, objs: dict, pools: list[dict]) -> tuple[dict[str, dict[str, str]], set[str]]:
+    """Per pool, the labels gpuop decides on its nodes, and the keys it decides (a DaemonSet's selector on any
+    other key is not judged): the pool's nodeSelector; what nfd-master's NodeFeatureRules give the pool's GPU,
+    rule after rule, a later rule's label over an earlier one's (as nfd-master merges them: the dra example's
+    pool rule turns the device plugin off on its DRA pool); what the node group must carry (node-labels.yaml); and
+    GPU feature discovery's nvidia.com/mps.capable where the device plugin config the pool selects shares by MPS
+    (the MPS control daemon selects that label)."""
+    rules = [r for (kind, _), o in sorted(objs.items()) if kind == "NodeFeatureRule"
+             for r in (o.get("spec") or {}).get("rules") or []]
     manual: dict[str, dict] = {}
     for doc in _docs(tree.get(f"{cluster}/node-labels.yaml")):
         for p in doc.get("pools", []):
             manual[p["name"]] = p.get("labels", {})
+    plugin_configs = _config_data(objs, "device-plugin-config")
+    known = {k for p in pools for k in (p.get("nodeSelector") or {})} | {MPS_CAPABLE}
+    known |= {k for r in rules if _rule_devices(r) is not None for k in r.get("labels") or {}}
+    known |= {k for labels in manual.values() for k in labels}
     out = {}
     for p in pools:
-        labels = {**by_gpu.get(p["gpu"], {}), **manual.get(p["pool"], {})}
-        out[p["pool"]] = {k: v for k, v in labels.items() if k in (MIG_LABEL, PLUGIN_LABEL)}
-    return out
+        devices = _pool_devices(p, rules)
+        labels = dict(p.get("nodeSelector") or {})
+        for r in rules:
+            limit = _rule_devices(r)
+            if limit is not None and (limit == {"*"} or limit & devices):
+                labels.update(r.get("labels") or {})
+        labels.update(manual.get(p["pool"], {}))
+        config = _docs(plugin_configs.get(labels.get(PLUGIN_LABEL, "default"), "").encode())
+        if config and isinstance(config[0].get("sharing"), dict) and "mps" in config[0]["sharing"]:
+            labels[MPS_CAPABLE] = "true"
+        out[p["pool"]] = {k: str(v) for k, v in labels.items()}
+    return out, known
+
+
+def _selects(ds: dict, labels: dict[str, str], known: set[str]) -> bool:
+    """Whether the DaemonSet's nodeSelector and required node affinity take a node with these labels, judged on
+    the keys gpuop decides (`known`; a deploy label no rule sets is absent)."""
+    spec = ds["spec"]["template"]["spec"]
+
+    def decided(key: str) -> bool:
+        return key in known or key.startswith(DEPLOY)
+
+    if any(decided(k) and labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+        return False
+    ops = {"In": lambda v, vs: v in vs, "NotIn": lambda v, vs: v not in vs,
+           "Exists": lambda v, vs: v is not None, "DoesNotExist": lambda v, vs: v is None}
+    terms = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+             .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
+    return not terms or any(all(ops[e["operator"]](labels.get(e["key"]), e.get("values") or [])
+                                for e in t.get("matchExpressions") or [] if decided(e["key"]) and e["operator"] in ops)
+                            for t in terms)
+
+
+def _operand_scope(ds: dict, pools: list[dict], node_labels: tuple[dict[str, dict[str, str]], set[str]]) -> dict:
+    """Where an operand DaemonSet's pods run, as an effect's scope, pool and node count: the pools whose nodes its
+    selector takes ("all GPU nodes" when every pool's). The MIG manager runs on MIG-capable GPUs only, the MPS
+    control daemon on MPS pools only: their restarts roll over those pools' nodes, not every GPU node."""
+    labels, known = node_labels
+    mine = [p for p in pools if _selects(ds, labels.get(p["pool"], {}), known)]
+    nodes = _total_nodes(mine) if mine else 0
+    if len(mine) == len(pools):
+        return {"scope": "all GPU nodes", "pool": None, "nodes": nodes}
+    if len(mine) == 1:
+        return {"scope": f"pool {mine[0]['pool']}", "pool": mine[0]["pool"], "nodes": nodes}
+    return {"scope": "pools " + ", ".join(p["pool"] for p in mine) if mine else "no GPU node", "pool": None,
+            "nodes": nodes}
 
 
 def _config_data(objs: dict, name: str) -> dict:
@@ -488,6 +571,7 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
     effects += _nfd_move(cluster, old, new)
     # an operator version change rolls every operand: the chart's helm.sh/chart label is on each pod template
     rolled = {k for k, o in after.items() if k[0] == "DaemonSet"} if bump is not None else set()
+    node_labels = (_node_labels(old, cluster, before, pools), _node_labels(new, cluster, after, pools))
     for key in sorted(changed_objects | rolled):
         kind, name = key
         if kind != "DaemonSet":
@@ -498,21 +582,23 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
         ds = a or b
         component = _component(ds)
         template_changed.add(component)
-        # the pods roll node by node as the DaemonSet's update strategy allows (RollingUpdate, 1 at a time by default)
-        common = {"nodes": all_nodes, "waves": _rolling_waves(ds["spec"].get("updateStrategy") or {}, all_nodes),
-                  "objects": (_obj_key(ds), *_deploy_rule(before, after, component))}
         if component == "driver":
             continue                               # per pool below: a pool may move between DaemonSets
-        elif component == "container-toolkit":
-            effects.append(Effect(cluster, "all GPU nodes", "runtime-reconfigure", "container runtime reconfiguration: "
+        # the pods roll node by node as the DaemonSet's update strategy allows (RollingUpdate, 1 at a time by
+        # default), over the nodes its selector takes
+        where = _operand_scope(ds, pools, node_labels[0] if a is None else node_labels[1])
+        common = {**where, "waves": _rolling_waves(ds["spec"].get("updateStrategy") or {}, where["nodes"]),
+                  "objects": (_obj_key(ds), *_deploy_rule(before, after, component))}
+        if component == "container-toolkit":
+            effects.append(Effect(cluster, kind="runtime-reconfigure", text="container runtime reconfiguration: "
                                   "the toolkit rewrites the runtime config and restarts the runtime; running "
                                   "containers keep running, new pods wait for the restart", **common))
         elif component in ("device-plugin", "mps-control-daemon"):
-            effects.append(Effect(cluster, "all GPU nodes", "device-plugin-restart",
-                                  "device plugin restarts: no new GPU allocations meanwhile", **common))
+            effects.append(Effect(cluster, kind="device-plugin-restart",
+                                  text="device plugin restarts: no new GPU allocations meanwhile", **common))
         elif component in RESTARTS:
             kind_, text = RESTARTS[component]
-            effects.append(Effect(cluster, "all GPU nodes", kind_, text, **common))
+            effects.append(Effect(cluster, kind=kind_, text=text, **common))
     if "driver" in template_changed and bump is not None:
         effects += _bumped_drivers(cluster, before, after, pools, pool_keys, nodes, bump,
                                    driver_owners(new, cluster, new_entry, pools))
