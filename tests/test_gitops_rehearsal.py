@@ -6,9 +6,13 @@ the cluster's dist/<cluster>/flux objects exactly as written. The git repository
 repositories and an OCI registry holding the DRA driver's chart are served on loopback over HTTPS. Every
 example cluster is delivered; the dra cluster's releases install in their dependsOn order; the Kustomization
 path (dist/<cluster>/flux-overlay) applies the overlay; and the upgrade lane checks that each change of a corpus,
-a release move among them, rolls what `gpuop diff --impact` says, in its waves (docs/gitops-rehearsal.md). `make test` (and `make test-gitops`) build Flux
-(`make flux`) and run this file with GPUOP_GITOPS=1 once Flux's controllers are built (under CI they must be); without
-them it is skipped, saying how to run it. The rig itself: skipped only when it cannot be built and CI is unset."""
+a release move among them, rolls what `gpuop diff --impact` says, in its waves (docs/gitops-rehearsal.md). The node
+agents kwok's nodes lack are played while Flux installs (rehearse/agents.py), so the health gate's checks are scheduled
+and kwok completes them (tests/test_health_gate_rehearsal.py: a failing one holds the next wave).
+
+Part of `make test`, which builds Flux's controllers first (`make flux`) as it builds the rig; `make test-gitops` runs
+the lane alone (GPUOP_GITOPS=1: it builds what is missing). Without the controllers (or the rig) the lane fails under
+CI and is skipped elsewhere, saying how to build them."""
 
 from __future__ import annotations
 
@@ -24,12 +28,10 @@ import yaml
 from conftest import REFS
 from gpuop.cli.main import main
 from gpuop.rehearse import fleet, objects, rig
+from gpuop.rehearse.agents import Agents
 from gpuop.rehearse.gitops import FLUX_NAMES, FLUX_NAMESPACE, HELM_LANE, Flux, Loopback, OciRegistry, flux_dir
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not os.environ.get("GPUOP_GITOPS"),
-                                 reason="the GitOps lane runs when Flux's controllers are built: `make test` "
-                                        "(or `make test-gitops`) builds them and sets GPUOP_GITOPS")]
+pytestmark = [pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 HR = "helm.toolkit.fluxcd.io/v2"
@@ -58,24 +60,28 @@ def bins() -> dict[str, Path]:
     return found
 
 
-@pytest.fixture(scope="module")
-def flux_bin() -> Path:
-    wanted = bool(os.environ.get("GPUOP_GITOPS"))          # `make test-gitops`: build Flux, a missing one fails
+def _flux(controllers: tuple[str, ...]) -> Path:
+    """Flux's controllers: built by `make test` before the suite (`make flux`), and by this fixture under
+    GPUOP_GITOPS (`make test-gitops`). Missing: the lane fails under CI or GPUOP_GITOPS, else it is skipped, saying
+    how to build them."""
+    wanted = bool(os.environ.get("GPUOP_GITOPS"))
     try:
-        return flux_dir(build=wanted, controllers=HELM_LANE)
+        return flux_dir(build=wanted, controllers=controllers)
     except rig.RigError as e:
         if wanted:
             pytest.fail(f"Flux's controllers are missing: {e}")
-        pytest.skip(f"{e}; `make test-gitops` builds them and runs this lane")
+        _missing("Flux's controllers are", e)
+
+
+@pytest.fixture(scope="module")
+def flux_bin() -> Path:
+    return _flux(HELM_LANE)
 
 
 @pytest.fixture(scope="module")
 def flux_all() -> Path:
     """All three controllers: the Kustomization path needs kustomize-controller beside the other two."""
-    try:
-        return flux_dir(build=True, controllers=FLUX_NAMES)
-    except rig.RigError as e:
-        pytest.fail(f"Flux's controllers are missing: {e}")
+    return _flux(FLUX_NAMES)
 
 
 def _nfd_module_dir() -> Path:
@@ -223,6 +229,22 @@ def _settled_daemonsets(cp: rig.ControlPlane, namespace: str, timeout: float = 3
         time.sleep(2)
 
 
+def _agents(cp: rig.ControlPlane, plan, fl: fleet.Fleet) -> Agents:
+    """The node agents kwok's nodes lack, played while Flux installs the operands (rehearse/agents.py): the device
+    plugin advertises the pool's resources where its pod runs, so the gate's checks can be scheduled; GFD labels
+    MPS nodes, so the MPS control daemon runs; the DRA kubelet plugin publishes its ResourceSlices."""
+    from gpuop.rehearse.run import Api
+    return Agents(Api(cp, rig.ApiError), plan, fl)
+
+
+def _gate_jobs(cp: rig.ControlPlane) -> dict[str, tuple[int, int, int]]:
+    """The health gate's Jobs: name -> (completions, succeeded, failed)."""
+    return {j["metadata"]["name"]: (j["spec"].get("completions", 1), j.get("status", {}).get("succeeded", 0),
+                                    j.get("status", {}).get("failed", 0))
+            for j in cp.list_objects("batch/v1", "Job")
+            if j["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "health-gate"}
+
+
 def deliver(delivered, plan, bins, flux_bin, workdir: Path) -> dict:
     """One cluster on a fresh control plane: its fleet, Flux, its dist/<cluster>/flux objects as written;
     what Flux and the cluster say once the releases are Ready (or the wait ends)."""
@@ -232,7 +254,8 @@ def deliver(delivered, plan, bins, flux_bin, workdir: Path) -> dict:
     with rig.ControlPlane(workdir / "cp", binaries=bins) as cp:
         fl = _fleet_on(cp, plan)
         seen["nodes"] = len(fl.nodes)
-        with Flux(cp, workdir / "flux", folder=flux_bin, ca=delivered["lo"].ca, controllers=HELM_LANE) as flux:
+        with Flux(cp, workdir / "flux", folder=flux_bin, ca=delivered["lo"].ca, controllers=HELM_LANE) as flux, \
+                _agents(cp, plan, fl):
             seen["refused"] = [str(p) for p in flux.apply([folder])]
             for o in objs:
                 api, kind, name = o["apiVersion"], o["kind"], o["metadata"]["name"]
@@ -251,6 +274,11 @@ def deliver(delivered, plan, bins, flux_bin, workdir: Path) -> dict:
                 seen["clusterpolicies"] = sorted(c["metadata"]["name"]
                                                  for c in cp.list_objects("nvidia.com/v1", "ClusterPolicy"))
             seen["daemonsets"] = _settled_daemonsets(cp, plan.namespace)
+            # the health gate: Flux ran each gated release's Helm tests (its gate Jobs) before calling it Ready
+            seen["tested"] = {o["metadata"]["name"]: flux.condition(HR, "HelmRelease", o["metadata"]["name"],
+                                                                     type_="TestSuccess").get("reason")
+                              for o in objs if o["kind"] == "HelmRelease" and (o["spec"].get("test") or {}).get("enable")}
+            seen["gate"] = _gate_jobs(cp)
             releases = {o["metadata"]["name"]: cp.read(HR, "HelmRelease", o["metadata"]["name"], FLUX_NAMESPACE) or {}
                         for o in objs if o["kind"] == "HelmRelease"}
             seen["installed"] = {name: [(h.get("chartName"), h.get("chartVersion"), h.get("status"))
@@ -284,6 +312,10 @@ def test_flux_delivers_the_cluster_from_git_and_its_operands_run_on_the_fleet(de
         assert seen["clusterpolicies"] == ["cluster-policy"]
     not_ready = {k: v for k, v in seen.items() if "/" in k and isinstance(v, tuple) and v[0] != "True"}
     assert not_ready == {}
+    # the gate held each gated release until its checks passed: every check Job completed on each of its nodes
+    if plan.health_gate is not None and plan.operator is None:
+        assert seen["tested"] and set(seen["tested"].values()) == {"TestSucceeded"}, seen["tested"]
+        assert seen["gate"] and all(n == ok and not bad for n, ok, bad in seen["gate"].values()), seen["gate"]
     assert seen["daemonsets"], "no DaemonSet of the GPU stack"
     assert {n: d for n, d in seen["daemonsets"].items() if d[0] != d[1]} == {}
     assert sum(d[0] for d in seen["daemonsets"].values()) > 0
@@ -339,8 +371,9 @@ def test_flux_kustomizations_apply_the_overlay_from_git_and_the_stack_gets_ready
     kinds = sorted(d["kind"] for f in top for d in yaml.safe_load_all(f.read_text()) if d)
     assert kinds == ["GitRepository", "Kustomization", "Kustomization"]
     with rig.ControlPlane(tmp_path / "cp", binaries=bins) as cp:
-        _fleet_on(cp, plan)
-        with Flux(cp, tmp_path / "flux", folder=flux_all, ca=delivered["lo"].ca, controllers=FLUX_NAMES) as flux:
+        fl = _fleet_on(cp, plan)
+        with Flux(cp, tmp_path / "flux", folder=flux_all, ca=delivered["lo"].ca, controllers=FLUX_NAMES) as flux, \
+                _agents(cp, plan, fl):
             assert flux.apply(top) == []
             nfd_ks, stack_ks = f"gpuop-{KUSTOMIZE_CLUSTER}-nfd", f"gpuop-{KUSTOMIZE_CLUSTER}"
             conditions = {f"Kustomization/{n}": flux.wait_ready(KS, "Kustomization", n, timeout=600)
@@ -400,11 +433,6 @@ RELEASE_MOVE_EFFECTS = ["device-plugin-restart", "driver-reinstall", "labels-ref
 UPGRADES = ("release move", "driver bump", "MIG layout", "sharing", "component toggle")
 
 
-# the DaemonSets whose waves the preview counts over every GPU node while they run on some: the MIG manager on
-# the MIG-capable pools' nodes (train, batch: 10 of 20), the MPS control daemon on the nodes GPU feature discovery
-# labels nvidia.com/mps.capable (none here: this lane does not simulate GFD); left as found (docs/gitops-rehearsal.md)
-WAVES_OVER_ALL_GPU_NODES = {"DaemonSet gpu-operator/nvidia-mig-manager": (10, 20),
-                            "DaemonSet gpu-operator/nvidia-device-plugin-mps-control-daemon": (0, 20)}
 # what an effect of the impact preview names as its cause, and the part of it the cluster acts on: a DaemonSet's
 # pod template (its pods roll), a ConfigMap's data (the MIG manager's / device plugin's config), a
 # NodeFeatureRule's rules (the nvidia.com/mig.config and device-plugin.config node labels)
@@ -575,8 +603,9 @@ def test_each_upgrade_rolls_exactly_the_daemonsets_the_impact_preview_names(bins
         plan = _plans(root)[UPGRADE_CLUSTER]
         observed, predicted, rollouts, waves = {}, {}, {}, {}
         with rig.ControlPlane(root / "cp", binaries=bins) as cp:
-            _fleet_on(cp, plan)
-            with Flux(cp, root / "flux", folder=flux_bin, ca=lo.ca, controllers=HELM_LANE) as flux:
+            fl = _fleet_on(cp, plan)
+            with Flux(cp, root / "flux", folder=flux_bin, ca=lo.ca, controllers=HELM_LANE) as flux, \
+                    _agents(cp, plan, fl):
                 assert flux.apply([flux_folder]) == []
                 _settle(cp, flux, versions)
                 for change in UPGRADES:
@@ -607,10 +636,13 @@ def test_each_upgrade_rolls_exactly_the_daemonsets_the_impact_preview_names(bins
             "driver bump": ["driver-reinstall"], "MIG layout": ["mig-reconfigure"],
             "sharing": ["plugin-config-switch"], "component toggle": ["metrics-gap"]}
         # waves: the rounds the DaemonSet controller rolls each DaemonSet in (its live update strategy over its
-        # pods' nodes) are the preview's, wherever the preview gives a count and the DaemonSet runs on every GPU node
+        # pods' nodes) are the preview's, wherever the preview gives a count: the MIG manager's over the MIG-capable
+        # pools' 10 nodes, the MPS control daemon's over the MPS pool's 4, the others' over all 20
         for change, (live, preview) in waves.items():
             differ = {k: (live[k], preview[k]) for k in live.keys() & preview.keys() if live[k] != preview[k]}
-            assert differ == {k: v for k, v in WAVES_OVER_ALL_GPU_NODES.items() if k in differ}, (change, differ)
+            assert differ == {}, (change, differ)
+        assert waves["release move"][0]["DaemonSet gpu-operator/nvidia-mig-manager"] == 10
+        assert waves["release move"][0]["DaemonSet gpu-operator/nvidia-device-plugin-mps-control-daemon"] == 4
         # the order Flux keeps: NFD's release is upgraded before the stack's (the stack's dependsOn)
         move = rollouts["release move"]
         nfd_worker = next(k for k in move if k.startswith(f"DaemonSet {fleet.NFD_NAMESPACE}/"))

@@ -4,12 +4,10 @@ as kwok's default stages do, or fail them for one chosen pool (a Stage of this t
 wave's HelmRelease (the DRA driver's, which dependsOn the GPU stack's) install; a failing one leaves the stack's
 HelmRelease not Ready with the test failure as the reason, and the next wave waiting on its dependency.
 
-Runs with the GitOps lane (it needs Flux's controllers): `make test` / `make test-gitops` set GPUOP_GITOPS=1 once
-they are built."""
+Runs with the GitOps lane (it needs Flux's controllers): in `make test`, which builds them first, and `make test-gitops`."""
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -20,10 +18,7 @@ from gpuop.rehearse import fleet, objects, rig
 from gpuop.rehearse.gitops import FLUX_NAMESPACE, HELM_LANE, Flux
 from test_gitops_rehearsal import _fleet_on, _plans, bins, delivered, flux_bin  # noqa: F401  (fixtures)
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not os.environ.get("GPUOP_GITOPS"),
-                                 reason="the GitOps lane runs when Flux's controllers are built: `make test` "
-                                        "(or `make test-gitops`) builds them and sets GPUOP_GITOPS")]
+pytestmark = [pytest.mark.slow]
 
 HR = "helm.toolkit.fluxcd.io/v2"
 CLUSTER = "dra"                  # NFD, then the GPU stack (gated), then the DRA driver (dependsOn the stack)

@@ -30,7 +30,8 @@ from pathlib import Path
 
 from gpuop.errors import Issue, UserError
 from gpuop.plan.model import StackPlan
-from gpuop.rehearse import expect, fleet, objects, queues
+from gpuop.rehearse import agents, expect, fleet, objects, queues
+from gpuop.rehearse.agents import component
 from gpuop.rehearse.report import ClusterResult, Finding
 
 PROBE_NAMESPACE = "gpuop-rehearse"
@@ -321,29 +322,7 @@ class Rehearsal:
             time.sleep(POLL)
 
     def agents(self) -> None:
-        pods = self.ds_pods()
-        running: dict[str, set[str]] = {}           # component -> nodes its pods are bound to
-        for d in self.daemonsets():
-            comp = component(d)
-            for p in pods.get(d["metadata"]["uid"], []):
-                if p["spec"].get("nodeName"):
-                    running.setdefault(comp or "", set()).add(p["spec"]["nodeName"])
-        mps_pools = {p.name for p in self.plan.pools if p.sharing.startswith("MPS")}
-        nodes = self.nodes()
-        dra_label = expect.dra_deploy_label()
-
-        def agent(n: fleet.FakeNode) -> None:
-            if n.resources and n.name in running.get("device-plugin", set()):
-                self.client.patch("v1", "Node", n.name, {"status": fleet.node_status(n, advertised=True)}, "status")
-            if n.pool in mps_pools and n.name in running.get("gpu-feature-discovery", set()):
-                self.client.patch("v1", "Node", n.name, {"metadata": {"labels": {expect.MPS_CAPABLE: "true"}}})
-            labels = nodes.get(n.name, {}).get("metadata", {}).get("labels", {})
-            if self.plan.dra is not None and labels.get(dra_label) == "true":
-                rs = n.resource_slice(self.plan.dra.driver)
-                if rs is not None:
-                    self.client.create(rs)
-
-        self.cp.map(agent, self.fleet.nodes, WORKERS)
+        agents.play(self.client, self.plan, self.fleet, lambda fn, nodes: self.cp.map(fn, nodes, WORKERS))
 
     def check_operands(self) -> None:
         pods = self.ds_pods()
@@ -503,17 +482,6 @@ class Rehearsal:
                 return None
             return {r["pool"] for r in alloc.get("devices", {}).get("results", [])}
         return None
-
-
-def component(ds: dict) -> str | None:
-    """A DaemonSet's component: the deploy label its pods select (the MPS control daemon: mps.capable)."""
-    selector = ds["spec"]["template"]["spec"].get("nodeSelector") or {}
-    if selector.get(expect.MPS_CAPABLE) == "true":
-        return expect.MPS
-    for key in selector:
-        if key.startswith(expect.DEPLOY):
-            return key[len(expect.DEPLOY):]
-    return None
 
 
 def _placed(pod: dict) -> bool:
