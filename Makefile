@@ -62,14 +62,15 @@ $(CHECKOV_STAMP): pyproject.toml
 
 # Flux's source-, kustomize- and helm-controller (the GitOps lane: tests/test_gitops_rehearsal.py and the health
 # gate's rehearsal), built from the wrapper modules tools/rehearsal/flux-* pin into ~/.cache/gpuop/flux/<digest>/bin
-# (a cold build: about 1,200 CPU seconds, bench/gitops.json). Outside CI a failed build leaves the lane skipped;
-# under CI it stops here.
+# (a cold build: about 1,234 CPU seconds, bench/gitops.json), once per pinned version. Outside CI a failed build
+# leaves the lane skipped; under CI it stops here.
 flux:
 	@$(PYTHON) tools/rehearsal/build.py --flux || [ -z "$$CI" ]
 
-# Two workers (the machine's cores); loadfile keeps each module's fixtures in one worker. The GitOps lane is
-# `make test-gitops` (opt-in).
-test: setup checkov-venv rig cosign kueue
+# Two workers (the machine's cores); loadfile keeps each module's fixtures in one worker. The Go tools the suite
+# runs are built first, once per pinned version (a fresh machine's first build: about 61 CPU minutes, within
+# CI's 90 minutes with the suite: docs/rehearsal.md "The first build"); the GitOps lane is part of the suite.
+test: setup checkov-venv rig cosign kueue flux
 	$(PY) -m pytest -n 2 --dist loadfile
 
 # The tests that start no process (tests/conftest.py marks them fast; nobody marks one by hand).
@@ -99,9 +100,8 @@ bench-floors: setup
 bench-gate: setup
 	$(PY) bench/gate.py
 
-# The GitOps lane: Flux's source-, kustomize- and helm-controller built from the Go module proxy (the first build
-# takes about half an hour on two cores, so the default suite skips the lane) reconcile
-# gpuop's committed output on the rehearsal rig (docs/rehearsal.md).
+# The GitOps lane alone (`make test` runs it too): Flux's source-, kustomize- and helm-controller built from the Go
+# module proxy reconcile gpuop's committed output on the rehearsal rig (docs/gitops-rehearsal.md).
 test-gitops: setup rig flux
 	GPUOP_GITOPS=1 $(PY) -m pytest -q tests/test_gitops_rehearsal.py tests/test_health_gate_rehearsal.py
 
