@@ -70,7 +70,7 @@ def _flux(controllers: tuple[str, ...]) -> Path:
     except rig.RigError as e:
         if wanted:
             pytest.fail(f"Flux's controllers are missing: {e}")
-        _missing("Flux's controllers are", e)
+        _missing("Flux's controllers", e)
 
 
 @pytest.fixture(scope="module")
