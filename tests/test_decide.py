@@ -144,3 +144,19 @@ def test_a_cache_entry_is_used_only_when_the_previous_index_vouches_for_it(input
         want = State.FROM_CACHE if stored == "ok" else State.BUILD
     assert d.state is want, d.reason
     assert (d.chart_version is not None) == (want in (State.ON_DISK, State.FROM_CACHE))
+
+
+def test_assemble_writes_the_decided_chart_version_and_never_computes_one():
+    # the version is decided once per cluster (decide / the worker that builds it); assemble only fills it in, so
+    # a build without one is gpuop's bug, never a second, possibly different, computation
+    import dataclasses
+    import json
+
+    from gpuop.outputs.cluster import assemble
+
+    decided = dataclasses.replace(BUILD, chart_version="0.1.3")    # what the lock alone would not give: 0.1.0
+    out = assemble([decided], None)
+    assert json.loads(out.files["versions.lock.json"])["clusters"]["c"]["version"] == "0.1.3"
+    assert out.files["c/chart/Chart.yaml"] == "name: c\nversion: 0.1.3\n"
+    with pytest.raises(ValueError, match="no chart version decided"):
+        assemble([BUILD], None)

@@ -23,8 +23,10 @@ DESIGNS = [
 ]
 
 
-def make_fleet(root: Path, n: int = 12, dashboards: bool = True) -> Path:
-    """n clusters of the DESIGNS over two parents; `dashboards`: whether the parents leave the dashboards on."""
+def make_fleet(root: Path, n: int = 12, dashboards: bool = True, health_gate: bool = True) -> Path:
+    """n clusters of the DESIGNS over two parents; `dashboards`, `health_gate`: whether the parents leave the
+    dashboards and the health gate on (both name each pool's node labels: a dashboard's queries, the gate's Jobs in
+    the chart)."""
     prof = root / "profiles"
     prof.mkdir(parents=True)
     shutil.copy(REPO / "gpuop.yaml", root / "gpuop.yaml")
@@ -33,7 +35,8 @@ def make_fleet(root: Path, n: int = 12, dashboards: bool = True) -> Path:
             "apiVersion": "gpuop/v1alpha1", "kind": "ClusterProfile",
             "spec": {"platform": {"type": "kubernetes", "version": kube}, "os": "ubuntu24.04",
                      "driver": {"version": "580.173.02"},
-                     **({} if dashboards else {"dashboards": {"enabled": False}})}}))
+                     **({} if dashboards else {"dashboards": {"enabled": False}}),
+                     **({} if health_gate else {"healthGate": {"enabled": False}})}}))
     for i in range(n):
         design = DESIGNS[i % len(DESIGNS)]
         (prof / f"c{i:02d}.yaml").write_text(yaml.safe_dump({

@@ -476,7 +476,8 @@ ARCHITECTURE: dict[str, tuple[str, set[str]]] = {
                  "(`objects.py`), the steps (`run.py`), Kueue's probe Workloads (`queues.py`) and the report "
                  "(`report.py`); never profile, validate, components", {"catalog", "errors", "kube", "plan", "verify"}),
     "kube": ("Kubernetes-shaped values and conventions: value slots, kind order and waves, YAML io, label/quantity "
-             "types, the component table (`components.py`), the folders an index entry names (`folders.py`)", set()),
+             "types, the component table (`components.py`), a cluster's output folder names (`folders.py`: the ones an "
+             "index entry names, `preview/`, `addons/`, `flux-overlay/`)", set()),
     "catalog": ("all catalogs as data with their sources (`data/`: releases, GPUs, drivers, MIG, known issues); the "
                 "one version order (`versions.py`) and \"did you mean\" (`names.py`)", set()),
     "mig": ("the MIG placement search and pictures", {"catalog"}),

@@ -23,8 +23,9 @@ def _synth(w: Path):
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory) -> Path:
     # these tests change a pool's nodeSelector to change one cluster without a new chart version (so a cold compile
-    # writes the same bytes); a dashboard's queries name the pool's labels, so the dashboards stay off here
-    w = make_fleet(tmp_path_factory.mktemp("noop"), n=6, dashboards=False)
+    # writes the same bytes); a dashboard's queries and the health gate's Jobs (chart templates) name the pool's
+    # labels, so both stay off here
+    w = make_fleet(tmp_path_factory.mktemp("noop"), n=6, dashboards=False, health_gate=False)
     _synth(w)
     return w
 

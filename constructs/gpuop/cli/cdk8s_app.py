@@ -26,13 +26,14 @@ def main() -> int:
     except UserError as exc:
         print(exc, file=sys.stderr)
         return 2
+    from gpuop.kube.folders import PREVIEW
     from gpuop.stack.chart import GpuStack
 
     app = cdk8s.App()
     # operator mode: NVIDIA's operator deploys the operands; gpuop's are a review preview, written apart
     # (<output>/preview/), as gpuop synth writes them to dist/<cluster>/preview/
     operator = [p for p in plans if p.operator is not None]
-    preview = cdk8s.App(outdir=os.path.join(app.outdir, "preview")) if operator else None
+    preview = cdk8s.App(outdir=os.path.join(app.outdir, PREVIEW)) if operator else None
     for plan in plans:
         GpuStack(preview if plan.operator is not None else app, plan.name, plan, fill=True)
     app.synth()

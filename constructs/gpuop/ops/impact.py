@@ -48,6 +48,7 @@ from pathlib import Path
 
 import yaml
 
+from gpuop.kube.folders import ADDONS, PREVIEW
 from gpuop.kube.yamlio import load_all
 
 # effect kind -> (rank: lower first, destructive, type). The type is the reviewer's category, shared by
@@ -82,8 +83,6 @@ MIG_LABEL = "nvidia.com/mig.config"
 DIGEST_ENV = "DRIVER_CONFIG_DIGEST"
 PLUGIN_LABEL = "nvidia.com/device-plugin.config"
 MPS_CAPABLE = "nvidia.com/mps.capable"      # GPU feature discovery's label on nodes whose plugin config shares by MPS
-PREVIEW = "preview"      # operator mode: dist/<cluster>/preview/ holds the operands (outputs/operator.py PREVIEW)
-ADDONS = "addons"        # operator mode: dist/<cluster>/addons/ holds gpuop's own objects (outputs/addons.py)
 RESTARTS = {"device-plugin": ("device-plugin-restart", "device plugin restarts: no new GPU allocations meanwhile"),
             "dcgm-exporter": ("metrics-gap", "metrics gap while the DCGM exporter restarts"),
             "dcgm": ("metrics-gap", "metrics gap while the DCGM host engine restarts"),

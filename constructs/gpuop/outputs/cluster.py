@@ -3,9 +3,9 @@
 Two steps, so the expensive one can be cached and run in parallel per cluster:
 - `build_cluster(stack, settings)`: everything under dist/<cluster>/ with the chart version left as
   a placeholder, plus the cluster's index entry. A pure function of the cluster's inputs.
-- `assemble(builds, previous)`: assigns chart versions from the lock (same content, same
-  version), fills them in, packages new chart versions, and writes dist/index.json and
-  dist/versions.lock.json. A cluster whose output is unchanged is not rewritten: its folder of the
+- `assemble(builds, previous)`: fills in each build's chart version (decided once per cluster before it
+  gets here: pipeline/decide.py, from the lock: same content, same version), records it in the lock,
+  packages new chart versions, and writes dist/index.json and dist/versions.lock.json. A cluster whose output is unchanged is not rewritten: its folder of the
   previous output is linked into the new tree (pipeline/write.py), but only when the bytes on disk
   hash to the `treeDigest` recorded for it in index.json (a hand edit, even one that keeps the size,
   is rebuilt) and its chart archive is present.
@@ -220,8 +220,9 @@ def assemble(builds: list[ClusterBuild], previous, settings=None, keep: tuple = 
     for e in kept:
         reuse.append(e["name"])
     for b in sorted(builds, key=lambda b: b.name):
-        # decided by the pipeline (pipeline/decide.py); a build made elsewhere gets the one its lock entry gives
-        chart_version = b.chart_version or version.next_version(lock.get(b.name), b.digest, b.minor_key)
+        chart_version = b.chart_version
+        if not chart_version:   # decided once, by pipeline/decide.py: a second computation here could disagree
+            raise ValueError(f"{b.name}: no chart version decided for this build (pipeline/decide.py)")
         lock[b.name] = {"version": chart_version, "digest": b.digest, "minorKey": b.minor_key}
         tgz_name = f"{b.name}-{chart_version}.tgz"
         if b.settled is not None:                   # streamed into the new tree by settle()

@@ -21,8 +21,8 @@ def write(t: Target) -> Written:
     # the health gate's Jobs (test hooks): the overlay's Kustomization waits for them as Helm's test does
     checks = tuple(o.body["metadata"]["name"] for o in t.stack.objects
                    if o.body["kind"] == "Job" and (o.body["metadata"].get("annotations") or {}).get("helm.sh/hook") == "test")
-    files.update(flux.files(plan, t.gitops, f.flux, chart_path, frozenset(kinds(t.stack)), daemonsets,
-                             t.signing, checks))
+    files.update(flux.files(plan, t.gitops, f.flux, chart_path, f.flux_overlay, t.repo_path(f.overlay),
+                            frozenset(kinds(t.stack)), daemonsets, t.signing, checks))
     # outside argocd/: not an object
     files[f"{t.name}/{fleet.PARAMS}"] = fleet.cluster_params({**t.identity(), **argocd.index_entry(plan)}, chart_path)
     return Written(files)

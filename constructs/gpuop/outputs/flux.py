@@ -139,20 +139,19 @@ def overlay_kustomizations(plan: StackPlan, gitops, overlay_path: str, nfd_path:
     return out + [main]
 
 
-def files(plan: StackPlan, gitops, base: str, chart_path: str, kinds: frozenset = frozenset(),
-          daemonsets: tuple = (), signing=None, checks: tuple = ()) -> dict[str, str]:
+def files(plan: StackPlan, gitops, base: str, chart_path: str, alt: str, overlay_path: str,
+          kinds: frozenset = frozenset(), daemonsets: tuple = (), signing=None, checks: tuple = ()) -> dict[str, str]:
+    """`base`: the flux/ folder (HelmRelease), `alt`: the flux-overlay/ folder (Kustomizations applying the overlay
+    at `overlay_path`, its path in the repository); both as the cluster's folders say (outputs/target.py)."""
     src, release, *nfd = objects(plan, gitops, chart_path, kinds, signing)
     files = {f"{base}/{src['kind'].lower()}.yaml": dump(src), f"{base}/helmrelease.yaml": dump(release)}
     if nfd:
         files[f"{base}/nfd-helmrepository.yaml"] = dump(nfd[0])
         files[f"{base}/nfd-helmrelease.yaml"] = dump(nfd[1])
     # alternative: the overlay through Flux Kustomizations (dist/<cluster>/flux-overlay/)
-    alt = base.rsplit("/", 1)[0] + "/flux-overlay"
-    root = gitops.path.rstrip("/")
-    nfd_path = f"{root}/{alt}/nfd" if nfd else None
+    nfd_path = f"{gitops.path.rstrip('/')}/{alt}/nfd" if nfd else None
     files[f"{alt}/gitrepository.yaml"] = dump(source(gitops))
-    for k in overlay_kustomizations(plan, gitops, f"{root}/{plan.name}/overlay", nfd_path, list(daemonsets),
-                                    checks):
+    for k in overlay_kustomizations(plan, gitops, overlay_path, nfd_path, list(daemonsets), checks):
         files[f"{alt}/{k['metadata']['name'].removeprefix('gpuop-' + plan.name).lstrip('-') or 'stack'}-kustomization.yaml"] = dump(k)
     if nfd:
         files[f"{alt}/nfd/helmrepository.yaml"] = dump(nfd[0])

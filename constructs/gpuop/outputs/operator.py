@@ -50,7 +50,6 @@ from gpuop.catalog import operator as operator_catalog
 from gpuop.kube.yamlio import dump
 from gpuop.outputs import gitops as gitops_objects
 from gpuop.outputs import rollout
-from gpuop.outputs import target
 from gpuop.outputs.target import Target, Written
 from gpuop.plan import chartmap
 from gpuop.plan.model import StackPlan
@@ -60,7 +59,6 @@ SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 HELM_CLUSTER_POLICY = "cluster-policy"          # NVIDIA's chart templates/clusterpolicy.yaml
 OLM_CLUSTER_POLICY = "gpu-cluster-policy"       # the CSV's alm-examples
 HOST_PATHS = {"rootFS": "/", "driverInstallDir": "/run/nvidia/driver", "kubeletRootDir": chartmap.KUBELET_ROOT}  # the operator's
-PREVIEW = target.PREVIEW                        # dist/<cluster>/preview/: the operands gpuop would render
 DRIFT = (                                       # (group, kind, JSON pointers) the API server defaults
     ("nvidia.com", "ClusterPolicy", ("/spec/cdi/default", "/spec/cdi/nriPluginEnabled")),
 )

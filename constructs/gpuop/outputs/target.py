@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpuop.kube.folders import ENTRY_FOLDERS
+from gpuop.kube.folders import ADDONS, ENTRY_FOLDERS, FLUX_OVERLAY, PREVIEW
+
 STACK, OPERATOR = "stack", "operator"           # the deliveries (`spec.delivery.mode`)
-PREVIEW = "preview"                             # operator mode: the operands gpuop would render, for review only
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class Folders:
 
     @property
     def flux_overlay(self) -> str | None:
-        return None if self.delivery == OPERATOR else f"{self.cluster}/flux-overlay"
+        return None if self.delivery == OPERATOR else f"{self.cluster}/{FLUX_OVERLAY}"
 
     @property
     def params(self) -> str:
@@ -61,7 +61,7 @@ class Folders:
     @property
     def addons(self) -> str:
         """Operator mode: gpuop's own objects beside NVIDIA's operator, delivered (outputs/addons.py)."""
-        return f"{self.cluster}/addons"
+        return f"{self.cluster}/{ADDONS}"
 
     def entry(self) -> dict:
         """The folders as the index.json entry names them."""

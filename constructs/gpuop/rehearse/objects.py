@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from gpuop.errors import Issue, UserError
+from gpuop.kube.folders import PREVIEW
 
 CRDS = Path(__file__).parent / "crds"
 
@@ -98,7 +99,7 @@ def load(output: Path, cluster: str, operator: bool) -> Output:
         return out
     values_file = base / "operator" / "values.yaml"
     olm = base / "operator" / "olm"
-    preview = base / "preview" / "manifests"
+    preview = base / PREVIEW / "manifests"
     for need in (values_file if not olm.is_dir() else olm, preview):
         if not need.exists():
             raise UserError(Issue(str(need), 0, 0, "", "not found: compile the cluster first (gpuop synth)"))
