@@ -137,6 +137,18 @@ def test_fleet_dashboard_reads_back_and_names_every_resource_planned(dist):
     assert "nvidia.com/mig-1g.10gb: advertised vs planned" in titles
 
 
+def test_the_fleet_dashboard_is_also_a_sidecar_configmap_holding_the_same_json(dist):
+    from gpuop.verify.kubeschema import KubeValidator
+
+    index = json.loads((dist / "index.json").read_text())
+    folder = dist / "fleet" / "dashboards"
+    (cm,) = [d for d in yaml.safe_load_all((folder / "fleet-gpus-configmap.yaml").read_text()) if d]
+    assert cm["metadata"]["labels"]["grafana_dashboard"] == "1" and "namespace" not in cm["metadata"]
+    assert cm["data"] == {"fleet-gpus.json": (folder / "fleet-gpus.json").read_text()}
+    newest = max(index["clusters"], key=lambda e: tuple(map(int, e["kubeVersion"].split("."))))["kubeVersion"]
+    assert KubeValidator(newest).errors(cm) == []
+
+
 def test_kube_state_metrics_names():
     assert prom_label("node.kubernetes.io/instance-type") == "label_node_kubernetes_io_instance_type"
     assert prom_resource("nvidia.com/mig-1g.10gb") == "nvidia_com_mig_1g_10gb"
