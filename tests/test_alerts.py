@@ -22,6 +22,8 @@ from conftest import write_profile
 from gpuop import catalog
 from gpuop.errors import UserError
 from gpuop.catalog import metrics as metrics_catalog
+from gpuop.catalog import xids as xid_catalog
+from gpuop.plan import pools as plan_pools
 from gpuop.plan.alerts import STACK_DAEMONSETS
 from gpuop.plan.build import build_plan
 from gpuop.profile.load import load_profile
@@ -32,6 +34,8 @@ REPO = Path(__file__).resolve().parents[1]
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool (Debian's prometheus package) not installed")
 KSM = metrics_catalog.load().kubeStateMetrics
+HEALTH_VERSION = metrics_catalog.load().devicePluginHealth.version
+EXAMPLES = sorted(p.stem for p in (REPO / "profiles").glob("[!_]*.yaml"))
 
 
 def plan_of(name: str):
@@ -81,10 +85,14 @@ class Case:
         return [both, healthy]
 
 
-def dcgm_case(plan, alert, eval_time, bad_values, good_values, value, field):
-    """A per-pool DCGM alert: GPU 0 of `<pool>-bad` has `bad_values`, of `<pool>-good` `good_values`."""
+def dcgm_case(plan, alert, eval_time, per_pool, field):
+    """A per-pool DCGM alert: GPU 0 of `<pool>-bad` has the bad values, of `<pool>-good` the good ones, where
+    per_pool(pool) gives (bad values, good values, the alert's $value) or a tuple of them for each field."""
     c = Case(plan, alert, eval_time)
     for cap in plan.capacity.pools:
+        if cap.pool not in c.rules:
+            continue
+        bad_values, good_values, value = per_pool(cap.pool)
         rule = c.rules[cap.pool][0]
         for kind, values, host_label in (("bad", bad_values, "Hostname"), ("good", good_values, "hostname")):
             node = f"{cap.pool}-{kind}"
@@ -119,22 +127,81 @@ def count_cases(plan) -> list[Case]:
     return [visible, allocatable]
 
 
-def health_cases(plan) -> list[Case]:
-    return [
-        dcgm_case(plan, "GpuopGPUXidUnhealthy", "10m", "0x5 79x20", "0x5 13x20", "79", "DCGM_FI_DEV_XID_ERRORS"),
-        dcgm_case(plan, "GpuopGPUXidError", "10m", "0x5 13x20", "0x5 79x20", "13", "DCGM_FI_DEV_XID_ERRORS"),
-        dcgm_case(plan, "GpuopGPUEccUncorrectable", "10m", "0+1x30", "0x30", "10", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"),
-        dcgm_case(plan, "GpuopGPURowRemapFailed", "10m", "0x5 1x20", "0x30", "1", "DCGM_FI_DEV_ROW_REMAP_FAILURE"),
-        dcgm_case(plan, "GpuopGPURemappedRowsRising", "7h", "0+1x500", "3x500", "10080",
+def _same(bad, good, value):
+    return lambda pool: (bad, good, value)
+
+
+PLUGIN = xid_catalog.load().plugin(HEALTH_VERSION)
+
+
+def pool_policy(dist: Path, name: str, pool: str) -> xid_catalog.Policy | None:
+    """The XID policy of the device plugin on a pool's nodes, read back from the compiled DaemonSet's env (operator
+    mode: NVIDIA's chart values) through the plugin's own grammar (catalog/xids.py), not through the alerts' code:
+    the pool's policy DaemonSet when its nodes carry one, else the cluster's; None where no device plugin serves it."""
+    plan = plan_of(name)
+    pool_labels = next(p for p in plan.pool_configs.pools if p.name == pool)
+    chosen = {**dict(pool_labels.nfd), **dict(pool_labels.manual)}.get(plan_pools.HEALTH_LABEL)
+    wanted = f"nvidia-device-plugin-{chosen}" if chosen else "nvidia-device-plugin-daemonset"
+    for f in sorted((dist / plan.name / "manifests").glob("*.yaml")):
+        for doc in yaml.safe_load_all(f.read_text()):
+            if doc and doc.get("kind") == "DaemonSet" and doc["metadata"]["name"] == wanted:
+                (ctr,) = [c for c in doc["spec"]["template"]["spec"]["containers"] if c["name"] == "nvidia-device-plugin"]
+                return xid_catalog.read_policy_env({e["name"]: e.get("value", "") for e in ctr.get("env", [])})
+    values = dist / plan.name / "operator" / "values.yaml"       # operator mode: NVIDIA's chart runs the plugin
+    if values.exists():
+        env = (yaml.safe_load(values.read_text()).get("devicePlugin") or {}).get("env") or []
+        return xid_catalog.read_policy_env({e["name"]: e.get("value", "") for e in env})
+    return None
+
+
+def xid_values(dist: Path, name: str):
+    """Per pool: the XIDs a broken and a healthy GPU report for the two XID alerts, chosen by NVIDIA's device plugin
+    rules (catalog/xids.py unhealthy) under the pool's policy: an XID that marks the GPU unhealthy, one it ignores."""
+    plan = plan_of(name)
+    codes = [x.xid for x in xid_catalog.load().xids]
+
+    def picks(pool):
+        cap = next(c for c in plan.capacity.pools if c.pool == pool)
+        policy = pool_policy(dist, name, pool) if cap.allocation == "devicePlugin" else None
+        if policy is None or not policy.checks:
+            return None
+        # the policy's own entries first: where it departs from NVIDIA's defaults the alerts must follow it
+        fatal = next(x for x in (*policy.fatal, *codes) if xid_catalog.unhealthy(policy, x, PLUGIN))
+        app = next((x for x in (*policy.ignore, *codes) if not xid_catalog.unhealthy(policy, x, PLUGIN)), None)
+        return fatal, app
+
+    def unhealthy(pool):
+        fatal, app = picks(pool)
+        return f"0x5 {fatal}x20", f"0x5 {app}x20" if app else "0x25", str(fatal)
+
+    def application(pool):
+        p = picks(pool)
+        if p is None:            # every XID alike: any XID is the warning
+            return "0x5 79x20", "0x25", "79"
+        fatal, app = p
+        return f"0x5 {app}x20", f"0x5 {fatal}x20", str(app)
+    return unhealthy, application
+
+
+def health_cases(plan, dist: Path, name: str) -> list[Case]:
+    unhealthy, application = xid_values(dist, name)
+    cases = [
+        dcgm_case(plan, "GpuopGPUXidUnhealthy", "10m", unhealthy, "DCGM_FI_DEV_XID_ERRORS"),
+        dcgm_case(plan, "GpuopGPUXidError", "10m", application, "DCGM_FI_DEV_XID_ERRORS"),
+        dcgm_case(plan, "GpuopGPUEccUncorrectable", "10m", _same("0+1x30", "0x30", "10"), "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"),
+        dcgm_case(plan, "GpuopGPURowRemapFailed", "10m", _same("0x5 1x20", "0x30", "1"), "DCGM_FI_DEV_ROW_REMAP_FAILURE"),
+        dcgm_case(plan, "GpuopGPURemappedRowsRising", "7h", _same("0+1x500", "3x500", "10080"),
                   "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"),
-        dcgm_case(plan, "GpuopGPURetiredPagesRising", "7h", ("0+1x500", "0x500"), ("2x500", "1x500"), "10080",
+        dcgm_case(plan, "GpuopGPURetiredPagesRising", "7h", _same(("0+1x500", "0x500"), ("2x500", "1x500"), "10080"),
                   ("DCGM_FI_DEV_RETIRED_SBE", "DCGM_FI_DEV_RETIRED_DBE")),
-        dcgm_case(plan, "GpuopGPUPagesPendingRetirement", "10m", "0x2 2x20", "0x30", "2", "DCGM_FI_DEV_RETIRED_PENDING"),
-        dcgm_case(plan, "GpuopGPUThermalThrottling", "30m", "0+30000000000x40", "0+1000000000x40", "0.5",
+        dcgm_case(plan, "GpuopGPUPagesPendingRetirement", "10m", _same("0x2 2x20", "0x30", "2"),
+                  "DCGM_FI_DEV_RETIRED_PENDING"),
+        dcgm_case(plan, "GpuopGPUThermalThrottling", "30m", _same("0+30000000000x40", "0+1000000000x40", "0.5"),
                   "DCGM_FI_DEV_THERMAL_VIOLATION"),
-        dcgm_case(plan, "GpuopGPUPowerThrottling", "30m", "0+30000000000x40", "0x40", "0.5",
+        dcgm_case(plan, "GpuopGPUPowerThrottling", "30m", _same("0+30000000000x40", "0x40", "0.5"),
                   "DCGM_FI_DEV_POWER_VIOLATION"),
     ]
+    return [c for c in cases if c.rules]
 
 
 def mig_case(plan) -> list[Case]:
@@ -148,15 +215,31 @@ def mig_case(plan) -> list[Case]:
     return [c] if c.rules else []
 
 
+# a DaemonSet name of each component the "pods not ready" rule watches, as the components write them
+DAEMONSET_OF = {"driver": "nvidia-driver-daemonset-ubuntu24.04", "device-plugin": "nvidia-device-plugin-daemonset",
+                "dcgm": "nvidia-dcgm", "dcgm-exporter": "nvidia-dcgm-exporter"}
+
+
 def stack_case(plan) -> list[Case]:
-    c = Case(plan, "GpuopStackPodsNotReady", "20m")
-    bad = {"namespace": plan.namespace, "daemonset": "nvidia-device-plugin-daemonset"}
-    good = {"namespace": plan.namespace, "daemonset": "nvidia-dcgm-exporter"}
-    c.bad += [series(KSM.daemonsetDesired, bad, "4x30"), series(KSM.daemonsetReady, bad, "3x30")]
-    c.good += [series(KSM.daemonsetDesired, good, "4x30"), series(KSM.daemonsetReady, good, "4x30")]
-    rule = next(r for r in c.rules[None] if dict(r.labels)["component"] == "device-plugin")
-    c.expect(rule, bad, "1")
-    return [c]
+    """Each watched component's DaemonSet with a pod not ready fires its rule; the same DaemonSets all ready, and
+    a not-ready DaemonSet of another namespace or of an unwatched component (the MPS control daemon), do not."""
+    broken = Case(plan, "GpuopStackPodsNotReady", "20m")
+    ready = Case(plan, "GpuopStackPodsNotReady", "20m")
+    for rule in broken.rules[None]:
+        component = dict(rule.labels)["component"]
+        own = {"namespace": plan.namespace, "daemonset": DAEMONSET_OF[component]}
+        other = {"namespace": "other", "daemonset": DAEMONSET_OF[component]}
+        broken.bad += [series(KSM.daemonsetDesired, own, "4x30"), series(KSM.daemonsetReady, own, "3x30")]
+        broken.good += [series(KSM.daemonsetDesired, other, "4x30"), series(KSM.daemonsetReady, other, "3x30")]
+        ready.good += [series(KSM.daemonsetDesired, own, "4x30"), series(KSM.daemonsetReady, own, "4x30")]
+        broken.expect(rule, own, "1")
+    mps = {"namespace": plan.namespace, "daemonset": "nvidia-device-plugin-mps-control-daemon"}
+    ready.good += [series(KSM.daemonsetDesired, mps, "4x30"), series(KSM.daemonsetReady, mps, "3x30")]
+    return [broken, ready]
+
+
+def all_cases(plan, dist: Path, name: str) -> list[Case]:
+    return count_cases(plan) + health_cases(plan, dist, name) + mig_case(plan) + stack_case(plan)
 
 
 def run_promtool_tests(tmp_path: Path, plan, cases: list[Case]) -> subprocess.CompletedProcess:
@@ -179,10 +262,29 @@ def test_every_example_rule_file_passes_promtool_check(dist):
 
 
 @needs_promtool
-def test_every_alert_fires_on_a_broken_node_and_not_on_a_healthy_one(tmp_path):
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_every_alert_of_every_example_fires_on_a_broken_node_and_not_on_a_healthy_one(tmp_path, dist, name):
+    plan = plan_of(name)
+    cases = all_cases(plan, dist, name)
+    # every rule the plan writes (each alert of each pool, each resource, each component) is expected to fire
+    expected = {(c.alert, tuple(sorted(e["exp_labels"].items()))) for c in cases for e in c.expected}
+    assert {(r.alert, dict(r.labels).get("pool"), dict(r.labels).get("resource"), dict(r.labels).get("component"))
+            for r in plan.alerts.rules} == {
+        (a, d.get("pool"), d.get("resource"), d.get("component")) for a, labels in expected for d in [dict(labels)]}
+    done = run_promtool_tests(tmp_path, plan, cases)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@needs_promtool
+def test_the_xid_alerts_follow_each_pools_own_device_plugin_policy(tmp_path):
+    # full-stack: frontier ignores 63, 92, 94 and makes 109 fatal (its own DaemonSet); train keeps NVIDIA's defaults
     plan = plan_of("full-stack")
-    cases = count_cases(plan) + health_cases(plan) + stack_case(plan)
-    assert {c.alert for c in cases} == {r.alert for r in plan.alerts.rules}
+    cases = []
+    for alert, reported in (("GpuopGPUXidUnhealthy", {"train": 94, "frontier": 109}),
+                            ("GpuopGPUXidError", {"train": 109, "frontier": 94})):
+        quiet = {"train": 109, "frontier": 94} if alert == "GpuopGPUXidUnhealthy" else {"train": 94, "frontier": 109}
+        cases.append(dcgm_case(plan, alert, "10m", lambda pool, r=reported, q=quiet: (
+            f"0x5 {r[pool]}x20", f"0x5 {q[pool]}x20", str(r[pool])), "DCGM_FI_DEV_XID_ERRORS"))
     done = run_promtool_tests(tmp_path, plan, cases)
     assert done.returncode == 0, done.stdout + done.stderr
 

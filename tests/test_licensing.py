@@ -159,3 +159,8 @@ def test_a_vgpu_profile_compiles_to_nvidia_chart_values_with_its_licensing_refer
     assert proc.returncode == 2 and proc.stderr.splitlines() == [
         f"profiles/c1.yaml:9:3: spec.driver.licensingConfig: {LICENSING}", "gpuop: 1 error; nothing written"]
     assert json.loads((tmp_path / "dist/index.json").read_text()) == before
+    write_profile(tmp_path, VGPU.replace("registry.example.com/nvidia", "nvcr.io/nvidia"), "profiles/c1.yaml")
+    proc = run_main("synth", "profiles", "-o", "dist", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.splitlines() == [
+        f"profiles/c1.yaml:8:12: spec.images.registry: {PUBLIC.format(which='')}", "gpuop: 1 error; nothing written"]
+    assert json.loads((tmp_path / "dist/index.json").read_text()) == before

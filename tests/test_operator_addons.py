@@ -116,7 +116,7 @@ def test_companion_flux_and_argocd_objects_validate_against_the_engines_crds_and
     assert app["spec"]["source"]["path"].endswith(e["addons"]["chart"])
     assert "CreateNamespace=false" in app["spec"]["syncPolicy"]["syncOptions"]
     params = json.loads((dist / KEEP / "params" / "addons.json").read_text())
-    assert params["path"] == app["spec"]["source"]["path"] and params["releaseName"] == e["addons"]["releaseName"]
+    assert params["sourcePath"] == app["spec"]["source"]["path"] and params["releaseName"] == e["addons"]["releaseName"]
     assert release["spec"]["releaseName"] == app["spec"]["source"]["helm"]["releaseName"] == "gpuop-addons"
     assert "addons" in e["hub"]
 

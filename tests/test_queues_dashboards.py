@@ -6,6 +6,7 @@ compare what a pool's nodes advertise with what the plan says; the profile rules
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -136,6 +137,18 @@ def test_fleet_dashboard_reads_back_and_names_every_resource_planned(dist):
     assert "nvidia.com/mig-1g.10gb: advertised vs planned" in titles
 
 
+def test_the_fleet_dashboard_is_also_a_sidecar_configmap_holding_the_same_json(dist):
+    from gpuop.verify.kubeschema import KubeValidator
+
+    index = json.loads((dist / "index.json").read_text())
+    folder = dist / "fleet" / "dashboards"
+    (cm,) = [d for d in yaml.safe_load_all((folder / "fleet-gpus-configmap.yaml").read_text()) if d]
+    assert cm["metadata"]["labels"]["grafana_dashboard"] == "1" and "namespace" not in cm["metadata"]
+    assert cm["data"] == {"fleet-gpus.json": (folder / "fleet-gpus.json").read_text()}
+    newest = max(index["clusters"], key=lambda e: tuple(map(int, e["kubeVersion"].split("."))))["kubeVersion"]
+    assert KubeValidator(newest).errors(cm) == []
+
+
 def test_kube_state_metrics_names():
     assert prom_label("node.kubernetes.io/instance-type") == "label_node_kubernetes_io_instance_type"
     assert prom_resource("nvidia.com/mig-1g.10gb") == "nvidia_com_mig_1g_10gb"
@@ -198,3 +211,55 @@ def test_queues_in_operator_mode_are_delivered_by_the_companion_chart_not_only_p
     assert [m for o in delivered for m in check_kueue_schema(o)] == []
     release = yaml.safe_load((out / "c1" / "flux" / "addons-helmrelease.yaml").read_text())
     assert release["spec"]["chart"]["spec"]["chart"].endswith("/c1/addons/chart")
+
+
+# ------------------------------------------------------------------------------------------ gpuop diff
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """The examples compiled into a project folder of their own; each test copies it and edits a profile."""
+    w = tmp_path_factory.mktemp("compiled")
+    shutil.copytree(REPO / "profiles", w / "profiles")
+    shutil.copy(REPO / "gpuop.yaml", w / "gpuop.yaml")
+    assert run_main("synth", "profiles", "-o", "dist", cwd=w).returncode == 0
+    return w
+
+
+def _diff_after(compiled, tmp_path, old: str, new: str) -> str:
+    w = tmp_path / "w"
+    shutil.copytree(compiled, w, symlinks=True)
+    f = w / "profiles" / "mig-sharing.yaml"
+    assert old in f.read_text()
+    f.write_text(f.read_text().replace(old, new))
+    done = run_main("diff", "--exit-code", cwd=w)
+    assert done.returncode == 3, done.stderr
+    return done.stdout
+
+
+def _block(out: str, head: str) -> list[str]:
+    """The lines under one `  ~ FILE` / `  ~ KIND NAME` entry of a cluster's diff."""
+    lines = out.splitlines()
+    start = lines.index(head)
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("      ")), len(lines))
+    return lines[start + 1:end]
+
+
+def test_diff_shows_a_dashboard_change_in_the_file_the_sidecar_configmap_and_the_fleet(compiled, tmp_path):
+    out = _diff_after(compiled, tmp_path, "timeSlicing: {replicas: 4,", "timeSlicing: {replicas: 2,")
+    board = _block(out, "  ~ dashboards/mig-sharing-gpus.json")
+    assert any(re.fullmatch(r"      panels\[\d+\]\.targets\[\d+\]\.legendFormat: nvidia\.com/gpu planned \(16 per node\) "
+                            r"-> nvidia\.com/gpu planned \(8 per node\)", line) for line in board), board
+    assert "      data.mig-sharing-gpus.json: changed (multi-line value):" in _block(
+        out, "  ~ ConfigMap gpu-operator/gpuop-dashboards")
+    assert "      ~ ConfigMap gpu-operator/gpuop-dashboards" in _block(out, "  ~ chart/templates/16-dashboards.yaml")
+    assert _block(out, "  ~ fleet/dashboards/fleet-gpus.json")      # the fleet's planned totals move too
+
+
+def test_diff_shows_a_queue_quota_change_and_a_new_local_queue(compiled, tmp_path):
+    out = _diff_after(compiled, tmp_path, "timeSlicing: {replicas: 4,", "timeSlicing: {replicas: 2,")
+    assert _block(out, "  ~ ClusterQueue gpus") == [
+        "      spec.resourceGroups[0].flavors[infer].resources[nvidia.com/gpu].nominalQuota: 160 -> 80"]
+    out = _diff_after(compiled, tmp_path / "2", "namespaces: [ml-training, ml-inference]",
+                      "namespaces: [ml-training, ml-inference, ml-serving]")
+    assert "  + LocalQueue ml-serving/gpus" in out.splitlines()
+    assert _block(out, "  ~ chart/templates/17-queues.yaml") == ["      + LocalQueue ml-serving/gpus"]

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 
 import pytest
+import yaml
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 
@@ -156,4 +157,25 @@ def test_an_operator_mode_bom_lists_nvidia_s_chart_and_every_driver_of_its_nvidi
     refs = sorted(images_of(bom))
     assert "nvcr.io/nvidia/driver:580.173.02" in refs and "nvcr.io/nvidia/driver:595.91.07" in refs
     charts = [c["bom-ref"] for c in bom["components"] if c["bom-ref"].startswith("chart:")]
-    assert charts == ["chart:gpu-operator@v26.7.0", "chart:node-feature-discovery@0.19.0"]
+    version = json.loads((examples / "dist/index.json").read_text())
+    version = next(e["chartVersion"] for e in version["clusters"] if e["name"] == "keep-operator")
+    assert charts == ["chart:gpu-operator@v26.7.0", f"chart:keep-operator-gpuop-addons@{version}",
+                      "chart:node-feature-discovery@0.19.0"]
+
+
+def test_an_operator_mode_bom_lists_the_companion_chart_and_every_image_its_objects_pull(examples):
+    # the companion chart (alerts, dashboards, queues, the health gate) is gpuop's own delivery beside NVIDIA's
+    # chart: it and the images of its objects (the gate's checks) are deployed, so they are in the bill of materials
+    out = examples / "dist/keep-operator"
+    bom = json.loads((out / "sbom.cdx.json").read_text())
+    chart = yaml.safe_load((out / "addons/chart/Chart.yaml").read_text())
+    (own,) = [c for c in bom["components"] if c["name"] == chart["name"]]
+    assert own["version"] == chart["version"]
+    assert {"name": "gpuop:licence", "value": "compiled by gpuop from your profile: yours"} in own["properties"]
+    pulled = set()
+    for f in (out / "addons/manifests").glob("*.yaml"):
+        for d in yaml.safe_load_all(f.read_text()):
+            pod = ((d or {}).get("spec") or {}).get("template", {}).get("spec") or {}
+            pulled |= {c["image"] for k in ("initContainers", "containers") for c in pod.get(k) or []}
+    assert pulled and pulled <= set(images_of(bom))
+    assert schema_errors((out / "sbom.cdx.json").read_text()) is None

@@ -112,3 +112,34 @@ def test_committed_profile_schema_is_generated_from_the_models():
     from gpuop.profile.models import profile_json_schema
 
     assert SCHEMA.read_text() == dump_json(profile_json_schema()), "schemas/ is stale: run `make schema`"
+
+
+# the profile fields of the health gate, the alerts, the dashboards, the queues, the XID policy and the licence
+# policy, and the signing settings: (model, the definitions, the parent fields naming them)
+DOCUMENTED = (
+    ("profile", ("Alerts", "Dashboards", "DevicePluginHealth", "HealthGate", "Licensing", "LicensingConfig", "Queues",
+                 "Taint"),
+     (("ClusterSpec", ("alerts", "dashboards", "queues", "healthGate", "licensing")),
+      ("NodePool", ("healthGate", "devicePluginHealth", "taints")),
+      ("DevicePluginSettings", ("health",)), ("Driver", ("licensingConfig", "driverType")))),
+    ("settings", ("Signing",), (("Settings", ("signing",)),)),
+)
+
+
+@pytest.mark.parametrize("which, defs, parents", DOCUMENTED, ids=[d[0] for d in DOCUMENTED])
+def test_every_monitoring_queue_and_licence_field_says_what_omitting_it_does(which, defs, parents):
+    from gpuop.profile.settings import Settings
+
+    if which == "profile":
+        schema = json.loads((REPO / "schemas" / "profile.schema.json").read_text())
+    else:
+        schema = Settings.model_json_schema()
+    found = []
+    for name in defs:
+        d = schema["$defs"][name]
+        found += [f"{name}.{f}" for f, p in d["properties"].items()
+                  if f not in d.get("required", ()) and "Omitted" not in p.get("description", "")]
+    for parent, fields in parents:
+        props = (schema["$defs"].get(parent) or schema)["properties"]
+        found += [f"{parent}.{f}" for f in fields if "Omitted" not in props[f].get("description", "")]
+    assert found == []

@@ -37,6 +37,22 @@ def test_the_catalog_lists_each_xid_of_nvidias_table_once_with_a_known_action():
     assert CAT.reset_required(109) and 109 in CAT.plugin("v0.20.0").ignoredByDefault
 
 
+def test_each_row_records_which_nvidia_source_confirms_it():
+    assert set(CAT.checkedAgainst) == {"catalog-page", "driver-header", "device-plugin"}
+    assert all(set(x.checked) <= set(CAT.checkedAgainst) for x in CAT.xids)
+    # the stored catalog page shows rows 1-13, and all of them; no later row claims it
+    assert [x.xid for x in CAT.xids if "catalog-page" in x.checked] == list(range(1, 14))
+    # a driver name is recorded exactly where the driver's names do not include the catalog's mnemonic
+    assert not [x.xid for x in CAT.xids if x.driverName and "driver-header" in x.checked]
+    renamed = {x.xid: x.driverName for x in CAT.xids if x.driverName}
+    assert renamed[162] == "ISINK_REENGAGED" and set(renamed) == {13, 30, 152, 153, 162, 163, 164, 165, 166, 170}
+    # the XIDs the alerts' runbook and the examples' policies name are all confirmed by an NVIDIA source
+    for code in (13, 31, 43, 45, 48, 63, 64, 74, 79, 92, 94, 95, 109):
+        assert CAT.get(code).checked, code
+    unconfirmed = [x.xid for x in CAT.xids if not x.checked and not x.driverName]
+    assert len(unconfirmed) == 30 and 109 not in unconfirmed and 48 not in unconfirmed
+
+
 def test_every_release_s_device_plugin_has_its_health_behaviour():
     for release in catalog.load().releases:
         version = release.components["devicePlugin"].version

@@ -37,6 +37,8 @@ class Xid(_Frozen):
     mnemonic: str
     description: str
     action: str | None = None
+    checked: tuple[str, ...] = ()          # the sources (checkedAgainst keys) that confirm the row
+    driverName: str | None = None          # the driver's own name for the code, where it differs from mnemonic
 
 
 class PluginHealth(_Frozen):
@@ -50,6 +52,7 @@ class PluginHealth(_Frozen):
 
 class XidCatalog(_Frozen):
     sources: tuple[str, ...]
+    checkedAgainst: dict[str, str]
     actions: dict[str, Action]
     devicePlugin: tuple[PluginHealth, ...]
     xids: tuple[Xid, ...]

@@ -19,11 +19,18 @@ from grafana_foundation_sdk.models import dashboard as gmodel
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
 from gpuop.kube.promql import prom_resource
+from gpuop.kube.yamlio import dump
 from gpuop.outputs.target import Target, Written
 
 SIDECAR_LABEL = "grafana_dashboard"
 FOLDER = "dashboards"
 FLEET_FILE = f"fleet/{FOLDER}/fleet-gpus.json"
+# the same dashboard as a ConfigMap for the Grafana sidecar of the cluster that watches the fleet (no namespace:
+# `kubectl apply -n <grafana's namespace>`), labelled as the clusters' own dashboard ConfigMaps are
+FLEET_CONFIGMAP = f"fleet/{FOLDER}/fleet-gpus-configmap.yaml"
+FLEET_CONFIGMAP_NAME = "gpuop-fleet-dashboards"
+FOLDER_ANNOTATION = "grafana_folder"
+FLEET_FOLDER = "GPU"
 DATASOURCE = gmodel.DataSourceRef(type_val="prometheus", uid="${datasource}")
 
 
@@ -54,7 +61,8 @@ def _planned(entries: list[dict], end: str) -> dict[str, int]:
 
 
 def fleet(entries: list[dict]) -> dict[str, str]:
-    """dist/fleet/dashboards/fleet-gpus.json, or nothing when no cluster writes a dashboard."""
+    """dist/fleet/dashboards/fleet-gpus.json and its sidecar ConfigMap, or nothing when no cluster writes a
+    dashboard."""
     mine = sorted((e for e in entries if e.get("dashboards")), key=lambda e: e["name"])
     if not mine:
         return {}
@@ -88,4 +96,10 @@ def fleet(entries: list[dict]) -> dict[str, str]:
     d = d.link(gdash.DashboardLink("Cluster dashboards").type(gmodel.DashboardLinkType.DASHBOARDS).tags(["gpuop"])
                .as_dropdown(True).keep_time(True).icon("external link"))
     body = json.loads(json.dumps(d.build(), cls=JSONEncoder, sort_keys=True))
-    return {FLEET_FILE: json.dumps(body, sort_keys=True, indent=2) + "\n"}
+    text = json.dumps(body, sort_keys=True, indent=2) + "\n"
+    cm = {"apiVersion": "v1", "kind": "ConfigMap",
+          "metadata": {"name": FLEET_CONFIGMAP_NAME, "annotations": {FOLDER_ANNOTATION: FLEET_FOLDER},
+                       "labels": {SIDECAR_LABEL: "1", "app.kubernetes.io/component": "gpu-dashboards",
+                                  "app.kubernetes.io/managed-by": "gpuop"}},
+          "data": {FLEET_FILE.rsplit("/", 1)[1]: text}}
+    return {FLEET_FILE: text, FLEET_CONFIGMAP: dump(cm)}

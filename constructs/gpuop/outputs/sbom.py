@@ -2,8 +2,9 @@
 fleet (dist/fleet/sbom.cdx.json), built with cyclonedx-python-lib.
 
 A cluster's BOM lists every image its outputs pull (exactly the refs of images.txt in stack mode; in operator
-mode the images NVIDIA's chart values name) and every chart it deploys (gpuop's own chart of the cluster, NFD's,
-the DRA driver's, NVIDIA's operator chart), each with its version, its digest where the image is pinned by the
+mode the images NVIDIA's chart values name and those of the companion chart's objects) and every chart it deploys
+(gpuop's own chart of the cluster -- in operator mode its companion chart `<cluster>-gpuop-addons` --, NFD's, the DRA
+driver's, NVIDIA's operator chart), each with its version, its digest where the image is pinned by the
 digest lock (`spec.images.digestLock`: the sha256 hash and a pkg:oci purl) and its licences from
 catalog/data/licences.yaml, with the licence's conditions as properties (entitlement, licensing server, mirroring).
 The fleet's BOM lists each cluster's chart with a BOM-Link to the cluster's BOM.
@@ -22,7 +23,7 @@ import uuid
 from gpuop import __version__
 from gpuop.catalog import licences as licence_catalog
 from gpuop.outputs import images
-from gpuop.outputs.target import Target, Written
+from gpuop.outputs.target import OPERATOR, Target, Written
 from gpuop.outputs.version import VERSION_PLACEHOLDER
 
 PATH = "sbom.cdx.json"                      # dist/<cluster>/sbom.cdx.json, dist/fleet/sbom.cdx.json
@@ -198,13 +199,28 @@ def write(t: Target) -> Written:
     """Writer (outputs/target.py): dist/<cluster>/sbom.cdx.json and the index entry's `sbom`. The images are those
     the images writer lists (images.txt), computed from the same target."""
     listed = images.write(t).files
-    mine = files(t.plan, listed, t.name, t.repo_path(t.folders.chart), VERSION_PLACEHOLDER)
+    mine = files(t.plan, listed, t.name, t.repo_path(t.folders.chart), VERSION_PLACEHOLDER,
+                 _companion(t) if t.folders.delivery == OPERATOR else None)
     return Written(mine, index_entry(mine, t.name))
 
 
-def files(plan, files: dict, c: str, chart_path: str, chart_version: str) -> dict[str, str]:
-    """dist/<cluster>/sbom.cdx.json: the images of the cluster's images.txt (operator mode: of NVIDIA's chart values)
-    and the charts it deploys."""
+def _companion(t: Target) -> tuple[str, list[str]] | None:
+    """Operator mode's companion chart (outputs/addons.py) as the BOM lists it: (its path in the repository, the
+    images of its objects -- the health gate's checks); None when the cluster has no companion objects."""
+    from gpuop.outputs import addons
+    from gpuop.outputs.manifests import rendered
+
+    stack = addons.companion(t.stack)
+    if stack is None:
+        return None
+    return t.repo_path(f"{t.folders.addons}/chart"), images.image_refs(rendered(stack))
+
+
+def files(plan, files: dict, c: str, chart_path: str, chart_version: str,
+          companion: tuple[str, list[str]] | None = None) -> dict[str, str]:
+    """dist/<cluster>/sbom.cdx.json: the images of the cluster's images.txt (operator mode: of NVIDIA's chart values
+    and of the companion chart's objects) and the charts it deploys (operator mode: the companion chart too, whose
+    version is the cluster's)."""
     listing = files.get(f"{c}/images.txt")
     charts: list[tuple[str, str, str, bool]] = []
     if plan.operator is None:
@@ -216,6 +232,12 @@ def files(plan, files: dict, c: str, chart_path: str, chart_version: str) -> dic
                       | set(listing.split() if listing else []))
         if plan.operator.install == "helm":
             charts.append((plan.operator.chart, plan.operator.version, plan.operator.chart_repository, False))
+        if companion is not None:
+            from gpuop.outputs.addons import chart_name
+
+            path, own_refs = companion
+            refs = sorted(set(refs) | set(own_refs))
+            charts.append((chart_name(c), chart_version, path, True))
     if plan.nfd.mode == "deploy" and plan.nfd.chart:
         charts.append((plan.nfd.chart, plan.nfd.version, plan.nfd.repository, False))
     if plan.dra is not None:

@@ -14,6 +14,8 @@ as "healthy"); the rule file names it and the fields to add to spec.dcgmExporter
 from __future__ import annotations
 
 from gpuop.catalog import metrics as metrics_catalog
+from gpuop.catalog import xids as xid_catalog
+from gpuop.plan import pools as plan_pools
 from gpuop.plan.model import AlertRule, AlertsPlan, StackPlan
 
 MIG_STATE_LABEL = "nvidia.com/mig.config.state"     # the mig-manager's outcome label on a node (success | failed | ...)
@@ -214,6 +216,16 @@ def exported_fields(plan: StackPlan) -> frozenset[str]:
     return frozenset(f for f, d in metrics_catalog.load().dcgm.fields.items() if d.builtin)
 
 
+def _ignored_xids(spec, plan: StackPlan, pool: str) -> frozenset[int] | None:
+    """The XIDs the device plugin on a pool's nodes ignores: the env of the DaemonSet serving the pool -- the pool's
+    own XID policy (nodePools[].devicePluginHealth), else the cluster's (spec.devicePlugin.health) -- with the
+    profile's own spec.devicePlugin.env winning by name, as components/device_plugin.py writes it."""
+    p = next(p for p in spec.nodePools if p.name == pool)
+    env = dict(xid_catalog.policy_env(plan_pools.pool_health(spec, p)))
+    env.update(dict(plan.operand("devicePlugin").env))
+    return metrics_catalog.load().devicePluginHealth.ignored_xids(env)
+
+
 def build(spec, plan: StackPlan) -> AlertsPlan | None:
     """The alerts of a built plan from spec.alerts (profile.models.Alerts); None when off."""
     a = spec.alerts
@@ -222,12 +234,11 @@ def build(spec, plan: StackPlan) -> AlertsPlan | None:
     pq = _Promql()
     exported = exported_fields(plan)
     rules, skipped = [], []
-    health = metrics_catalog.load().devicePluginHealth
     mig_pools = {p.name for p in plan.pools if p.mig_layout and p.mig_strategy != "none"}
     for cap in plan.capacity.pools:
         plugin = plan.device_plugin and cap.allocation == "devicePlugin"
         r, s = _pool_rules(pq, cap, cap.node_selector, cap.pool in mig_pools, exported,
-                           health.ignored_xids(dict(plan.operand("devicePlugin").env)) if plugin else None)
+                           _ignored_xids(spec, plan, cap.pool) if plugin else None)
         rules += r
         skipped += s
     rules += _stack_rules(pq, plan)
