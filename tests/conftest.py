@@ -44,6 +44,34 @@ def _setting(var: str, *defaults: Path) -> tuple[Path, bool]:
 
 REFS, REFS_FROM_ENV = _setting("GPUOP_REFS", REPO.parent / "shared" / "refs", REPO / ".refs")
 CRDS = REFS / "crds"
+# NVIDIA's operator code of the older versions, each built at its tag by tools/nvidia-operator/build_release.py into
+# BUILDS/<version>/tool/, with the tag's chart copied into BUILDS/<version>/chart; the build output stays out of the
+# repository
+BUILDS_ENV = "GPUOP_NVIDIA_OPERATOR_BUILDS"
+BUILDS = Path(os.environ.get(BUILDS_ENV) or Path.home() / ".cache" / "gpuop" / "nvidia-operator")
+
+
+def release_chart(version: str) -> Path | None:
+    """NVIDIA's chart of an older operator version: the reference copy REFS/gpu-operator-releases/<version>/chart
+    (optional in refs.lock: `make refs`), else the copy build_release.py took from the tag's checkout
+    (BUILDS/<version>/chart) when it holds exactly the files refs.lock pins for that chart, each with its checksum;
+    None when neither is there."""
+    ref = REFS / "gpu-operator-releases" / version / "chart"
+    if (ref / "Chart.yaml").is_file():
+        return ref
+    import hashlib
+
+    prefix = f"gpu-operator-releases/{version}/chart/"
+    pinned = {e["path"][len(prefix):]: e["sha256"] for e in json.loads(REFS_LOCK.read_text())["files"]
+              if e["path"].startswith(prefix)}
+    built = BUILDS / version / "chart"
+    have = {str(f.relative_to(built)) for f in built.rglob("*") if f.is_file()} if built.is_dir() else set()
+    if not pinned or have != set(pinned) or any(
+            hashlib.sha256((built / name).read_bytes()).hexdigest() != digest for name, digest in pinned.items()):
+        return None
+    return built
+
+
 ASSETS = REFS / "gpu-operator" / "assets"
 TOOLS, TOOLS_FROM_ENV = _setting("GPUOP_TOOLS", REPO.parent / "shared" / "tools")
 # The checking tools by name (see the README beside each): Kubernetes' API-server validation and NVIDIA's

@@ -21,27 +21,24 @@ from gpuop.outputs import operator as operator_out
 from gpuop.stack.registry import component_props
 from gpuop.verify import nvidia_chart
 
-from conftest import REFS, TOOL_PATHS, TOOLS
+from conftest import BUILDS, BUILDS_ENV, REFS, TOOL_PATHS, TOOLS, release_chart  # noqa: F401 (BUILDS_ENV: the tests')
 
 RENDER = TOOLS / TOOL_PATHS["nvidia-operator"]          # GPUOP_TOOLS, else ../shared/tools (conftest)
 CHART = REFS / "gpu-operator" / "chart"
-# NVIDIA's controller code of the other operator versions, each built at its tag by
-# tools/nvidia-operator/build_release.py (the renderer's own build.sh on a copy of the tool folder, with the tag's
-# compat files) into BUILDS/<version>/tool/ (bin/, root/ beside a copy of render.sh) and its chart into
-# BUILDS/<version>/chart; the build output stays out of the repository
-BUILDS_ENV = "GPUOP_NVIDIA_OPERATOR_BUILDS"
-BUILDS = Path(os.environ.get(BUILDS_ENV) or Path.home() / ".cache" / "gpuop" / "nvidia-operator")
+# NVIDIA's controller code of the other operator versions: BUILDS/<version>/tool/ (bin/, root/ beside a copy of
+# render.sh; conftest), built by tools/nvidia-operator/build_release.py (the renderer's own build.sh on a copy of
+# the tool folder, with the tag's compat files)
 
 
 def oracle(version: str) -> tuple[Path, Path]:
     """(render.sh, NVIDIA's chart folder) of one operator version: the shared tool and chart for the newest; for
-    the others the build at the tag (tools/nvidia-operator/build_release.py) and the tag's chart: the reference
-    copy ../shared/refs/gpu-operator-releases/<version>/chart where there is one, else the one the build copied
-    from the same checkout (BUILDS/<version>/chart)."""
+    the others the build at the tag (tools/nvidia-operator/build_release.py) and the tag's chart (conftest
+    release_chart: the reference copy, else the build's own copy when refs.lock's checksums hold; a path that does
+    not exist when neither is there)."""
     if version == nvidia_chart.REFS_CHART_VERSION:
         return RENDER, CHART
-    chart = REFS / "gpu-operator-releases" / version / "chart"
-    return BUILDS / version / "tool" / "render.sh", chart if chart.is_dir() else BUILDS / version / "chart"
+    chart = release_chart(version) or REFS / "gpu-operator-releases" / version / "chart"
+    return BUILDS / version / "tool" / "render.sh", chart
 RUNTIMES = {"containerd": "containerd://2.1.3", "crio": "cri-o://1.33.2", "docker": "docker://28.0.1"}
 OPENSHIFT_KUBE = {"4.18": "v1.31.6", "4.19": "v1.32.5", "4.20": "v1.33.2", "4.21": "v1.34.1", "4.22": "v1.35.0"}
 KERNEL = "6.8.0-60-generic"

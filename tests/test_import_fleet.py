@@ -47,7 +47,7 @@ CHANGES = {
                    "Deployment gpu-operator/gpu-operator-node-feature-discovery-gc "
                    "spec.template.spec.containers[gc].image: imported 123456789012.dkr.ecr.us-west-2.amazonaws.com/"
                    "nfd/node-feature-discovery:v0.19.0, gpuop's operator input gives "
-                   "registry.k8s.io/nfd/node-feature-discovery:v0.19.0"),
+                   "123456789012.dkr.ecr.us-west-2.amazonaws.com/nvidia/nfd/node-feature-discovery:v0.19.0"),
     "h100-two-mig": (lambda s: _set(_pool(s, "h100-small"), "mig.layout", {"1g.10gb": 6}),
                      "ConfigMap custom-mig-parted-config data.[\"config.yaml\"].mig-configs.h100-small"),
     "mps-and-time-slicing": (lambda s: _set(_pool(s, "ts-8"), "sharing.timeSlicing.replicas", 4),

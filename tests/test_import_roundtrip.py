@@ -151,6 +151,14 @@ def _values_doc(values: dict) -> list[Doc]:
     return [Doc("values.yaml", values, {})]
 
 
+def _nfd_mirror(values: dict, mirror: str | None, release_registry: str) -> None:
+    """What the plan adds beside the table (plan/operator.py nfd_repository): under a mirror, NFD's image below it
+    unless nfdValues names one (NFD is deployed: the platform here is Kubernetes)."""
+    if mirror not in (None, "", release_registry) and not cm.get_path(values, "node-feature-discovery.image.repository"):
+        values.setdefault("node-feature-discovery", {}).setdefault("image", {})["repository"] = (
+            f"{mirror}/nfd/node-feature-discovery")
+
+
 @settings(max_examples=40, deadline=None, database=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(st.fixed_dictionaries({}, optional=SETTINGS))
@@ -163,10 +171,13 @@ def test_every_table_setting_survives_import_and_export(setting):
     for key in ("gds", "gdrcopy"):           # derived rows: the sidecars under the same mirror (plan/operator.py)
         values.setdefault(key, {})["repository"] = f"{registry}/cloud-native"
     values.setdefault("operator", {})["repository"] = registry
+    _nfd_mirror(values, setting.get("images.registry"), rel.registry)
     result = import_all(_values_doc(copy.deepcopy(values)), "prop")
     assert result.unexpressed == []
     spec = yaml.safe_load(result.text)["spec"]
-    ours = cm.effective(cm.profile_to_values(spec, rel))
+    ours = cm.profile_to_values(spec, rel)
+    _nfd_mirror(ours, cm.get_path(spec, "images.registry"), rel.registry)
+    ours = cm.effective(ours)
     values = cm.effective(values)
     for row in cm.ROWS:
         if row.kind == "derived":

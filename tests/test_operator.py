@@ -13,6 +13,7 @@ from pathlib import Path
 
 import helm_python as helm
 import pytest
+import yaml
 
 from gpuop.errors import UserError
 from gpuop.kube.yamlio import load, load_all
@@ -683,3 +684,54 @@ def test_a_distributions_containerd_reaches_the_operators_toolkit(tmp_path):
         {"name": "CONTAINERD_CONFIG", "value": "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl"},
         {"name": "CONTAINERD_SOCKET", "value": "/run/k3s/containerd/containerd.sock"},
         {"name": "RUNTIME_CONFIG_SOURCE", "value": "file=/var/lib/rancher/k3s/agent/etc/containerd/config.toml"}]
+
+
+# ---- the NFD subchart's image under the registry mirror ---------------------------------------------------------
+
+def test_nfd_s_image_follows_the_registry_mirror_as_the_stack_s_does(tmp_path):
+    for sub in "abc":
+        (tmp_path / sub).mkdir()
+    mirrored = _values_of(tmp_path / "a", """\
+      images: {registry: mirror.example.com/nvidia}
+      delivery: {mode: operator}
+      nodePools:
+        - {name: a, gpu: L40S}
+    """)
+    assert mirrored["node-feature-discovery"]["image"] == {
+        "repository": "mirror.example.com/nvidia/nfd/node-feature-discovery"}
+    # without a mirror the subchart keeps its own image; nfdValues' own repository wins over the mirror's
+    plain = _values_of(tmp_path / "b", """\
+      delivery: {mode: operator}
+      nodePools:
+        - {name: a, gpu: L40S}
+    """)
+    assert "image" not in plain.get("node-feature-discovery", {})
+    own = _values_of(tmp_path / "c", """\
+      images: {registry: mirror.example.com/nvidia}
+      delivery: {mode: operator, operator: {nfdValues: {image: {repository: other.example.com/nfd}}}}
+      nodePools:
+        - {name: a, gpu: L40S}
+    """)
+    assert own["node-feature-discovery"]["image"] == {"repository": "other.example.com/nfd"}
+
+
+@pytest.mark.parametrize("nfd_image, kept", [
+    ("mirror.example.com/nvidia/nfd/node-feature-discovery", None),      # the mirror's path: no setting
+    (None, "registry.k8s.io/nfd/node-feature-discovery"),                 # NFD from its own registry: said so
+    ("other.example.com/nfd/node-feature-discovery", "other.example.com/nfd/node-feature-discovery"),
+])
+def test_import_keeps_where_nfd_s_image_comes_from_beside_a_mirror(tmp_path, nfd_image, kept):
+    from gpuop.ops.importer import run
+    repo = "mirror.example.com/nvidia"
+    # a real mirrored install (the fleet's EKS one), its NFD image as the case says
+    values = yaml.safe_load((REPO / "tests" / "data" / "import-fleet" / "eks-mirror.values.yaml").read_text()
+                            .replace("123456789012.dkr.ecr.us-west-2.amazonaws.com/nvidia", repo))
+    values.pop("node-feature-discovery", None)
+    if nfd_image:
+        values["node-feature-discovery"] = {"image": {"repository": nfd_image}}
+    src = tmp_path / "live.values.yaml"
+    src.write_text(yaml.safe_dump(values, sort_keys=False))
+    text, code = run([src], None)
+    assert code == 0, text
+    op = yaml.safe_load(text)["spec"]["delivery"]["operator"]
+    assert (op.get("nfdValues") or {}).get("image", {}).get("repository") == kept

@@ -29,6 +29,7 @@ import pytest
 import yaml
 
 from gpuop import catalog
+from gpuop.catalog import operator as operator_catalog
 from gpuop.errors import UserError
 from gpuop.pipeline.run import plan_all
 from gpuop.profile.load import load_profile
@@ -91,12 +92,19 @@ ALLOWED = (
             r"(/lib/firmware|/sys/module/firmware_class/parameters/path)$", lambda a, b, c: b is None,
             "gpuop follows NVIDIA's golden render (refs/gpu-operator/golden/driver-openshift-drivertoolkit.yaml: "
             "the firmware mounts on the Driver Toolkit container), which v26.7.0's controller code does not add"),
+    Allowed("os-release-openshift-version", r"driver\[", r"containers\.nvidia-driver-ctr\.env\.OPENSHIFT_VERSION$",
+            lambda a, b, c: b is None and a == c.spec.platform.version and c.plan.release in OS_RELEASE_OPENSHIFT,
+            "before v26.3 the operator reads OPENSHIFT_VERSION from its own node's /host-etc/os-release (v25.10.1 "
+            "controllers/object_controls.go parseOSRelease, L3585-3590): RHCOS writes OPENSHIFT_VERSION=<minor> "
+            "there, the renderer runs on no RHCOS node, so its render has none; gpuop's is the value RHCOS gives"),
     Allowed("config-source-mount", r"nvidia-container-toolkit-daemonset$",
             r"containers\.nvidia-container-toolkit-ctr\.env\.RUNTIME_CONFIG_SOURCE$",
             lambda a, b, c: a.startswith("file=/runtime/config-dir/") and b == "file=/host" + (
                 od.config_source(c)), "the distribution's rendered containerd config, the same host file: "
             "gpuop's stack reads it through the config folder's mount, the operator through the toolkit's /host mount"),
 )
+# the releases whose operator takes OPENSHIFT_VERSION from its node's os-release (later ones: the ClusterVersion)
+OS_RELEASE_OPENSHIFT = {"25.10"}
 # DaemonSets only the operator creates, allowed when they run on no node of the profile
 OPERATOR_ONLY = {
     "nvidia-device-plugin-mps-control-daemon": (False, "the operator always creates the MPS control daemon; it runs "
@@ -240,19 +248,8 @@ def unexplained(case: Case) -> list[str]:
     return problems
 
 
-# What NVIDIA's operator at v25.10.1 deploys that the 25.10 catalog does not hold yet (docs/operator.md, "Per
-# release"): strict, so the day the catalog holds them this fails and the mark goes
-NOT_YET = {"25.10": "v25.10.1's chart has no extraObjects template (per-pool NVIDIADriver CRs and the NodeFeatureRule "
-                    "never reach the cluster); its driver has no DRIVER_CONFIG_DIGEST, an inline startup probe and no "
-                    "OPENSHIFT_VERSION / GDS_ENABLED / GDRCOPY_ENABLED env; DCGM and its exporter have no probes; GFD, "
-                    "MIG manager and toolkit env gpuop sets that v25.10.1 does not"}
-
-
 @pytest.mark.slow
-def test_operator_mode_deploys_what_the_static_stack_deploys(cases, request):
-    release = request.node.callspec.params["cases"]
-    if release in NOT_YET:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=NOT_YET[release]))
+def test_operator_mode_deploys_what_the_static_stack_deploys(cases):
     # every example and corpus profile on the newest release; on an older one those its chart and matrix allow
     assert len(cases) >= (15 if all(c.spec.release in (None, NEWEST) for c in cases) else 10)
     problems = [p for c in cases for p in unexplained(c)]
@@ -314,8 +311,11 @@ def test_every_platform_and_table_row_is_exercised(cases):
     assert {s.platform.type for s in specs.values()} == {"kubernetes", "openshift"}
     assert {s.platform.distribution for s in specs.values()} >= {None, "eks"}
     assert {s.containerRuntime for s in specs.values()} >= {"crio", "docker"}
-    assert any(s.images.registry for s in specs.values()) and any(s.dcgmExporter.podLabelAllowlist
-                                                                   for s in specs.values())
+    assert any(s.images.registry for s in specs.values())
+    # the pod-label row where the release's ClusterPolicy has it (v25.10.1's has none: refused, operator.yaml)
+    version = catalog.load().release(next(iter(specs.values())).release).operatorVersion
+    if "dcgmExporterPodLabels" in operator_catalog.load().get(version).settings:
+        assert any(s.dcgmExporter.podLabelAllowlist for s in specs.values())
     assert any(not s.driver.upgradePolicy.autoUpgrade for s in specs.values())
     assert any(s.delivery.operator.gds for s in specs.values())
 

@@ -4,7 +4,10 @@ resources of the init containers the operator adds, and how NVIDIADriver CRs sha
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
+import yaml
 
 from gpuop.errors import UserError
 from gpuop.outputs import operator as operator_out
@@ -12,7 +15,8 @@ from gpuop.pipeline.run import plan_all
 from gpuop.profile.load import load_profile
 from gpuop.validate.runner import validate
 
-from conftest import write_profile
+from conftest import REPO, run_main, write_profile
+from gpuop.stack.registry import component_props
 from operator_differential import stack_daemonsets
 
 RESOURCES = """\
@@ -97,3 +101,143 @@ def test_before_26_7_a_default_nvidiadriver_whose_pools_share_no_label_is_refuse
         "fallback: it selects its own pools' nodes, internal/validator/validator.go); give the pools of each "
         "driver a label the others do not have")]
     validate(load_profile(write_profile(tmp_path / "b", spec % "26.7")))     # v26.7 assigns owners: accepted
+
+
+# ---- v25.10.1's operand assets (catalog/data/releases.yaml `assets`) -------------------------------------------
+
+ASSETS = """\
+platform: {type: %s, version: "%s"}
+os: %s
+release: "%s"
+driver: {gds: true, gdrcopy: true, kernelModuleType: open}
+dcgm: {enabled: true}
+nodePools:
+  - {name: train, gpu: A100-SXM4-80GB, mig: {strategy: single, layout: {1g.10gb: 7}}}
+"""
+KUBERNETES_25 = ("kubernetes", "1.33", "ubuntu22.04")
+
+
+def _container(pod: dict, name: str) -> dict:
+    return next(c for c in pod.get("initContainers", []) + pod["containers"] if c["name"] == name)
+
+
+def _env(c: dict) -> dict:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in c.get("env", [])}
+
+
+@pytest.mark.parametrize("release", ["26.3", "25.10"])
+def test_the_driver_pod_of_each_release(tmp_path, release):
+    (plan,), _ = plan_all([write_profile(tmp_path, ASSETS % (*KUBERNETES_25, release))])
+    pod = _pod(stack_daemonsets(plan), "nvidia-driver-daemonset")
+    driver, manager = _container(pod, "nvidia-driver-ctr"), _container(pod, "k8s-driver-manager")
+    old = release == "25.10"
+    # v25.10.1: no DRIVER_CONFIG_DIGEST, GDS_ENABLED / GDRCOPY_ENABLED on the Driver Toolkit container only
+    assert ("DRIVER_CONFIG_DIGEST" in _env(driver), "DRIVER_CONFIG_DIGEST" in _env(manager)) == (not old, not old)
+    assert ({"GDS_ENABLED", "GDRCOPY_ENABLED"} <= set(_env(driver))) == (not old)
+    # its asset's inline startup probe, and no startup-probe ConfigMap, volume or mount
+    probe = driver["startupProbe"]["exec"]["command"]
+    assert probe == (["sh", "-c", "[ -f /sys/module/nvidia/refcnt ] && nvidia-smi && touch "
+                      "/run/nvidia/validations/.driver-ctr-ready"] if old else ["sh", "/usr/local/bin/startup-probe.sh"])
+    assert ("driver-startup-probe-script" in {v["name"] for v in pod["volumes"]}) == (not old)
+
+
+def _objects(plan) -> list[dict]:
+    return [o for component, props in component_props(plan) for o in component.objects(props)]
+
+
+@pytest.mark.parametrize("release", ["26.3", "25.10"])
+def test_the_release_s_operands_as_its_assets_render_them(tmp_path, release):
+    (plan,), _ = plan_all([write_profile(tmp_path, ASSETS % (*KUBERNETES_25, release))])
+    objs = _objects(plan)
+    daemonsets = {o["metadata"]["name"]: o for o in objs if o["kind"] == "DaemonSet"}
+    old = release == "25.10"
+    assert any(o["kind"] == "ConfigMap" and o["metadata"]["name"] == "nvidia-driver-startup-probe"
+               for o in objs) == (not old)
+    # DCGM and its exporter: v25.10.1's assets have no probes
+    for name, ctr in (("nvidia-dcgm", "nvidia-dcgm-ctr"), ("nvidia-dcgm-exporter", "nvidia-dcgm-exporter")):
+        c = _container(daemonsets[name]["spec"]["template"]["spec"], ctr)
+        assert ("livenessProbe" in c, "readinessProbe" in c) == (not old, not old)
+    # env v25.10.1's assets do not set
+    gfd = _container(daemonsets["gpu-feature-discovery"]["spec"]["template"]["spec"], "gpu-feature-discovery")
+    mig = _container(daemonsets["nvidia-mig-manager"]["spec"]["template"]["spec"], "nvidia-mig-manager")
+    toolkit = _container(daemonsets["nvidia-container-toolkit-daemonset"]["spec"]["template"]["spec"],
+                         "nvidia-container-toolkit-ctr")
+    assert ("POD_NAME" in _env(gfd), {"POD_NAME", "POD_NAMESPACE"} <= set(_env(mig)),
+            "NRI_NAMESPACE" in _env(toolkit)) == (not old, not old, not old)
+    assert "NODE_NAME" in _env(gfd) and "NODE_NAME" in _env(mig)
+    # the validator checks the GDS / GDRCopy sidecars itself before v26.3, after driver-validation
+    inits = [c["name"] for c in daemonsets["nvidia-operator-validator"]["spec"]["template"]["spec"]["initContainers"]]
+    assert inits[:3] == (["driver-validation", "nvidia-fs-validation", "gdrcopy-validation"] if old else
+                         ["driver-validation", "toolkit-validation", "cuda-validation"])
+
+
+def test_on_openshift_25_10_relabels_the_pod_resources_socket_for_the_dcgm_exporter(tmp_path):
+    spec = ASSETS.replace("driver: {gds: true, gdrcopy: true, kernelModuleType: open}",
+                          'driver: {rhcosVersions: ["419.96.202507091512-0"]}')
+    (old,), _ = plan_all([write_profile(tmp_path / "a", spec % ("openshift", "4.19", "rhcos4.19", "25.10"))])
+    (new,), _ = plan_all([write_profile(tmp_path / "b", spec % ("openshift", "4.19", "rhcos4.19", "26.3"))])
+    for plan, present in ((old, True), (new, False)):
+        objs = _objects(plan)
+        pod = next(o for o in objs if o["kind"] == "DaemonSet" and o["metadata"]["name"] == "nvidia-dcgm-exporter"
+                   )["spec"]["template"]["spec"]
+        inits = {c["name"]: c for c in pod["initContainers"]}
+        assert ("init-pod-nvidia-node-status-exporter" in inits) == present
+        relabel = [o for o in objs if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "nvidia-dcgm-exporter"]
+        assert bool(relabel) == present
+        assert ("cuda:13.0.1-base-ubi9" in plan.image_keys()) == present       # a digest lock must pin it
+        if present:
+            init = inits["init-pod-nvidia-node-status-exporter"]
+            assert init["command"] == ["/bin/entrypoint.sh"] and init["image"].endswith("/cuda:13.0.1-base-ubi9")
+            assert "chcon -t  container_file_t /var/lib/kubelet/pod-resources" in relabel[0]["data"]["entrypoint.sh"]
+
+
+# ---- what v25.10.1's chart cannot carry, refused where the profile says it --------------------------------------
+
+OLD_CHART = """\
+platform: {type: kubernetes, version: "1.33"}
+os: ubuntu22.04
+release: "25.10"
+delivery: {mode: operator}
+dcgmExporter: {podLabels: true}
+nodePools:
+  - {name: old, gpu: A100-SXM4-80GB, nodeSelector: {gen: ampere}}
+  - name: new
+    gpu: L40S
+    nodeSelector: {gen: ada}
+    driver: {version: "595.91.07"}
+  - {name: share, gpu: H100-SXM5-80GB, nodeSelector: {gen: ampere}, sharing: {timeSlicing: {replicas: 4}}}
+"""
+
+
+def test_what_v25_10_1_s_chart_would_drop_is_refused_located_by_the_cli(tmp_path):
+    # no extraObjects template (the per-pool NVIDIADriver CR, gpuop's NodeFeatureRule) and no DCGM exporter pod-label
+    # fields in v25.10.1's chart: each refused at the setting that needs it, with the release that has it
+    write_profile(tmp_path / "profiles", OLD_CHART)
+    shutil.copy(REPO / "gpuop.yaml", tmp_path / "gpuop.yaml")
+    proc = run_main("synth", "profiles", "-o", "dist", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (
+        "profiles/c1.yaml:9:18: spec.dcgmExporter.podLabels: GPU Operator v25.10.1 does not have the setting "
+        "dcgmExporterPodLabels (catalog/data/operator.yaml): its ClusterPolicy's dcgmExporter has no pod-label fields, "
+        "so the exporter would export no pod labels; drop it, or move to spec.release 26.3 (GPU Operator v26.3.3 has "
+        "it)\n"
+        "profiles/c1.yaml:15:7: spec.nodePools[1].driver: GPU Operator v25.10.1 does not have the setting extraObjects "
+        "(catalog/data/operator.yaml): its chart has no extraObjects template, so the NVIDIADriver CR "
+        "'driver-595.91.07' this pool's driver needs would be dropped and the pool's nodes get no driver; give the "
+        "pool the cluster's driver, or move to spec.release 26.3 (GPU Operator v26.3.3 has it)\n"
+        "profiles/c1.yaml:16:7: spec.nodePools[2]: GPU Operator v25.10.1 does not have the setting extraObjects "
+        "(catalog/data/operator.yaml): its chart has no extraObjects template, so gpuop's NodeFeatureRule labelling "
+        "this pool's nodes nvidia.com/device-plugin.config=time-slicing-4-d71ebd would be dropped; set "
+        "spec.nfd.rules: false and label the pool's nodes yourself, or move to spec.release 26.3 (GPU Operator "
+        "v26.3.3 has it)\n"
+        "gpuop: 3 errors; nothing written\n")
+    assert not (tmp_path / "dist").exists()
+
+
+def test_the_same_profile_on_26_3_compiles_with_its_extra_objects(tmp_path):
+    write_profile(tmp_path / "profiles", OLD_CHART.replace('release: "25.10"', 'release: "26.3"'))
+    shutil.copy(REPO / "gpuop.yaml", tmp_path / "gpuop.yaml")
+    run_main("synth", "profiles", "-o", "dist", cwd=tmp_path, check=True)
+    values = yaml.safe_load((tmp_path / "dist" / "c1" / "operator" / "values.yaml").read_text())
+    assert [o["kind"] for o in values["extraObjects"]] == ["NVIDIADriver", "NodeFeatureRule"]
+    assert values["dcgmExporter"]["enablePodLabels"] is True

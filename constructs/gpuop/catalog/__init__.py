@@ -127,6 +127,20 @@ class OpenShiftFacts(_Frozen):
     noImageLookupNamespaces: NamespaceRule
 
 
+class OperandAssets(_Frozen):
+    """How the release's operator renders its operands where that differs from v26.7's assets and transforms (the
+    defaults); releases.yaml cites each fact's file at the tag."""
+    driverConfigDigest: bool = True       # DRIVER_CONFIG_DIGEST on the driver manager, driver and DTK containers
+    driverStartupProbe: Literal["script", "inline"] = "script"   # the startup-probe ConfigMap's script, or inline
+    driverSidecarEnv: bool = True         # GDS_ENABLED / GDRCOPY_ENABLED on the driver container (DTK: always)
+    hostEngineProbes: bool = True         # DCGM's tcpSocket and the DCGM exporter's /health probes
+    validatorSidecarChecks: bool = False  # the validator's nvidia-fs / gdrcopy validation init containers
+    # OpenShift: the DCGM exporter's init container that relabels the kubelet's pod-resources socket (SELinux),
+    # on the operator's initContainer image below the registry; None: no such init container
+    openshiftPodResourcesInit: ImageRef | None = None
+    absentEnv: dict[str, tuple[str, ...]] = Field(default_factory=dict)   # container -> env names it lacks
+
+
 class Release(_Frozen):
     name: str
     operatorVersion: str
@@ -146,6 +160,7 @@ class Release(_Frozen):
     # how NVIDIA's NVIDIADriver controller gives GPU nodes to CRs: "owners" (each node to one CR, a CR's own
     # nodeSelector before the default CR's), "exclusive" (no two CRs may select one node, or none is rendered)
     nvidiaDriverNodes: Literal["owners", "exclusive"] = "owners"
+    assets: OperandAssets = Field(default_factory=OperandAssets)   # omitted: v26.7's assets
 
 
 class UpgradeRule(_Frozen):

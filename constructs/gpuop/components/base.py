@@ -4,7 +4,7 @@ A component is a cdk8s construct: `Component(scope, id, props)` adds it to `scop
 Construct) and returns the construct, whose props are one frozen pydantic model. `render(props)` is a pure
 function returning the component's objects as plain dicts; `objects(props)` is what the construct emits:
 `render(props)` plus the platform's transforms (on OpenShift, openshift.py's SCC per DaemonSet
-ServiceAccount, enabled by the props' Placement). Props are derived from a plan outside the component
+ServiceAccount, enabled by the props' Placement) and the release's (the env its operator does not set). Props are derived from a plan outside the component
 (stack/derive.py), so a component is built and tested from its props alone. Construct ids of the objects
 are `<Kind>-<name>`: stable, since renaming one is a breaking change. Shared props live in props.py, shared
 object builders in builders.py.
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from gpuop.components.builders import without_env
 from gpuop.components.openshift import secure
 from gpuop.components.props import Props
 
@@ -60,7 +61,7 @@ class Component(metaclass=_ConstructType):
     def objects(cls, props: Props) -> list[dict]:
         """`render(props)` and the platform's transforms on top (as the Operator applies its OpenShift
         transforms after each state's own): on OpenShift, the SCCs and their RBAC (openshift.py)."""
-        objs = cls.render(props)
+        objs = without_env(cls.render(props), getattr(props, "absent_env", {}))
         placement = getattr(props, "placement", None)
         if placement is not None and placement.openshift:
             objs = secure(objs)

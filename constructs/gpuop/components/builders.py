@@ -207,6 +207,18 @@ def service_monitor(name: str, namespace: str, *, app: str, port_name: str, job_
                      "selector": {"matchLabels": {"app": app}}}}
 
 
+def without_env(objs: list[dict], absent: dict[str, tuple[str, ...]]) -> list[dict]:
+    """The DaemonSets of `objs` without the env names `absent` gives per container name (an older release's
+    assets do not set them)."""
+    for o in objs:
+        if absent and o.get("kind") == "DaemonSet":
+            pod = o["spec"]["template"]["spec"]
+            for c in pod.get("initContainers", []) + pod["containers"]:
+                if c["name"] in absent and "env" in c:
+                    c["env"] = [e for e in c["env"] if e["name"] not in absent[c["name"]]]
+    return objs
+
+
 VALIDATOR_RESOURCES = resources_slot("validator")   # every `*-validation` init container's resources
 
 

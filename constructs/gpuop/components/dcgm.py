@@ -30,6 +30,9 @@ PORT = 5555
 
 class DcgmProps(ValidatedProps):
     image: str = Field(description="DCGM image. Required.")
+    probes: bool = Field(True, description=(
+        "The host engine's tcpSocket liveness / readiness probes, as v26.3's asset on; false: none, as v25.10's "
+        "(catalog/data/releases.yaml assets.hostEngineProbes). Omitted: true."))
 
 
 class Dcgm(Component):
@@ -44,7 +47,7 @@ class Dcgm(Component):
         container = {
             "name": "nvidia-dcgm-ctr", "image": p.image, "imagePullPolicy": slot("imagePullPolicy"),
             "ports": [{"name": "dcgm", "containerPort": PORT}],
-            "livenessProbe": probe, "readinessProbe": probe,
+            **({"livenessProbe": probe, "readinessProbe": probe} if p.probes else {}),
             "resources": resources_slot("dcgm"),
             "securityContext": {"privileged": True},
         }

@@ -91,6 +91,8 @@ NAME = "nvidia-driver"
 DS_NAME = "nvidia-driver-daemonset"
 PROBE_CM = "nvidia-driver-startup-probe"         # a ConfigMap name gpuop writes (validate/reserved.py)
 PROBE = (Path(__file__).parent / "scripts" / "driver-startup-probe.sh").read_text()
+# v25.10's asset probes the driver inline (assets/state-driver/0500_daemonset.yaml at v25.10.1, L137-140)
+INLINE_PROBE = ["sh", "-c", "[ -f /sys/module/nvidia/refcnt ] && nvidia-smi && touch /run/nvidia/validations/.driver-ctr-ready"]
 
 CLUSTER_RULES = [
     {"apiGroups": ["config.openshift.io"], "resources": ["clusterversions"], "verbs": ["get", "list"]},
@@ -160,6 +162,15 @@ class DriverProps(DaemonSetProps):
         ("host-sys-devices-system", "/sys/devices/system", "Directory"), description=(
             "The driver container's sysfs hostPath mount of the release's asset: (volume name, path on host and in "
             "the container, hostPath type or \"\"). Omitted: v26.7's, all of /sys/devices/system."))
+    config_digest: bool = Field(True, description=(
+        "DRIVER_CONFIG_DIGEST on the driver pod's containers, as v26.3's TransformDriver on; false: none, as the older "
+        "releases (catalog/data/releases.yaml assets.driverConfigDigest). Omitted: true."))
+    inline_startup_probe: bool = Field(False, description=(
+        "The driver container's startup probe inline (nvidia-smi, then .driver-ctr-ready) and no startup-probe "
+        "ConfigMap, as v25.10's asset (assets.driverStartupProbe). Omitted: false, the ConfigMap's script."))
+    sidecar_env: bool = Field(True, description=(
+        "GDS_ENABLED / GDRCOPY_ENABLED on the driver container of a variant with those sidecars, as v26.3's on; "
+        "false: on the Driver Toolkit container only (assets.driverSidecarEnv). Omitted: true."))
     digests: dict[str, str] = Field(default_factory=dict, description=(
         "<path>:<tag> -> digest of sidecar images (pinned). Omitted: tags only."))
     repo_config: tuple[str, tuple[str, ...]] | None = Field(None, description=(
@@ -305,7 +316,8 @@ def _driver_ctr(p: DriverProps, v: Variant) -> dict:
          env("KERNEL_MODULE_TYPE", p.kernel_module_type)]
     if p.kernel_module_type == "open":
         e.append(env("OPEN_KERNEL_MODULES_ENABLED", "true"))
-    e += sidecar_env(v)
+    if p.sidecar_env:
+        e += sidecar_env(v)
     if p.openshift_version:
         e.append(env("OPENSHIFT_VERSION", p.openshift_version))
     command, args = (["ocp_dtk_entrypoint"], ["nv-ctr-run-with-dtk"]) if v.rhcos else (["nvidia-driver"], ["init"])
@@ -327,14 +339,16 @@ def _driver_ctr(p: DriverProps, v: Variant) -> dict:
             mount("firmware-search-path", "/sys/module/firmware_class/parameters/path"),
             mount(p.sysfs_mount[0], p.sysfs_mount[1]),
             mount("nv-firmware", "/lib/firmware"),
-            mount("driver-startup-probe-script", "/usr/local/bin/startup-probe.sh", sub_path="startup-probe.sh"),
-        ] + ([mount(DTK_SHARED, DTK_SHARED_PATH)] if v.rhcos else []),
-        "startupProbe": {"exec": {"command": ["sh", "/usr/local/bin/startup-probe.sh"]},
+        ] + ([] if p.inline_startup_probe else [mount("driver-startup-probe-script", "/usr/local/bin/startup-probe.sh",
+                                                      sub_path="startup-probe.sh")])
+          + ([mount(DTK_SHARED, DTK_SHARED_PATH)] if v.rhcos else []),
+        "startupProbe": {"exec": {"command": INLINE_PROBE if p.inline_startup_probe else
+                                  ["sh", "/usr/local/bin/startup-probe.sh"]},
                          "initialDelaySeconds": 60, "failureThreshold": 120, "successThreshold": 1,
                          "periodSeconds": 10, "timeoutSeconds": 60},
         "lifecycle": {"preStop": {"exec": {"command": [
-            "/bin/sh", "-c",
-            "rm -f /run/nvidia/validations/.driver-ctr-ready /run/nvidia/validations/.driver-daemons-status"]}}},
+            "/bin/sh", "-c", "rm -f /run/nvidia/validations/.driver-ctr-ready" + (
+                "" if p.inline_startup_probe else " /run/nvidia/validations/.driver-daemons-status")]}}},
     }
 
 
@@ -352,8 +366,8 @@ VOLUMES = [
     host_path("host-sys", "/sys", "Directory"),
     host_path("firmware-search-path", "/sys/module/firmware_class/parameters/path"),
     host_path("nv-firmware", "/run/nvidia/driver/lib/firmware", "DirectoryOrCreate"),
-    {"name": "driver-startup-probe-script", "configMap": {"name": PROBE_CM, "defaultMode": 0o755}},
 ]
+PROBE_VOLUME = {"name": "driver-startup-probe-script", "configMap": {"name": PROBE_CM, "defaultMode": 0o755}}
 
 
 SIDECAR_MOUNTS = [mount("run-nvidia", "/run/nvidia", propagation="HostToContainer"), mount("var-log", "/var/log"),
@@ -416,11 +430,11 @@ class Driver(Component):
 
     @classmethod
     def render(cls, p: DriverProps) -> list[dict]:
-        objs = rbac(NAME, p.namespace, ROLE_RULES, CLUSTER_RULES) + [
+        objs = rbac(NAME, p.namespace, ROLE_RULES, CLUSTER_RULES) + ([] if p.inline_startup_probe else [
             {"apiVersion": "v1", "kind": "ConfigMap",
              "metadata": meta(PROBE_CM, p.namespace,
                               {"app": DS_NAME, "app.kubernetes.io/component": NAME}),
-             "data": {"startup-probe.sh": PROBE}}]
+             "data": {"startup-probe.sh": PROBE}}])
         builds = [v.rhcos for v in p.variants if v.rhcos]
         if builds:
             objs.append(dtk_image_stream(p.dtk_image_stream, p.namespace, p.dtk_namespace, sorted(set(builds)),
@@ -460,7 +474,8 @@ class Driver(Component):
                                              "nvidia-gdrcopy-driver", "gdrdrv", config_mounts))
         # the release's sysfs mount where v26.7's asset lists it, after the firmware search path
         at = next(i for i, x in enumerate(VOLUMES) if x["name"] == "firmware-search-path") + 1
-        volumes = VOLUMES[:at] + [host_path(*p.sysfs_mount)] + VOLUMES[at:] + os_volumes
+        volumes = (VOLUMES[:at] + [host_path(*p.sysfs_mount)] + VOLUMES[at:]
+                   + ([] if p.inline_startup_probe else [PROBE_VOLUME]) + os_volumes)
         if v.rhcos:
             containers.append(dtk_container(f"{p.dtk_image_stream}:{v.rhcos}", v.rhcos, sidecar_env(v)))
             volumes = volumes + [{"name": DTK_SHARED, "emptyDir": {}}]
@@ -479,7 +494,8 @@ class Driver(Component):
             "containers": containers,
             "volumes": with_host_paths(volumes, p.placement),    # before the digest: it counts the host root
         }
-        set_digest(pod_spec, p.image_registry)
+        if p.config_digest:
+            set_digest(pod_spec, p.image_registry)
         ds = daemonset(v.name, p.namespace, app=app, labels=labels, deploy=cls.deploy_label,
                        placement=p.placement, annotations={"openshift.io/scc": NAME}, pod_spec=pod_spec,
                        pod_annotations={"kubectl.kubernetes.io/default-container": "nvidia-driver-ctr"},

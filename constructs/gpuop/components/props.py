@@ -48,6 +48,9 @@ class DaemonSetProps(Props):
         "The init containers the operator adds (the `*-validation` ones, the driver manager) take the validator's "
         "and the driver's resources, as v26.7's transforms give them; false: none, as the older releases' "
         "(catalog/data/releases.yaml initContainerResources). Omitted: true."))
+    absent_env: dict[str, tuple[str, ...]] = Field(default_factory=dict, description=(
+        "Container name -> env names the release's operator does not set on it (catalog/data/releases.yaml "
+        "assets.absentEnv): dropped from the component's DaemonSets. Omitted: none, v26.7's env."))
 
 
 class ValidatedProps(DaemonSetProps):

@@ -24,8 +24,9 @@ plugin-validation read the node and create their workload pods (cmd/nvidia-valid
 Differences from upstream, and why:
 - `VALIDATOR_IMAGE_PULL_SECRETS` (for the workload pods) is written from the profile's pull secrets at
   compile time; overriding `imagePullSecrets` in Helm values at deploy time does not reach it.
-- The nvidia-fs (GDS) validation init container is removed, as the Operator does when GDS is off
-  (gpuop does not offer GDS).
+- The nvidia-fs (GDS) and gdrcopy validation init containers: v26.x's asset has none (the driver's startup probe
+  checks the sidecars); before v26.3 they follow driver-validation while spec.driver's gds / gdrcopy is on
+  (`sidecar_checks`), as v25.10's TransformValidatorComponent keeps them.
 """
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ class ValidatorProps(DaemonSetProps):
         "written empty as the operator passes the cluster's empty strategy (v26.7's validator picks the workload's "
         "resource from the node's allocatable either way). Omitted: single."))
     pull_secrets: tuple[str, ...] = Field((), description="Pull secrets of the workload pods. Omitted: none.")
+    sidecar_checks: tuple[Literal["nvidia-fs", "gdrcopy"], ...] = Field((), description=(
+        "The driver sidecars (nvidia-fs for GDS, gdrcopy) the validator checks in init containers of their own after "
+        "driver-validation, as v25.10's (catalog/data/releases.yaml assets.validatorSidecarChecks; from v26.3 the "
+        "driver's startup probe checks them). Omitted: none."))
 
 
 def _step(component: str, p: ValidatorProps, env_: list[dict], mounts: list[dict], se_linux: bool = False) -> dict:
@@ -89,6 +94,10 @@ def init_containers(p: ValidatorProps) -> list[dict]:
             mount("host-root", "/host", propagation="HostToContainer", read_only=True),
             mount("driver-install-dir", "/run/nvidia/driver", propagation="HostToContainer"),
             VALIDATIONS, mount("host-dev-char", "/host-dev-char")], se_linux=True),
+    ] + [  # v25.10.1 assets/state-operator-validation/0500_daemonset.yaml L59-98
+        _step(c, p, [env("WITH_WAIT", "true"), env("COMPONENT", c), node], [VALIDATIONS], se_linux=True)
+        for c in p.sidecar_checks
+    ] + [
         _step("toolkit", p, [env("NVIDIA_VISIBLE_DEVICES", "all"), env("WITH_WAIT", "false"),
                                    env("COMPONENT", "toolkit")], [VALIDATIONS]),
         _step("cuda", p, [env("WITH_WAIT", "false"), env("COMPONENT", "cuda"), node, ns] + _workload_env(p),

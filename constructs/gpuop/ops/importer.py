@@ -236,6 +236,29 @@ class Importer:
                 self.lose(path, f"{path} {have!r}: gpuop's operator values take this image from the registry of "
                           f"every other image ({repo})")
 
+    def nfd_image(self, spec: CommentedMap, op: CommentedMap, frag: dict, openshift: bool) -> None:
+        """NFD's image under a registry mirror: gpuop's values put it at <mirror>/<NFD's path> unless nfdValues
+        names one (plan/operator.py nfd_repository). So the mirror's own path is no setting of the profile, and an
+        install that pulls NFD from elsewhere (its own registry included) keeps that repository in nfdValues."""
+        registry, chart = chartmap.get_path(frag, "images.registry"), self.release.nfd
+        mode = (spec.get("nfd") or {}).get("mode") or ("existing" if openshift else "deploy")
+        if registry in (None, "", self.release.registry) or mode != "deploy" or chart is None:
+            return
+        values = op.get("nfdValues") or {}
+        have = self.eget("node-feature-discovery.image.repository")
+        image = values.get("image")
+        if have == f"{registry}/{chart.image.path}" and isinstance(image, dict) and "repository" in image:
+            del image["repository"]
+            if not image:
+                del values["image"]
+            if not values:
+                del op["nfdValues"]
+        elif have in (None, ""):
+            values = op.setdefault("nfdValues", CommentedMap())
+            values.setdefault("image", CommentedMap())["repository"] = f"{chart.image.registry}/{chart.image.path}"
+            _eol(op, f"{NOTE} NFD's image comes from its own registry, not the mirror of the other images",
+                 "nfdValues")
+
     def config_names(self, pools: list) -> None:
         """What of the live configs the pools do not keep: the names and defaults are kept by the table
         (delivery.operator.*Config) and the pools' configName; a config gpuop cannot rebuild is reported."""
@@ -451,6 +474,7 @@ class Importer:
         self.nfd(spec, openshift)
         self.fixed_paths()
         self.sidecar_images(frag)
+        self.nfd_image(spec, op, frag, openshift)
         strategy = self.eget("mig.strategy") or ""
         pools = self.pools(strategy or "mixed")
         spec["nodePools"] = CommentedSeq(pools)

@@ -32,7 +32,7 @@ from gpuop.plan import queues as queue_plan
 from gpuop.plan import defaults as defaulting
 from gpuop.plan.drivers import driver_variants, full_version, version_resolver
 from gpuop.plan.model import (DashboardsPlan, DcgmExporterPlan, DeliveryPlan, Image, Monitor, NfdPlan, NodeStatusExporterPlan, OpenShiftPlan,
-                              Operand, Pool, Scheduling, StackPlan, Upgrade)
+                              Operand, OperandAssets, Pool, Scheduling, StackPlan, Upgrade)
 from gpuop.profile.models import ClusterProfile, Resources
 
 UPSTREAM_TOLERATIONS = ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},)
@@ -171,6 +171,7 @@ def build_plan(valid: Validated, cat: Catalog) -> StackPlan:
         **({"driver_sysfs": (release.driverSysfs.name, release.driverSysfs.path, release.driverSysfs.type)}
            if release.driverSysfs else {}),
         init_resources=release.initContainerResources,
+        assets=_assets(release),
         root_fs=spec.hostPaths.rootFS,
         toolkit_install_dir=dist.toolkitInstallDir or "/usr/local/nvidia",
         kubelet_root_dir=spec.hostPaths.kubeletRootDir,
@@ -287,7 +288,8 @@ def pin_digests(valid, plan: StackPlan) -> StackPlan:
         plan, images=tuple((n, pin(i)) for n, i in plan.images),
         driver_digests=tuple(sorted((k, lock[k]) for k in plan.driver_pod_keys())),
         smoke_test=pin(plan.smoke_test), nfd=dataclasses.replace(plan.nfd, image=pin(plan.nfd.image)),
-        health_gate=gate_plan.pin(plan.health_gate, pin))
+        health_gate=gate_plan.pin(plan.health_gate, pin),
+        assets=dataclasses.replace(plan.assets, pod_resources_init=pin(plan.assets.pod_resources_init)))
 
 
 def _delivery(d) -> DeliveryPlan:
@@ -295,6 +297,17 @@ def _delivery(d) -> DeliveryPlan:
     creds = tuple((repo, engine, name) for repo in ("nfd", "operator", "dra") for engine in ("flux", "argocd")
                   if (name := getattr(getattr(d.credentials, repo), engine)) is not None)
     return DeliveryPlan(dest.name, dest.server, dest.kubeConfigSecret, creds)
+
+
+def _assets(release) -> OperandAssets:
+    """The release's operand assets (catalog releases.yaml `assets`), the OpenShift init image below the registry."""
+    a = release.assets
+    init = a.openshiftPodResourcesInit
+    return OperandAssets(config_digest=a.driverConfigDigest, inline_startup_probe=a.driverStartupProbe == "inline",
+                         driver_sidecar_env=a.driverSidecarEnv, host_engine_probes=a.hostEngineProbes,
+                         validator_sidecar_checks=a.validatorSidecarChecks,
+                         pod_resources_init=Image(init.image, init.version) if init else None,
+                         absent_env=tuple(sorted(a.absentEnv.items())))
 
 
 def _openshift(release) -> OpenShiftPlan:

@@ -1002,7 +1002,8 @@ def _rows() -> tuple[Row, ...]:
         field_row("delivery.operator.nvidiaNodeFeatureRules", "nfd.nodefeaturerules", False, policy=(),
                   inv=_bool_inv),
         _passthrough_row("delivery.operator.nfdValues", "node-feature-discovery", None,
-                         "the NFD subchart's values, as written"),
+                         "the NFD subchart's values, as written; unwritten, its image.repository follows "
+                         "spec.images.registry (plan/operator.py nfd_repository)"),
         _passthrough_row("delivery.operator.operatorValues", "operator", OPERATOR_KEYS,
                          "the operator Deployment's settings, as written"),
     ]

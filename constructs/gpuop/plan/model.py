@@ -138,6 +138,19 @@ class NfdPlan:
 
 
 @dataclass(frozen=True)
+class OperandAssets:
+    """How the release's operator renders its operands where that differs from v26.7 (catalog/data/releases.yaml
+    `assets`, each fact with its source); the defaults are v26.7's."""
+    config_digest: bool = True                   # DRIVER_CONFIG_DIGEST on the driver pod's containers
+    inline_startup_probe: bool = False           # the driver's startup probe inline, no startup-probe ConfigMap
+    driver_sidecar_env: bool = True              # GDS_ENABLED / GDRCOPY_ENABLED on the driver container
+    host_engine_probes: bool = True              # DCGM's and the DCGM exporter's liveness / readiness probes
+    validator_sidecar_checks: bool = False       # the validator's nvidia-fs / gdrcopy validations
+    pod_resources_init: Image | None = None      # OpenShift: the DCGM exporter's SELinux relabel init container
+    absent_env: tuple[tuple[str, tuple[str, ...]], ...] = ()   # container -> env names the release does not set
+
+
+@dataclass(frozen=True)
 class OpenShiftPlan:
     """OpenShift facts the components need (catalog releases.yaml `openshift`)."""
     dtk_image_stream: str = "driver-toolkit"     # the Driver Toolkit ImageStream (and tag source) ...
@@ -595,6 +608,7 @@ class StackPlan:
     driver_sysfs: tuple[str, str, str] = ("host-sys-devices-system", "/sys/devices/system", "Directory")
                                                         # the release's driver sysfs mount (name, path, hostPath type)
     init_resources: bool = True                       # the release's operator gives its init containers resources
+    assets: OperandAssets = field(default_factory=OperandAssets)   # the release's operand assets (v26.7's: default)
     root_fs: str = "/"                                  # hostPaths.rootFS
     toolkit_install_dir: str = "/usr/local/nvidia"      # toolkit.installDir (GKE COS: /home/kubernetes/bin/nvidia)
     driver_flavours: tuple[str, ...] = ()               # the driver flavours it installs (catalog/data/licences.yaml);
@@ -653,6 +667,8 @@ class StackPlan:
         keys = {i.key for name, i in self.images if used.get(name)}
         keys |= {i.key for i in (self.smoke_test, self.nfd.image) if i is not None}
         keys |= {i.key for i in (self.health_gate.images() if self.health_gate else ())}
+        if self.dcgm_exporter is not None and self.openshift is not None and self.assets.pod_resources_init:
+            keys.add(self.assets.pod_resources_init.key)
         return sorted(keys | set(self.driver_pod_keys()))
 
     def driver_pod_keys(self) -> list[str]:

@@ -151,12 +151,26 @@ def chart_values(spec, plan: StackPlan, cat, groups: list[DriverGroup]) -> dict:
     for key, image in sidecar_images(registry, plan.release).items():
         v.setdefault(key, {}).update(image)
     v["operator"]["repository"] = rel.repository("validator", registry)     # the operator's own image
+    nfd_image = nfd_repository(spec, plan, rel.registry)
+    if nfd_image and not chartmap.get_path(v, "node-feature-discovery.image.repository"):
+        v.setdefault("node-feature-discovery", {}).setdefault("image", {})["repository"] = nfd_image
     if plan.values["imagePullSecrets"]:
         v["operator"]["imagePullSecrets"] = [s["name"] for s in plan.values["imagePullSecrets"]]
     return v
 
 
 RUNTIME_ENV_DISTRIBUTIONS = chartmap.RUNTIME_ENV_DISTRIBUTIONS
+
+
+def nfd_repository(spec, plan: StackPlan, release_registry: str) -> str | None:
+    """The NFD subchart's image under spec.images.registry, as gpuop's stack runs NFD (plan.nfd: the mirror, then
+    NFD's own path): an air-gapped cluster reaches no registry.k8s.io. None: no mirror (none, or the release's own
+    registry, which serves no NFD image), or NFD not deployed (the subchart's own image);
+    delivery.operator.nfdValues image.repository, where written, wins."""
+    mirror = spec.images.registry
+    if mirror in (None, "", release_registry) or plan.nfd.mode != "deploy" or plan.nfd.image is None:
+        return None
+    return f"{plan.nfd.image_registry}/{plan.nfd.image.path}"
 
 
 def manager_env(plan: StackPlan) -> list[dict]:

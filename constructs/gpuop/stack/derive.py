@@ -65,7 +65,7 @@ def _daemonset(plan: StackPlan, image: str) -> dict:
     """The props every validated GPU DaemonSet shares (components/props.py ValidatedProps)."""
     return {"namespace": plan.namespace, "image": plan.image(image).ref,
             "validator_image": plan.image("validator").ref, "placement": placement(plan),
-            "init_resources": plan.init_resources}
+            "init_resources": plan.init_resources, "absent_env": dict(plan.assets.absent_env)}
 
 
 def namespace(plan: StackPlan) -> NamespaceProps:
@@ -130,7 +130,9 @@ def driver(plan: StackPlan) -> DriverProps | None:
                        auto_upgrade=u.auto, max_parallel_upgrades=u.max_parallel, **_operand(plan, "driver"),
                        repo_config=plan.driver_repo_config, cert_config=plan.driver_cert_config,
                        gds_image=sidecars.get("gds"), gdrcopy_image=sidecars.get("gdrcopy"), digests=digests,
-                       sysfs_mount=plan.driver_sysfs)
+                       sysfs_mount=plan.driver_sysfs, config_digest=plan.assets.config_digest,
+                       inline_startup_probe=plan.assets.inline_startup_probe,
+                       sidecar_env=plan.assets.driver_sidecar_env)
 
 
 def toolkit(plan: StackPlan) -> ToolkitProps | None:
@@ -146,7 +148,9 @@ def validator(plan: StackPlan) -> ValidatorProps:
     return ValidatorProps(namespace=plan.namespace, image=plan.image("validator").ref,
                           device_plugin=plan.device_plugin, mig_strategy=mig_strategy(plan),
                           pull_secrets=plan.pull_secrets, placement=placement(plan),
-                          init_resources=plan.init_resources)
+                          init_resources=plan.init_resources,
+                          sidecar_checks=tuple(c for k, c in (("gds", "nvidia-fs"), ("gdrcopy", "gdrcopy"))
+                                               if k in plan.device_sidecars and plan.assets.validator_sidecar_checks))
 
 
 def plugin_config(plan: StackPlan) -> PluginConfigProps | None:
@@ -174,7 +178,7 @@ def mps_control_daemon(plan: StackPlan) -> MpsControlDaemonProps | None:
 
 
 def dcgm(plan: StackPlan) -> DcgmProps | None:
-    return DcgmProps(**_daemonset(plan, "dcgm")) if plan.dcgm else None
+    return DcgmProps(**_daemonset(plan, "dcgm"), probes=plan.assets.host_engine_probes) if plan.dcgm else None
 
 
 def dcgm_exporter(plan: StackPlan) -> DcgmExporterProps | None:
@@ -184,7 +188,10 @@ def dcgm_exporter(plan: StackPlan) -> DcgmExporterProps | None:
     return DcgmExporterProps(**_daemonset(plan, "dcgmExporter"), remote_hostengine=plan.dcgm,
                              metrics=x.metrics, pod_labels=x.pod_labels, pod_uid=x.pod_uid,
                              pod_label_allowlist=x.pod_label_allowlist, service_monitor=_monitor(x.service_monitor),
-                             prometheus_rule=plan.openshift is not None, kubelet_root_dir=plan.kubelet_root_dir)
+                             prometheus_rule=plan.openshift is not None, kubelet_root_dir=plan.kubelet_root_dir,
+                             probes=plan.assets.host_engine_probes,
+                             pod_resources_init=plan.assets.pod_resources_init.ref
+                             if plan.openshift and plan.assets.pod_resources_init else None)
 
 
 def gfd(plan: StackPlan) -> GfdProps | None:

@@ -426,25 +426,76 @@ def features(spec, groups) -> list[tuple[tuple, str]]:
     return out
 
 
+def chart_features(ctx: Context) -> list[tuple[tuple, str, str]]:
+    """(location, catalog setting name, what its absence loses) of what gpuop's values carry that only some
+    operator charts render: the ClusterPolicy's DCGM exporter pod-label fields, and `extraObjects` (a chart
+    without the template drops them without a word) for the per-pool NVIDIADriver CRs and gpuop's
+    NodeFeatureRule (with OLM gpuop applies those itself)."""
+    spec = ctx.spec
+    dx = spec.dcgmExporter
+    out = [(("spec", "dcgmExporter", key), "dcgmExporterPodLabels",
+            "its ClusterPolicy's dcgmExporter has no pod-label fields, so the exporter would export no pod labels; "
+            "drop it")
+           for key, on in (("podLabels", dx.podLabels), ("podUID", dx.podUID),
+                           ("podLabelAllowlist", bool(dx.podLabelAllowlist))) if on]
+    if (spec.delivery.operator.install or DEFAULT_INSTALL[spec.platform.type]) != "helm":
+        return out
+    groups = _groups(ctx)
+    if uses_driver_crd(spec, groups):
+        for g in groups:
+            for i in () if g.default else g.pool_indexes:
+                where = ("spec", "nodePools", i) + (("driver",) if spec.nodePools[i].driver is not None else ())
+                out.append((where, "extraObjects", f"its chart has no extraObjects template, so the NVIDIADriver CR "
+                            f"{g.name!r} this pool's driver needs would be dropped and the pool's nodes get no driver; "
+                            "give the pool the cluster's driver"))
+    pc = ctx.derived("pool-configs", lambda: plan_pools.build(spec, ctx.cat))      # shared with validate/pools.py
+    # the operator labels MIG-capable nodes without a MIG config all-disabled itself while its MIG manager runs
+    # (controllers/state_manager.go, v25.10.1 L539-546; gpuop's values set migManager.config.default all-disabled)
+    own = {(plan_pools.MIG_CONFIG_LABEL, plan_pools.ALL_DISABLED)} if spec.migManager.enabled else set()
+    for pl in pc.pools:
+        lost = [kv for kv in pl.nfd if kv not in own]
+        if lost:
+            labels = ", ".join(f"{k}={v}" for k, v in lost)
+            out.append((("spec", "nodePools", pl.index), "extraObjects",
+                        f"its chart has no extraObjects template, so gpuop's NodeFeatureRule labelling this pool's "
+                        f"nodes {labels} would be dropped; set spec.nfd.rules: false and label the pool's nodes "
+                        "yourself"))
+    return out
+
+
 @rule("operator-version-settings", source="catalog/data/operator.yaml (the settings of each GPU Operator version)")
 def check_version_settings(ctx: Context) -> list:
-    """An unknown GPU Operator version, or a setting the chosen version does not have."""
+    """An unknown GPU Operator version, or a setting the chosen version does not have; what only some charts render
+    (chart_features) against the stack release's operator version too when none is pinned."""
     at, spec, groups = ctx.at, ctx.spec, _groups(ctx)
     op = spec.delivery.operator
     ocat = operator_catalog.load()
     version = op.version
-    if version is None:
-        return []
-    entry = ocat.get(version)
-    if entry is None:
+    if version is not None and ocat.get(version) is None:
         return [at(OP + ("version",), f"{version!r} is not a known GPU Operator version; allowed: "
                    f"{', '.join(o.version for o in ocat.operators)}")]
     out = []
-    for where, name in features(spec, groups):
+    entry = ocat.get(version) if version is not None else None
+    for where, name in features(spec, groups) if entry is not None else ():
         if name not in entry.settings:
             out.append(at(where, f"GPU Operator {version} does not have the setting {name} "
                           "(catalog/data/operator.yaml); use a newer spec.delivery.operator.version or drop it"))
+    chart = ocat.get(version or ctx.release.operatorVersion)
+    for where, name, loss in chart_features(ctx) if chart is not None else ():
+        if name not in chart.settings:
+            out.append(at(where, f"GPU Operator {chart.version} does not have the setting {name} "
+                          f"(catalog/data/operator.yaml): {loss}, or {_release_with(ctx, name)}"))
     return out
+
+
+def _release_with(ctx: Context, name: str) -> str:
+    """The move that brings a setting: the first newer stack release whose operator has it."""
+    ocat, names = operator_catalog.load(), [r.name for r in ctx.cat.releases]
+    for r in ctx.cat.releases[names.index(ctx.release.name) + 1:]:
+        entry = ocat.get(r.operatorVersion)
+        if entry is not None and name in entry.settings:
+            return f"move to spec.release {r.name} (GPU Operator {r.operatorVersion} has it)"
+    return "move to a newer spec.release"
 
 
 @rule("operator-version-catalog", source="catalog/data/operator-chart/ (NVIDIA's chart defaults per operator "

@@ -42,7 +42,8 @@ RESERVED: dict[str, Reserved] = {
     # under gpuop's names
     CONFIG_MAP: Reserved(frozenset({
         plugin_config.NAME, mig_manager.CONFIG_CM, mig_manager.CLIENTS_CM, mig_manager.ENTRYPOINT_CM,
-        dcgm_exporter.METRICS_CM, toolkit.ENTRYPOINT_CM, driver.PROBE_CM, device_plugin.ENTRYPOINT_CM,
+        dcgm_exporter.METRICS_CM, dcgm_exporter.RELABEL_CM, toolkit.ENTRYPOINT_CM, driver.PROBE_CM,
+        device_plugin.ENTRYPOINT_CM,
         chartmap.PLUGIN_CONFIG_MAP, chartmap.MIG_CONFIG_MAP, chartmap.DCGM_METRICS_MAP, dashboards.NAME}),
         "a ConfigMap gpuop writes in the stack's namespace"),
     # keys of the device plugin's ConfigMap, values of nvidia.com/device-plugin.config
