@@ -87,6 +87,14 @@ def test_before_26_7_the_default_nvidiadriver_selects_its_own_pools(tmp_path):
     assert "nodeSelector" not in operator_out.chart_values(new)["driver"]["nvidiaDriverCRD"]
 
 
+@pytest.mark.parametrize("release,written", [("26.7", True), ("26.3", False)])
+def test_a_pools_nvidiadriver_carries_an_upgrade_policy_only_where_its_crd_has_one(tmp_path, release, written):
+    # v26.3.3's NVIDIADriver CRD has no spec.upgradePolicy: the API server would prune it without a word
+    (plan,), _ = plan_all([write_profile(tmp_path, PER_POOL % release)])
+    crs = plan.operator.drivers
+    assert crs and all(("upgradePolicy" in cr["spec"]) == written for cr in crs)
+
+
 def test_before_26_7_a_default_nvidiadriver_whose_pools_share_no_label_is_refused(tmp_path):
     # two pools on the cluster's driver, told apart by their labels: the default CR can select only what they
     # share (nothing: every GPU node), so before v26.7 it also selects the 595 pool's node and no CR is rendered

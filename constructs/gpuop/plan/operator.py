@@ -201,13 +201,20 @@ def sidecar_images(registry: str, release: str) -> dict[str, dict]:
     return out
 
 
-def nvidia_drivers(values: dict, groups: list[DriverGroup], spec, images: dict | None = None) -> list[dict]:
-    """The non-default NVIDIADriver CRs (the default one comes from the chart or, with OLM, from outputs)."""
+def nvidia_drivers(values: dict, groups: list[DriverGroup], spec, images: dict | None = None,
+                   upgrade_policy: bool = True) -> list[dict]:
+    """The non-default NVIDIADriver CRs (the default one comes from the chart or, with OLM, from outputs);
+    `upgrade_policy`: whether the operator's NVIDIADriver CRD has `spec.upgradePolicy` (v26.7 on)."""
     if not values["driver"]["nvidiaDriverCRD"]["enabled"]:
         return []
     out = []
     for g in groups:
-        out.append({"name": g.name, "spec": driver_spec(values, g, images or {})})
+        cr = driver_spec(values, g, images or {})
+        if not upgrade_policy:
+            # the older CRD has no such field: the API server would prune it without a word, so it is not written
+            # (those operators roll every driver by the ClusterPolicy's driver.upgradePolicy)
+            del cr["upgradePolicy"]
+        out.append({"name": g.name, "spec": cr})
     return out
 
 
@@ -269,7 +276,8 @@ def build(spec, plan: StackPlan, cat) -> OperatorPlan | None:
     install = op.install or DEFAULT_INSTALL[plan.platform]
     groups = driver_groups(spec, cat)
     values = chart_values(spec, plan, cat, groups)
-    drivers = nvidia_drivers(values, groups, spec, sidecar_images(plan.values["imageRegistry"], plan.release))
+    drivers = nvidia_drivers(values, groups, spec, sidecar_images(plan.values["imageRegistry"], plan.release),
+                             upgrade_policy=entry is None or "nvidiaDriverUpgradePolicy" in entry.settings)
     return OperatorPlan(
         version=version, install=install, namespace=plan.namespace,
         chart_repository=op.chartRepository or ocat.helm.repository, chart=ocat.helm.chart,
