@@ -251,7 +251,8 @@ def _pool_devices(pool: dict, rules: list[dict]) -> frozenset[str]:
     return frozenset(i[2:6].lower() for i in (gpu.pciDeviceIds if gpu is not None else ()))
 
 
-def _node_labels(tree: dict, cluster: str, objs: dict, pools: list[dict]) -> tuple[dict[str, dict[str, str]], set[str]]:
+def _node_labels(tree: dict, cluster: str, objs: dict, pools: list[dict],
+                 operator: bool = False) -> tuple[dict[str, dict[str, str]], set[str]]:
     """Per pool, the labels gpuop decides on its nodes, and the keys it decides (a DaemonSet's selector on any
     other key is not judged): the pool's nodeSelector; what nfd-master's NodeFeatureRules give the pool's GPU,
     rule after rule, a later rule's label over an earlier one's (as nfd-master merges them: the dra example's
@@ -268,6 +269,10 @@ def _node_labels(tree: dict, cluster: str, objs: dict, pools: list[dict]) -> tup
     known = {k for p in pools for k in (p.get("nodeSelector") or {})} | {MPS_CAPABLE}
     known |= {k for r in rules if _rule_devices(r) is not None for k in r.get("labels") or {}}
     known |= {k for labels in manual.values() for k in labels}
+    if not operator:
+        # the stack: a deploy label only gpuop's rules or the node group set (absent otherwise); in operator mode
+        # NVIDIA's operator labels every GPU node with the deploy labels gpuop's rules leave alone
+        known.add(DEPLOY)
     out = {}
     for p in pools:
         devices = _pool_devices(p, rules)
@@ -286,11 +291,12 @@ def _node_labels(tree: dict, cluster: str, objs: dict, pools: list[dict]) -> tup
 
 def _selects(ds: dict, labels: dict[str, str], known: set[str]) -> bool:
     """Whether the DaemonSet's nodeSelector and required node affinity take a node with these labels, judged on
-    the keys gpuop decides (`known`; a deploy label no rule sets is absent)."""
+    the keys gpuop decides (`known`; holding the deploy labels' prefix in the stack, where a deploy label no rule
+    sets is absent)."""
     spec = ds["spec"]["template"]["spec"]
 
     def decided(key: str) -> bool:
-        return key in known or key.startswith(DEPLOY)
+        return key in known or (key.startswith(DEPLOY) and DEPLOY in known)
 
     if any(decided(k) and labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
         return False
@@ -570,7 +576,8 @@ def cluster_effects(cluster: str, old: dict, new: dict, old_entry: dict | None, 
     effects += _nfd_move(cluster, old, new)
     # an operator version change rolls every operand: the chart's helm.sh/chart label is on each pod template
     rolled = {k for k, o in after.items() if k[0] == "DaemonSet"} if bump is not None else set()
-    node_labels = (_node_labels(old, cluster, before, pools), _node_labels(new, cluster, after, pools))
+    node_labels = (_node_labels(old, cluster, before, pools, _mode(old_entry) == "operator"),
+                   _node_labels(new, cluster, after, pools, operator))
     for key in sorted(changed_objects | rolled):
         kind, name = key
         if kind != "DaemonSet":
