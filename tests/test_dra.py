@@ -658,6 +658,9 @@ def test_an_older_release_whose_managers_ignore_the_client_label_is_warned_at_th
             spec.update(release=release, delivery={"mode": mode})
             if mode == "operator":     # one GPU model per label set: the operator labels by model (NFD)
                 spec["nodePools"].pop()
+                if release == "25.10":     # v25.10.1's chart has no extraObjects for gpuop's NodeFeatureRule: no
+                    spec["nfd"] = {"rules": False}             # per-pool labels, so DRA alone on the GPU nodes
+                    spec["devicePlugin"] = {"enabled": False}
         return mutate
 
     for mode in ("stack", "operator"):
